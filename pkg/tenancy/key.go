@@ -1,0 +1,101 @@
+package tenancy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Key identifies an object across tenant partitions. Tenant, namespace and name
+// alone are not unique in scale-out: the system tenant exists in every TP, so
+// system/kube-system/kube-dns can exist in TP1 and TP2. Key adds the TP.
+//
+// Namespace is empty for objects that are not namespaced (a namespace itself).
+type Key struct {
+	Partition string
+	Tenant    string
+	Namespace string
+	Name      string
+}
+
+// String renders Arktos's form "<tenant>_<tp>/<namespace>/<name>", or
+// "<tenant>_<tp>/<name>" when Namespace is empty.
+func (k Key) String() string {
+	var b strings.Builder
+	b.Grow(len(k.Tenant) + len(k.Partition) + len(k.Namespace) + len(k.Name) + 3)
+	b.WriteString(k.Tenant)
+	b.WriteByte('_')
+	b.WriteString(k.Partition)
+	b.WriteByte('/')
+	if k.Namespace != "" {
+		b.WriteString(k.Namespace)
+		b.WriteByte('/')
+	}
+	b.WriteString(k.Name)
+	return b.String()
+}
+
+// Validate reports the first part of k that cannot appear in a key string.
+func (k Key) Validate() error {
+	if err := ValidateTenantName(k.Tenant); err != nil {
+		return fmt.Errorf("key %q: %w", k.String(), err)
+	}
+	if err := ValidatePartitionName(k.Partition); err != nil {
+		return fmt.Errorf("key %q: %w", k.String(), err)
+	}
+	if strings.Contains(k.Namespace, "/") {
+		return fmt.Errorf("key %q: namespace must not contain '/'", k.String())
+	}
+	if k.Name == "" || strings.Contains(k.Name, "/") {
+		return fmt.Errorf("key %q: name must be non-empty and must not contain '/'", k.String())
+	}
+	return nil
+}
+
+// ValidatePartitionName reports why p cannot name a tenant partition. A TP name
+// is free-form (it often comes from a kubeconfig context such as
+// "admin@tp1") but must be non-empty and free of '/' so that keys parse.
+func ValidatePartitionName(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("partition name must not be empty")
+	case strings.ContainsAny(p, "/ \t\r\n"):
+		return fmt.Errorf("partition name %q must not contain '/' or whitespace", p)
+	}
+	return nil
+}
+
+// ParseKey parses "<tenant>_<tp>/<namespace>/<name>" or "<tenant>_<tp>/<name>".
+// The tenant ends at the first '_' (a DNS label has none); the partition is the
+// rest of the first segment.
+func ParseKey(s string) (Key, error) {
+	parts := strings.Split(s, "/")
+	var k Key
+	switch len(parts) {
+	case 2:
+		k.Name = parts[1]
+	case 3:
+		k.Namespace, k.Name = parts[1], parts[2]
+		if k.Namespace == "" {
+			return Key{}, fmt.Errorf("malformed key %q: empty namespace", s)
+		}
+	default:
+		return Key{}, fmt.Errorf("malformed key %q: want <tenant>_<tp>/<namespace>/<name> or <tenant>_<tp>/<name>", s)
+	}
+	tenant, partition, ok := strings.Cut(parts[0], "_")
+	if !ok {
+		return Key{}, fmt.Errorf("malformed key %q: first segment %q lacks '_' between tenant and partition", s, parts[0])
+	}
+	k.Tenant, k.Partition = tenant, partition
+	if err := k.Validate(); err != nil {
+		return Key{}, fmt.Errorf("malformed key %q: %w", s, unwrapKeyPrefix(err))
+	}
+	return k, nil
+}
+
+// unwrapKeyPrefix avoids repeating the key twice in ParseKey's errors.
+func unwrapKeyPrefix(err error) error {
+	if u, ok := err.(interface{ Unwrap() error }); ok && u.Unwrap() != nil {
+		return u.Unwrap()
+	}
+	return err
+}

@@ -1,0 +1,56 @@
+package tenancy
+
+import (
+	"fmt"
+	"regexp"
+)
+
+const (
+	// SystemTenant is the tenant that exists in every tenant partition and owns
+	// cluster infrastructure (kube-system, DaemonSet pods, cluster DNS).
+	SystemTenant = "system"
+
+	// ForbiddenTenantName is reserved by Arktos: "all" would clash with the
+	// "--all-tenants" style of listing, so no tenant may carry it.
+	ForbiddenTenantName = "all"
+
+	// MaxTenantNameLength is the DNS-1123 label limit. Tenant names become DNS
+	// labels in <svc>.<ns>.<tenant>.svc.<zone>.
+	MaxTenantNameLength = 63
+)
+
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateTenantName reports why name cannot be a tenant name, or nil.
+// A tenant name is a DNS-1123 label of at most 63 characters and is not "all".
+func ValidateTenantName(name string) error {
+	return validateLabel("tenant", name, true)
+}
+
+// ValidateLabel reports why s is not a DNS-1123 label; what names the thing
+// being checked ("namespace", "tenant") so the error says which input was bad.
+func ValidateLabel(what, s string) error {
+	return validateLabel(what, s, false)
+}
+
+func validateLabel(what, s string, tenant bool) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s name must not be empty", what)
+	case len(s) > MaxTenantNameLength:
+		return fmt.Errorf("%s name %q is %d characters long; a DNS-1123 label is at most %d", what, truncate(s), len(s), MaxTenantNameLength)
+	case !dns1123Label.MatchString(s):
+		return fmt.Errorf("%s name %q is not a DNS-1123 label: use only lowercase letters, digits and '-', and start and end with a letter or digit", what, truncate(s))
+	case tenant && s == ForbiddenTenantName:
+		return fmt.Errorf("tenant name %q is reserved and cannot be used", s)
+	}
+	return nil
+}
+
+// truncate keeps error messages readable when the input is huge.
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

@@ -1,0 +1,325 @@
+package tenancy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"k8s.io/client-go/rest"
+)
+
+// WrapConfig returns a copy of cfg whose clients keep Arktos tenants: every
+// request and response passes through Transport, and the wire format is JSON
+// (protobuf has no place for metadata.tenant). Typed clientsets, dynamic
+// clients and informers built from the result all see TenantOf(obj).
+func WrapConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = "application/json"
+	c.AcceptContentTypes = "application/json"
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &Transport{Base: rt} })
+	return c
+}
+
+type tenantContextKey struct{}
+
+// WithTenant returns a context that makes Transport send the request to the
+// Arktos path of tenant. Typed clients only build short paths
+// (/api/v1/namespaces/...), which Arktos reads as the system tenant; a request
+// for a regular tenant's object needs /api/v1/tenants/{tenant}/namespaces/....
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantContextKey{}, tenant)
+}
+
+// TenantFromContext returns the tenant set by WithTenant, or "".
+func TenantFromContext(ctx context.Context) string {
+	t, _ := ctx.Value(tenantContextKey{}).(string)
+	return t
+}
+
+// Transport is an http.RoundTripper that translates between Arktos JSON and
+// upstream types:
+//   - responses: metadata.tenant of every object (single objects, list items and
+//     watch events) moves into the annotation TenantAnnotation;
+//   - requests: the annotation moves back into metadata.tenant in POST and PUT
+//     bodies, and the path is rewritten to the tenant path when the context
+//     carries a non-system tenant (see WithTenant).
+type Transport struct {
+	// Base performs the request; http.DefaultTransport when nil.
+	Base http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out := req
+	if tenant := TenantFromContext(req.Context()); !IsSystem(tenant) {
+		if err := ValidateTenantName(tenant); err != nil {
+			return nil, fmt.Errorf("tenancy transport: %w", err)
+		}
+		out = req.Clone(req.Context())
+		out.URL.Path = TenantPath(req.URL.Path, tenant)
+		out.URL.RawPath = ""
+	}
+	if out.Body != nil && out.Body != http.NoBody && (out.Method == http.MethodPost || out.Method == http.MethodPut) && isJSON(out.Header.Get("Content-Type")) {
+		body, err := io.ReadAll(out.Body)
+		_ = out.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = LowerTenant(body)
+		if out == req {
+			out = req.Clone(req.Context())
+		}
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	resp, err := base.RoundTrip(out)
+	if err != nil || resp.Body == nil || !isJSON(resp.Header.Get("Content-Type")) {
+		return resp, err
+	}
+	resp.Body = newLiftingBody(resp.Body)
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+func isJSON(contentType string) bool {
+	return strings.HasPrefix(contentType, "application/json")
+}
+
+// clusterScoped lists resources whose paths never take a tenant segment.
+var clusterScoped = map[string]bool{"tenants": true, "nodes": true}
+
+// TenantPath rewrites an API path to its Arktos tenant form:
+//
+//	/api/v1/namespaces/ns/pods        -> /api/v1/tenants/t/namespaces/ns/pods
+//	/api/v1/pods                      -> /api/v1/tenants/t/pods
+//	/apis/apps/v1/namespaces/ns/daemonsets -> /apis/apps/v1/tenants/t/namespaces/ns/daemonsets
+//
+// Paths that already name a tenant, discovery paths and cluster-scoped
+// resources are returned unchanged.
+func TenantPath(path, tenant string) string {
+	var prefixLen int
+	switch {
+	case strings.HasPrefix(path, "/api/v1/"):
+		prefixLen = len("/api/v1/")
+	case strings.HasPrefix(path, "/apis/"):
+		// /apis/{group}/{version}/...
+		rest := path[len("/apis/"):]
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return path
+		}
+		j := strings.IndexByte(rest[i+1:], '/')
+		if j < 0 {
+			return path
+		}
+		prefixLen = len("/apis/") + i + 1 + j + 1
+	default:
+		return path
+	}
+	rest := path[prefixLen:]
+	first, _, _ := strings.Cut(rest, "/")
+	if rest == "" || first == "tenants" || clusterScoped[first] {
+		return path
+	}
+	return path[:prefixLen] + "tenants/" + tenant + "/" + rest
+}
+
+// LowerTenant moves TenantAnnotation back into metadata.tenant in one JSON
+// object. Bodies that are not JSON objects, or carry no annotation, are
+// returned unchanged.
+func LowerTenant(body []byte) []byte {
+	if !bytes.Contains(body, []byte(TenantAnnotation)) {
+		return body
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return body
+	}
+	var md map[string]json.RawMessage
+	if json.Unmarshal(obj["metadata"], &md) != nil || md == nil {
+		return body
+	}
+	var ann map[string]string
+	if json.Unmarshal(md["annotations"], &ann) != nil {
+		return body
+	}
+	tenant, ok := ann[TenantAnnotation]
+	if !ok {
+		return body
+	}
+	delete(ann, TenantAnnotation)
+	if len(ann) == 0 {
+		delete(md, "annotations")
+	} else {
+		md["annotations"] = mustMarshal(ann)
+	}
+	md["tenant"] = mustMarshal(tenant)
+	obj["metadata"] = mustMarshal(md)
+	return mustMarshal(obj)
+}
+
+// LiftTenant moves metadata.tenant into TenantAnnotation in one JSON value:
+// an object, a list (every item), or a watch event (its object). Values
+// without "tenant" are returned unchanged without being parsed.
+func LiftTenant(raw []byte) ([]byte, error) {
+	if !bytes.Contains(raw, []byte(`"tenant"`)) {
+		return raw, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("decoding response object: %w", err)
+	}
+	changed := false
+	if items, ok := top["items"]; ok && len(items) > 0 && items[0] == '[' {
+		var list []json.RawMessage
+		if err := json.Unmarshal(items, &list); err != nil {
+			return nil, fmt.Errorf("decoding list items: %w", err)
+		}
+		for i, item := range list {
+			lifted, ok, err := liftObject(item)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				list[i], changed = lifted, true
+			}
+		}
+		if changed {
+			top["items"] = mustMarshal(list)
+		}
+	}
+	if obj, ok := top["object"]; ok {
+		if _, isEvent := top["type"]; isEvent {
+			lifted, ok, err := liftObject(obj)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				top["object"], changed = lifted, true
+			}
+		}
+	}
+	if md, ok := top["metadata"]; ok {
+		lifted, ok, err := liftMetadata(md)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			top["metadata"], changed = lifted, true
+		}
+	}
+	if !changed {
+		return raw, nil
+	}
+	return mustMarshal(top), nil
+}
+
+func liftObject(raw json.RawMessage) (json.RawMessage, bool, error) {
+	if !bytes.Contains(raw, []byte(`"tenant"`)) {
+		return raw, false, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, false, fmt.Errorf("decoding object: %w", err)
+	}
+	md, ok, err := liftMetadata(obj["metadata"])
+	if err != nil || !ok {
+		return raw, false, err
+	}
+	obj["metadata"] = md
+	return mustMarshal(obj), true, nil
+}
+
+func liftMetadata(raw json.RawMessage) (json.RawMessage, bool, error) {
+	if len(raw) == 0 || !bytes.Contains(raw, []byte(`"tenant"`)) {
+		return raw, false, nil
+	}
+	var md map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, false, fmt.Errorf("decoding metadata: %w", err)
+	}
+	rawTenant, ok := md["tenant"]
+	if !ok {
+		return raw, false, nil
+	}
+	var tenant string
+	if err := json.Unmarshal(rawTenant, &tenant); err != nil {
+		return nil, false, fmt.Errorf("metadata.tenant is not a string: %s", rawTenant)
+	}
+	delete(md, "tenant")
+	if tenant != "" {
+		var ann map[string]string
+		if a, ok := md["annotations"]; ok {
+			if err := json.Unmarshal(a, &ann); err != nil {
+				return nil, false, fmt.Errorf("decoding metadata.annotations: %w", err)
+			}
+		}
+		if ann == nil {
+			ann = make(map[string]string, 1)
+		}
+		ann[TenantAnnotation] = tenant
+		md["annotations"] = mustMarshal(ann)
+	}
+	return mustMarshal(md), true, nil
+}
+
+// mustMarshal marshals values that came out of json.Unmarshal, which cannot fail.
+func mustMarshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("tenancy: re-encoding decoded JSON: %v", err))
+	}
+	return b
+}
+
+// liftingBody rewrites a response body value by value. One decoder handles a
+// single object, a list, and a watch stream (one JSON value per event), and it
+// never reads ahead of what the caller asks for, so watch events are not delayed.
+type liftingBody struct {
+	src io.ReadCloser
+	dec *json.Decoder
+	buf bytes.Buffer
+	err error
+}
+
+func newLiftingBody(src io.ReadCloser) *liftingBody {
+	return &liftingBody{src: src, dec: json.NewDecoder(src)}
+}
+
+func (b *liftingBody) Read(p []byte) (int, error) {
+	for b.buf.Len() == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		var raw json.RawMessage
+		if err := b.dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				b.err = io.EOF
+			} else {
+				b.err = fmt.Errorf("tenancy transport: %w", err)
+			}
+			continue
+		}
+		out, err := LiftTenant(raw)
+		if err != nil {
+			b.err = fmt.Errorf("tenancy transport: %w", err)
+			continue
+		}
+		b.buf.Write(out)
+		b.buf.WriteByte('\n')
+	}
+	return b.buf.Read(p)
+}
+
+func (b *liftingBody) Close() error { return b.src.Close() }
