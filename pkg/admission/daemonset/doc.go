@@ -1,0 +1,23 @@
+// Package daemonset is the admission decision for DaemonSets in Arktos
+// scale-out: DaemonSets live only in the system tenant, and optionally only
+// cluster admins may manage them.
+//
+// Rules, in the order they are checked:
+//  1. Tenant rule (Arktos): a DaemonSet CREATE or UPDATE in any tenant other
+//     than system is Forbidden with Message. The empty tenant is system. DELETE
+//     is exempt so that DaemonSets created before the rule was enabled can
+//     still be removed, and so is an UPDATE of a DaemonSet that is already
+//     being deleted (the garbage collector removes finalizers that way).
+//  2. Admin rule (beyond Arktos, on when Config.AdminOnly): CREATE, UPDATE and
+//     DELETE are allowed only for cluster admins: members of Config.AdminGroups
+//     (default system:masters) and users of the system tenant (see UserTenant).
+//     Anyone else is Forbidden with an error naming the user.
+//
+// Both rules look only at the DaemonSet itself, never at its subresources:
+// status is written by the DaemonSet controller, and no subresource can move
+// a DaemonSet to another tenant.
+//
+// Invariants: the Plugin holds only its immutable configuration, so one value
+// serves any number of goroutines; Validate never modifies the attributes, and
+// every rejection is a *k8s.io/apimachinery/pkg/api/errors.StatusError.
+package daemonset
