@@ -1,0 +1,154 @@
+package tenancy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTenantOf(t *testing.T) {
+	obj := &metav1.ObjectMeta{}
+	if got := TenantOf(obj); got != SystemTenant {
+		t.Fatalf("TenantOf(no tenant) = %q, want %q", got, SystemTenant)
+	}
+	SetTenant(obj, "t1")
+	if got := TenantOf(obj); got != "t1" {
+		t.Fatalf("TenantOf after SetTenant(t1) = %q", got)
+	}
+}
+
+func TestLiftTenant(t *testing.T) {
+	cases := []struct {
+		name, in string
+		// tenants are the tenants expected on the decoded objects, in order.
+		tenants []string
+	}{
+		{"object", `{"kind":"Pod","metadata":{"name":"a","tenant":"t1"}}`, []string{"t1"}},
+		{"object keeps annotations", `{"kind":"Pod","metadata":{"name":"a","tenant":"t2","annotations":{"x":"y"}}}`, []string{"t2"}},
+		{"object without tenant", `{"kind":"Pod","metadata":{"name":"a"}}`, []string{SystemTenant}},
+		{"list", `{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","tenant":"t1"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c","tenant":"system"}}]}`, []string{"t1", SystemTenant, SystemTenant}},
+		{"watch event", `{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","tenant":"t3"}}}`, []string{"t3"}},
+		{"tenant only in a label value", `{"kind":"Pod","metadata":{"name":"a","labels":{"tenant":"x"}}}`, []string{SystemTenant}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := LiftTenant([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			var probe struct {
+				Items  []corev1.Pod `json:"items"`
+				Object *corev1.Pod  `json:"object"`
+			}
+			if err := json.Unmarshal(out, &probe); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case probe.Items != nil:
+				for i := range probe.Items {
+					got = append(got, TenantOf(&probe.Items[i]))
+				}
+			case probe.Object != nil:
+				got = append(got, TenantOf(probe.Object))
+			default:
+				var pod corev1.Pod
+				if err := json.Unmarshal(out, &pod); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, TenantOf(&pod))
+				if strings.Contains(tc.in, `"x":"y"`) && pod.Annotations["x"] != "y" {
+					t.Errorf("existing annotation lost: %v", pod.Annotations)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.tenants, ",") {
+				t.Errorf("tenants = %v, want %v (output %s)", got, tc.tenants, out)
+			}
+			if strings.Contains(string(out), `"tenant":"`) && !strings.Contains(tc.in, `"labels":{"tenant"`) {
+				t.Errorf("metadata.tenant left in output: %s", out)
+			}
+		})
+	}
+}
+
+func TestLiftTenantRejectsNonStringTenant(t *testing.T) {
+	if _, err := LiftTenant([]byte(`{"metadata":{"tenant":5}}`)); err == nil {
+		t.Fatal("want an error for a numeric metadata.tenant")
+	}
+}
+
+func TestLowerTenantRoundTrip(t *testing.T) {
+	in := `{"kind":"ConfigMap","metadata":{"name":"a","tenant":"t1","annotations":{"keep":"me"}}}`
+	lifted, err := LiftTenant([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowered := LowerTenant(lifted)
+	var obj struct {
+		Metadata struct {
+			Tenant      string            `json:"tenant"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(lowered, &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.Metadata.Tenant != "t1" || obj.Metadata.Annotations["keep"] != "me" || obj.Metadata.Annotations[TenantAnnotation] != "" {
+		t.Fatalf("LowerTenant(LiftTenant(x)) = %s", lowered)
+	}
+}
+
+func TestTenantPath(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"/api/v1/namespaces/ns/pods", "/api/v1/tenants/t1/namespaces/ns/pods"},
+		{"/api/v1/namespaces/ns/configmaps/cm", "/api/v1/tenants/t1/namespaces/ns/configmaps/cm"},
+		{"/api/v1/namespaces/ns", "/api/v1/tenants/t1/namespaces/ns"},
+		{"/api/v1/pods", "/api/v1/tenants/t1/pods"},
+		{"/apis/apps/v1/namespaces/ns/daemonsets", "/apis/apps/v1/tenants/t1/namespaces/ns/daemonsets"},
+		{"/apis/discovery.k8s.io/v1/endpointslices", "/apis/discovery.k8s.io/v1/tenants/t1/endpointslices"},
+		{"/api/v1/tenants/t2/namespaces/ns/pods", "/api/v1/tenants/t2/namespaces/ns/pods"},
+		{"/api/v1/nodes/n1", "/api/v1/nodes/n1"},
+		{"/api/v1/tenants/t1", "/api/v1/tenants/t1"},
+		{"/api/v1", "/api/v1"},
+		{"/apis/apps/v1", "/apis/apps/v1"},
+		{"/version", "/version"},
+	}
+	for _, tc := range cases {
+		if got := TenantPath(tc.in, "t1"); got != tc.want {
+			t.Errorf("TenantPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzLiftTenant(f *testing.F) {
+	for _, s := range []string{`{"metadata":{"tenant":"t1"}}`, `{"items":[{"metadata":{"tenant":"a"}}]}`, `{"type":"ADDED","object":{"metadata":{"tenant":"x"}}}`, `[1,2]`, `"tenant"`, `{"metadata":{"tenant":null}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := LiftTenant([]byte(s))
+		if err != nil {
+			return
+		}
+		if json.Valid([]byte(s)) && !json.Valid(out) {
+			t.Fatalf("LiftTenant(%q) produced invalid JSON %q", s, out)
+		}
+	})
+}
+
+func BenchmarkLiftTenantPodList(b *testing.B) {
+	var items []string
+	for i := 0; i < 100; i++ {
+		items = append(items, `{"metadata":{"name":"p","namespace":"ns","tenant":"t1","uid":"u","labels":{"a":"b"}},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"i"}]},"status":{"podIP":"10.0.0.1"}}`)
+	}
+	list := []byte(`{"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[` + strings.Join(items, ",") + `]}`)
+	b.SetBytes(int64(len(list)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LiftTenant(list); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
