@@ -1,0 +1,58 @@
+package partition
+
+import (
+	"flag"
+	"strings"
+	"time"
+)
+
+// Options configure a Set. AddFlags binds them to Kubernetes-style flags.
+type Options struct {
+	// KubeconfigPaths lists one kubeconfig per TP, in order (Arktos's
+	// --tenant-server-kubeconfig).
+	KubeconfigPaths []string
+	// Names overrides the TP names; by default a TP is named after its
+	// kubeconfig's current context, else after the file name.
+	Names []string
+	// Resync is the informer factories' resync period; zero disables resync.
+	Resync time.Duration
+	// SyncTimeout bounds how long WaitForSync waits for slow or unreachable
+	// TPs before the program serves what it has.
+	SyncTimeout time.Duration
+	// QPS and Burst set each TP client's rate limit; zero picks 50 and 100.
+	QPS   float32
+	Burst int
+}
+
+// DefaultSyncTimeout is the bounded wait for TPs at start.
+const DefaultSyncTimeout = 30 * time.Second
+
+// AddFlags registers the TP-set flags on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.Var((*commaList)(&o.KubeconfigPaths), "tenant-server-kubeconfig",
+		"Comma-separated kubeconfig files, one per tenant partition, in order.")
+	fs.Var((*commaList)(&o.Names), "tenant-partition-names",
+		"Comma-separated names for the tenant partitions, in the order of --tenant-server-kubeconfig. Default: each kubeconfig's current context, else its file name.")
+	fs.DurationVar(&o.Resync, "partition-resync", o.Resync,
+		"Resync period of the per-partition informers; 0 disables resync.")
+	if o.SyncTimeout == 0 {
+		o.SyncTimeout = DefaultSyncTimeout
+	}
+	fs.DurationVar(&o.SyncTimeout, "partition-sync-timeout", o.SyncTimeout,
+		"How long to wait at start for every tenant partition to sync before serving what is there; unsynced partitions keep retrying.")
+}
+
+// commaList is a flag.Value for comma-separated lists; empty items are dropped.
+type commaList []string
+
+func (c *commaList) String() string { return strings.Join(*c, ",") }
+
+func (c *commaList) Set(v string) error {
+	*c = (*c)[:0]
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*c = append(*c, s)
+		}
+	}
+	return nil
+}

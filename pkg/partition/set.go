@@ -1,0 +1,274 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// Partition is one TP: its name, its position in the flag, and its clients.
+type Partition struct {
+	// Name identifies the TP in keys ("<tenant>_<Name>/<ns>/<name>"), logs
+	// and metrics.
+	Name string
+	// Index is the TP's position in --tenant-server-kubeconfig, from 0.
+	Index int
+	// Config is the tenant-preserving client configuration of the TP.
+	Config *rest.Config
+	// Client is a clientset built from Config.
+	Client kubernetes.Interface
+	// Informers is the TP's shared informer factory. Register informers
+	// before Set.Start; those registered later are not waited for.
+	Informers informers.SharedInformerFactory
+
+	health *health
+	synced chan struct{}
+}
+
+// Status returns the TP's current health.
+func (p *Partition) Status() Status { return p.health.status(p.Name, p.Index) }
+
+// Synced reports whether the TP's started informers have all synced.
+func (p *Partition) Synced() bool { return p.health.synced.Load() }
+
+// Set is the fixed, ordered set of TPs.
+type Set struct {
+	partitions []*Partition
+	byName     map[string]*Partition
+	opts       Options
+	startOnce  sync.Once
+}
+
+// New builds a Set from o.KubeconfigPaths. A missing, unreadable or invalid
+// kubeconfig is an error that names the file.
+func New(o Options) (*Set, error) {
+	if len(o.KubeconfigPaths) == 0 {
+		return nil, fmt.Errorf("no tenant partitions: --tenant-server-kubeconfig is empty")
+	}
+	if len(o.Names) != 0 && len(o.Names) != len(o.KubeconfigPaths) {
+		return nil, fmt.Errorf("--tenant-partition-names has %d names but --tenant-server-kubeconfig has %d files", len(o.Names), len(o.KubeconfigPaths))
+	}
+	names := make([]string, len(o.KubeconfigPaths))
+	cfgs := make([]*rest.Config, len(o.KubeconfigPaths))
+	for i, path := range o.KubeconfigPaths {
+		raw, err := clientcmd.LoadFromFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("tenant partition %d: reading kubeconfig %q: %w", i, path, err)
+		}
+		overrides := &clientcmd.ConfigOverrides{}
+		if raw.CurrentContext == "" && len(raw.Contexts) == 1 {
+			for name := range raw.Contexts { // a file without current-context but with one context means that one
+				overrides.CurrentContext = name
+			}
+		}
+		cfg, err := clientcmd.NewDefaultClientConfig(*raw, overrides).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("tenant partition %d: kubeconfig %q: %w", i, path, err)
+		}
+		cfgs[i] = cfg
+		switch {
+		case len(o.Names) != 0:
+			names[i] = o.Names[i]
+		case raw.CurrentContext != "":
+			names[i] = raw.CurrentContext
+		default:
+			names[i] = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
+	}
+	return NewFromConfigs(names, cfgs, o)
+}
+
+// NewFromConfigs builds a Set from ready client configurations, for programs
+// and tests that do not read kubeconfig files. o.KubeconfigPaths and o.Names
+// are ignored.
+func NewFromConfigs(names []string, cfgs []*rest.Config, o Options) (*Set, error) {
+	if len(names) != len(cfgs) {
+		return nil, fmt.Errorf("%d partition names for %d configs", len(names), len(cfgs))
+	}
+	if len(cfgs) == 0 {
+		return nil, fmt.Errorf("no tenant partitions")
+	}
+	s := &Set{byName: make(map[string]*Partition, len(names)), opts: o}
+	for i, cfg := range cfgs {
+		name := names[i]
+		if err := tenancy.ValidatePartitionName(name); err != nil {
+			return nil, fmt.Errorf("tenant partition %d: %w", i, err)
+		}
+		if _, dup := s.byName[name]; dup {
+			return nil, fmt.Errorf("tenant partition name %q is used twice; set --tenant-partition-names", name)
+		}
+		p, err := newPartition(name, i, cfg, o)
+		if err != nil {
+			return nil, fmt.Errorf("tenant partition %q: %w", name, err)
+		}
+		s.partitions = append(s.partitions, p)
+		s.byName[name] = p
+	}
+	return s, nil
+}
+
+func newPartition(name string, index int, cfg *rest.Config, o Options) (*Partition, error) {
+	h := &health{}
+	c := tenancy.WrapConfig(cfg)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &healthTransport{h: h, base: rt} })
+	if c.QPS == 0 {
+		c.QPS = 50
+		if o.QPS != 0 {
+			c.QPS = o.QPS
+		}
+	}
+	if c.Burst == 0 {
+		c.Burst = 100
+		if o.Burst != 0 {
+			c.Burst = o.Burst
+		}
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "tpkit/" + name
+	}
+	client, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Partition{
+		Name:      name,
+		Index:     index,
+		Config:    c,
+		Client:    client,
+		Informers: informers.NewSharedInformerFactory(client, o.Resync),
+		health:    h,
+		synced:    make(chan struct{}),
+	}, nil
+}
+
+// Partitions returns the TPs in flag order. The slice must not be modified.
+func (s *Set) Partitions() []*Partition { return s.partitions }
+
+// Get returns the TP called name.
+func (s *Set) Get(name string) (*Partition, bool) {
+	p, ok := s.byName[name]
+	return p, ok
+}
+
+// Len is the number of TPs.
+func (s *Set) Len() int { return len(s.partitions) }
+
+// Start starts every TP's informers and watches them sync, until ctx ends.
+// Calling it again does nothing.
+func (s *Set) Start(ctx context.Context) {
+	s.startOnce.Do(func() {
+		for _, p := range s.partitions {
+			p.Informers.Start(ctx.Done())
+			go s.awaitSync(ctx, p)
+		}
+	})
+}
+
+func (s *Set) awaitSync(ctx context.Context, p *Partition) {
+	start := time.Now()
+	for typ, ok := range p.Informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			klog.V(2).InfoS("Informer did not sync before shutdown", "partition", p.Name, "type", typ)
+			return
+		}
+	}
+	p.health.synced.Store(true)
+	close(p.synced)
+	klog.InfoS("Tenant partition synced", "partition", p.Name, "index", p.Index, "duration", time.Since(start).Round(time.Millisecond))
+}
+
+// WaitForSync waits until every TP has synced, timeout passes, or ctx ends,
+// and reports AllSynced. Use Options.SyncTimeout as the timeout at start, then
+// serve what is there: TPs that did not sync keep retrying in the background.
+func (s *Set) WaitForSync(ctx context.Context, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for _, p := range s.partitions {
+		select {
+		case <-p.synced:
+		case <-timer.C:
+			s.logLaggards()
+			return s.AllSynced()
+		case <-ctx.Done():
+			return s.AllSynced()
+		}
+	}
+	return true
+}
+
+func (s *Set) logLaggards() {
+	for _, st := range s.Statuses() {
+		if !st.Synced {
+			klog.InfoS("Tenant partition has not synced yet; serving the others and retrying", "partition", st.Name, "reachable", st.Reachable, "lastError", st.LastError)
+		}
+	}
+}
+
+// AllSynced is true only when every TP has synced.
+func (s *Set) AllSynced() bool {
+	for _, p := range s.partitions {
+		if !p.Synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Statuses returns every TP's health, in flag order.
+func (s *Set) Statuses() []Status {
+	out := make([]Status, len(s.partitions))
+	for i, p := range s.partitions {
+		out[i] = p.Status()
+	}
+	return out
+}
+
+// CheckAllSynced is a readiness check: nil when every TP has synced, else an
+// error naming each TP that has not and why.
+func (s *Set) CheckAllSynced() error {
+	return s.check(func(st Status) bool { return st.Synced })
+}
+
+// CheckReachableSynced is a softer readiness check for servers that serve
+// what they have: nil when every TP that is reachable has synced and at least
+// one TP has synced.
+func (s *Set) CheckReachableSynced() error {
+	any := false
+	for _, st := range s.Statuses() {
+		any = any || st.Synced
+	}
+	if !any {
+		return s.CheckAllSynced()
+	}
+	return s.check(func(st Status) bool { return st.Synced || !st.Reachable })
+}
+
+func (s *Set) check(ok func(Status) bool) error {
+	var bad []string
+	for _, st := range s.Statuses() {
+		if ok(st) {
+			continue
+		}
+		msg := fmt.Sprintf("partition %s not synced", st.Name)
+		if !st.Reachable && st.LastError != "" {
+			msg += " (unreachable: " + st.LastError + ")"
+		}
+		bad = append(bad, msg)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s", strings.Join(bad, "; "))
+}

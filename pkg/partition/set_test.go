@@ -1,0 +1,216 @@
+package partition
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
+)
+
+func writeKubeconfig(t *testing.T, dir, file, context, server string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: %s
+users:
+- name: u
+  user:
+    token: secret
+contexts:
+- name: %s
+  context:
+    cluster: c
+    user: u
+current-context: %q
+`, server, contextOrDefault(context), context)
+	path := filepath.Join(dir, file)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func contextOrDefault(c string) string {
+	if c == "" {
+		return "unused"
+	}
+	return c
+}
+
+func TestFlagsAndNames(t *testing.T) {
+	dir := t.TempDir()
+	a := writeKubeconfig(t, dir, "a.kubeconfig", "tp-a", "https://127.0.0.1:6443")
+	b := writeKubeconfig(t, dir, "second.yaml", "", "https://127.0.0.1:6444")
+
+	var o Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--tenant-server-kubeconfig=" + a + ", " + b}); err != nil {
+		t.Fatal(err)
+	}
+	if o.SyncTimeout != DefaultSyncTimeout || o.Resync != 0 {
+		t.Fatalf("defaults: sync timeout %v resync %v", o.SyncTimeout, o.Resync)
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range s.Partitions() {
+		got = append(got, fmt.Sprintf("%d:%s", p.Index, p.Name))
+	}
+	if strings.Join(got, ",") != "0:tp-a,1:second" {
+		t.Fatalf("partitions = %v, want context name then file name", got)
+	}
+	if p, ok := s.Get("second"); !ok || p.Config.Host != "https://127.0.0.1:6444" {
+		t.Fatalf("Get(second) = %+v, %v", p, ok)
+	}
+
+	if err := fs.Parse([]string{"--tenant-partition-names=one,two"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Partitions()[0].Name != "one" || s.Partitions()[1].Name != "two" {
+		t.Fatalf("override names not applied: %s, %s", s.Partitions()[0].Name, s.Partitions()[1].Name)
+	}
+}
+
+func TestNewErrorsNameTheFile(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKubeconfig(t, dir, "good.kubeconfig", "tp1", "https://127.0.0.1:6443")
+	same := writeKubeconfig(t, dir, "same.kubeconfig", "tp1", "https://127.0.0.1:6444")
+	bad := filepath.Join(dir, "bad.kubeconfig")
+	if err := os.WriteFile(bad, []byte("clusters: [this is: not yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.kubeconfig")
+	cases := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{"missing file", Options{KubeconfigPaths: []string{good, missing}}, missing},
+		{"a directory", Options{KubeconfigPaths: []string{dir}}, dir},
+		{"malformed file", Options{KubeconfigPaths: []string{bad}}, bad},
+		{"duplicate context names", Options{KubeconfigPaths: []string{good, same}}, `"tp1" is used twice`},
+		{"names count", Options{KubeconfigPaths: []string{good}, Names: []string{"a", "b"}}, "has 2 names"},
+		{"no files", Options{}, "--tenant-server-kubeconfig is empty"},
+		{"bad override name", Options{KubeconfigPaths: []string{good}, Names: []string{"a/b"}}, "must not contain '/'"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("New() = %v, want error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestUnreachablePartitionDoesNotBlockOthers runs three TPs, one of them
+// unreachable: after the bounded wait, two are synced, one is reported
+// unreachable, AllSynced stays false; when the TP comes up it syncs.
+func TestUnreachablePartitionDoesNotBlockOthers(t *testing.T) {
+	var cfgs []*rest.Config
+	for i := 0; i < 2; i++ {
+		srv := httptest.NewServer(arktoshttp.NewHandler("pods", "PodList",
+			fmt.Sprintf(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"default","tenant":"system","uid":"u%d","resourceVersion":"1"}}`, i)))
+		defer srv.Close()
+		cfgs = append(cfgs, &rest.Config{Host: srv.URL})
+	}
+	// A port that refuses connections until the TP "comes up" below.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := ln.Addr().String()
+	ln.Close()
+	cfgs = append(cfgs, &rest.Config{Host: "http://" + downAddr})
+
+	s, err := NewFromConfigs([]string{"tp1", "tp2", "tp3"}, cfgs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.Partitions() {
+		p.Informers.Core().V1().Pods().Informer()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.Start(ctx)
+
+	begin := time.Now()
+	const bound = 3 * time.Second
+	if s.WaitForSync(ctx, bound) {
+		t.Fatal("WaitForSync reported all synced with a TP down")
+	}
+	if waited := time.Since(begin); waited > 10*bound {
+		t.Fatalf("WaitForSync did not honour its bound: %v", waited)
+	}
+	st := s.Statuses()
+	if !st[0].Synced || !st[1].Synced {
+		t.Fatalf("reachable TPs not synced: %+v", st)
+	}
+	if st[2].Synced || st[2].Reachable || !strings.Contains(st[2].LastError, "connection refused") {
+		t.Fatalf("tp3 should be unsynced and unreachable with a connection error: %+v", st[2])
+	}
+	if !st[0].Reachable || st[0].LastEvent.IsZero() {
+		t.Fatalf("tp1 should be reachable with a last event: %+v", st[0])
+	}
+	if s.AllSynced() {
+		t.Fatal("AllSynced true with tp3 down")
+	}
+	if err := s.CheckAllSynced(); err == nil || !strings.Contains(err.Error(), "partition tp3 not synced (unreachable") {
+		t.Fatalf("CheckAllSynced() = %v", err)
+	}
+	if err := s.CheckReachableSynced(); err != nil {
+		t.Fatalf("CheckReachableSynced() = %v, want nil: tp3 is unreachable, the rest synced", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Collector())
+	expected := `
+# HELP tpkit_partition_synced 1 when every informer of the tenant partition has synced.
+# TYPE tpkit_partition_synced gauge
+tpkit_partition_synced{partition="tp1"} 1
+tpkit_partition_synced{partition="tp2"} 1
+tpkit_partition_synced{partition="tp3"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "tpkit_partition_synced"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The TP comes up on the same address: the informer's retries reach it.
+	ln, err = net.Listen("tcp", downAddr)
+	if err != nil {
+		t.Skipf("could not re-bind %s to bring tp3 up: %v", downAddr, err)
+	}
+	late := httptest.NewUnstartedServer(arktoshttp.NewHandler("pods", "PodList"))
+	late.Listener.Close()
+	late.Listener = ln
+	late.Start()
+	defer late.Close()
+	if !s.WaitForSync(ctx, time.Minute) {
+		t.Fatalf("tp3 did not sync after coming up: %+v", s.Statuses()[2])
+	}
+	if err := s.CheckAllSynced(); err != nil {
+		t.Fatal(err)
+	}
+}
