@@ -1,0 +1,48 @@
+# tpkit — build, test, benchmark and demo. `make help` lists the targets.
+GO      ?= go
+BIN     ?= bin
+CMDS    := $(notdir $(wildcard cmd/*))
+PKGS    ?= ./...
+# Keep `make test` well inside CI's budget on 2 cores.
+TEST_TIMEOUT ?= 14m
+BENCHTIME    ?= 1s
+
+.PHONY: all help build test vet fmt-check unit bench fuzz clean
+
+all: build
+
+help:
+	@echo "make build      build every program in cmd/ into $(BIN)/"
+	@echo "make test       go vet, gofmt check, and every test with the race detector"
+	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
+	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
+
+build:
+	@mkdir -p $(BIN)
+	@for c in $(CMDS); do echo "go build -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -o $(BIN)/$$c ./cmd/$$c || exit 1; done
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
+
+test: vet fmt-check unit
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf $(BIN)
