@@ -1,0 +1,32 @@
+// Package kubeletdns forms the resolv.conf of a pod, as the kubelet does, with
+// Arktos tenants in the search path.
+//
+// One Configurer holds the configuration (cluster DNS, cluster domain, host
+// resolv.conf, per-tenant and per-namespace nameservers, search scope,
+// limits, and optionally a lookup of the tenant's own DNS service in the
+// pod's tenant partition). GetPodDNS runs small pure steps, each tested on
+// its own: parse the host file, pick the policy, pick the nameservers, build
+// the search path, merge the pod's dnsConfig, fit the limits, validate.
+//
+// System-tenant pods get exactly upstream kubelet's result: dnsPolicy
+// ClusterFirst, ClusterFirstWithHostNet, Default and None; host-network pods
+// falling back to Default; no cluster DNS meaning a warning and Default;
+// dnsConfig nameservers and searches appended without duplicates and options
+// overridden by name; at most 3 nameservers, 32 search domains and 2048
+// characters (6 and 256 with LegacyLimits), and no domain over 253
+// characters. Tenant pods search
+// "<ns>.<tenant>.svc.<zone> <tenant>.svc.<zone> svc.<zone> <zone>" then the
+// host's domains (only the first two with ScopeTenant), with ndots:6.
+//
+// Invariants:
+//   - GetPodDNS returns a ResolvConf that passes Validate and fits the
+//     limits, or an error; Format writes only what Validate accepts. No
+//     input can put a newline, blank or comment into a resolv.conf line.
+//   - A tenant or namespace that is not a DNS-1123 label is an error.
+//   - Nothing is recorded or logged as an event here: trimming and
+//     fallbacks come back as Warnings, with upstream's reasons and messages,
+//     for the caller to record.
+//   - A Configurer is immutable after New and safe for concurrent use. The
+//     host file is read on every call, as upstream does, so edits apply to
+//     the next pod.
+package kubeletdns

@@ -1,0 +1,243 @@
+package kubeletdns
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+)
+
+// MaxResolvConfSize bounds how much of a host resolv.conf is read, as upstream
+// kubelet does (10 MiB): a larger file is an error, not a partial read.
+const MaxResolvConfSize = 10 << 20
+
+// ResolvConf is the content of a resolv.conf file: the three keywords kubelet
+// manages. Each option is one token, "name" or "name:value".
+type ResolvConf struct {
+	Nameservers []string
+	Searches    []string
+	Options     []string
+}
+
+// ParseResolvConf reads a host resolv.conf the way upstream kubelet does:
+//   - lines whose first non-blank character is '#' are comments;
+//   - "nameserver" lines add up, each giving its first address; a
+//     nameserver line without an address is an error;
+//   - the last "search" line wins; a trailing dot is trimmed from every
+//     domain except the root domain ".", which is kept as is;
+//   - "options" merge across lines by name, a later value replacing an
+//     earlier one in place.
+//
+// Other keywords (domain, sortlist, ...) are ignored. On error the result
+// still holds everything that parsed, so a caller may report both.
+// The returned slices are never nil.
+func ParseResolvConf(r io.Reader) (ResolvConf, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxResolvConfSize+1))
+	if err != nil {
+		return ResolvConf{}, fmt.Errorf("reading resolv.conf: %w", err)
+	}
+	if len(data) > MaxResolvConfSize {
+		return ResolvConf{}, fmt.Errorf("resolv.conf is larger than %d bytes", MaxResolvConfSize)
+	}
+	return parseResolvConf(data)
+}
+
+func parseResolvConf(data []byte) (ResolvConf, error) {
+	rc := ResolvConf{Nameservers: []string{}, Searches: []string{}, Options: []string{}}
+	var errs []error
+	lineNo := 0
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte{'\n'})
+		lineNo++
+		fields := strings.Fields(string(line))
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			if len(fields) < 2 {
+				errs = append(errs, fmt.Errorf("resolv.conf line %d: nameserver line has no address", lineNo))
+				continue
+			}
+			rc.Nameservers = append(rc.Nameservers, fields[1])
+		case "search":
+			rc.Searches = make([]string, 0, len(fields)-1)
+			for _, s := range fields[1:] {
+				// The same domain with and without its trailing dot counts
+				// once, so it does not eat into the search limits twice.
+				// "." alone is the root domain: trimming it would leave an
+				// empty entry and an unparsable "search " line.
+				if s != "." {
+					s = strings.TrimSuffix(s, ".")
+				}
+				rc.Searches = append(rc.Searches, s)
+			}
+		case "options":
+			rc.Options = mergeOptionTokens(rc.Options, fields[1:])
+		}
+	}
+	return rc, errors.Join(errs...)
+}
+
+// optionName is the part of an option token before the first ':'.
+func optionName(tok string) string {
+	name, _, _ := strings.Cut(tok, ":")
+	return name
+}
+
+// mergeOptionTokens returns existing with each of add applied by name: a
+// token whose name is already present replaces it in place, others are
+// appended in order. The result is a new slice.
+func mergeOptionTokens(existing, add []string) []string {
+	out := make([]string, len(existing), len(existing)+len(add))
+	copy(out, existing)
+	for _, tok := range add {
+		out = setOption(out, optionName(tok), tok)
+	}
+	return out
+}
+
+func setOption(opts []string, name, tok string) []string {
+	for i, o := range opts {
+		if optionName(o) == name {
+			opts[i] = tok
+			return opts
+		}
+	}
+	return append(opts, tok)
+}
+
+// Validate reports the first entry of rc that cannot be written to a
+// resolv.conf file without changing its meaning: a nameserver that is not an
+// IP address, a search domain that is not a domain name (or "."), or an
+// option that is empty or holds blanks or comment characters.
+func (rc ResolvConf) Validate() error {
+	for i, ns := range rc.Nameservers {
+		if err := validateNameserver(ns); err != nil {
+			return fmt.Errorf("nameserver %d: %w", i, err)
+		}
+	}
+	for i, s := range rc.Searches {
+		if err := validateSearch(s); err != nil {
+			return fmt.Errorf("search path %d: %w", i, err)
+		}
+	}
+	for i, o := range rc.Options {
+		if err := validateOption(o); err != nil {
+			return fmt.Errorf("option %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func validateNameserver(ns string) error {
+	if _, err := netip.ParseAddr(ns); err != nil {
+		return fmt.Errorf("%q is not an IP address", clip(ns))
+	}
+	return nil
+}
+
+// validateSearch accepts "." and names made of labels of letters, digits,
+// '-' and '_' separated by single dots, with at most one trailing dot. It is
+// looser than the API server's DNS-1123 check (host files may use upper case
+// and '_'), but nothing it accepts can break a resolv.conf line.
+func validateSearch(s string) error {
+	if s == "." {
+		return nil
+	}
+	name := strings.TrimSuffix(s, ".")
+	if name == "" {
+		return fmt.Errorf("search path must not be empty")
+	}
+	prevDot := true // a leading dot is an empty label
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '.':
+			if prevDot {
+				return fmt.Errorf("search path %q has an empty label", clip(s))
+			}
+			prevDot = true
+			continue
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return fmt.Errorf("search path %q contains %q: use letters, digits, '-', '_' and '.'", clip(s), rune(c))
+		}
+		prevDot = false
+	}
+	return nil
+}
+
+// validateOption accepts a non-empty name optionally followed by ':' and a
+// value, all printable ASCII without blanks, '#' or ';'.
+func validateOption(o string) error {
+	if o == "" {
+		return fmt.Errorf("option must not be empty")
+	}
+	if optionName(o) == "" {
+		return fmt.Errorf("option %q has an empty name", clip(o))
+	}
+	for i := 0; i < len(o); i++ {
+		if c := o[i]; c <= ' ' || c >= 0x7f || c == '#' || c == ';' {
+			return fmt.Errorf("option %q contains %q", clip(o), rune(c))
+		}
+	}
+	return nil
+}
+
+// Format renders rc as resolv.conf content: one "nameserver" line per
+// server, then one "search" line and one "options" line when they have
+// entries. It validates rc first, so it never writes a line that a resolver
+// would read differently (no injected newline, blank or comment).
+func (rc ResolvConf) Format() ([]byte, error) {
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("refusing to write resolv.conf: %w", err)
+	}
+	var b bytes.Buffer
+	b.Grow(rc.formattedLen())
+	for _, ns := range rc.Nameservers {
+		b.WriteString("nameserver ")
+		b.WriteString(ns)
+		b.WriteByte('\n')
+	}
+	writeLine(&b, "search", rc.Searches)
+	writeLine(&b, "options", rc.Options)
+	return b.Bytes(), nil
+}
+
+func writeLine(b *bytes.Buffer, keyword string, toks []string) {
+	if len(toks) == 0 {
+		return
+	}
+	b.WriteString(keyword)
+	for _, t := range toks {
+		b.WriteByte(' ')
+		b.WriteString(t)
+	}
+	b.WriteByte('\n')
+}
+
+func (rc ResolvConf) formattedLen() int {
+	n := 0
+	for _, ns := range rc.Nameservers {
+		n += len("nameserver \n") + len(ns)
+	}
+	for _, s := range rc.Searches {
+		n += len(s) + 1
+	}
+	for _, o := range rc.Options {
+		n += len(o) + 1
+	}
+	return n + len("search\noptions\n")
+}
+
+// clip keeps error messages readable when the input is huge.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
