@@ -1,0 +1,151 @@
+// Command tp-admission-webhook serves tpkit's admission plugins (DaemonSets
+// only in the system tenant; tenant names) as a ValidatingAdmissionWebhook for
+// an Arktos or Kubernetes API server, over HTTPS.
+//
+// Endpoints, all on --listen: POST /validate (admission.k8s.io/v1
+// AdmissionReview), /healthz, /livez, /readyz and /metrics.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/admission"
+	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
+	"github.com/tpkit-dev/tpkit/pkg/admission/tenantname"
+	"github.com/tpkit-dev/tpkit/pkg/admission/webhook"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+)
+
+// ValidatePath is where the API server posts reviews.
+const ValidatePath = "/validate"
+
+const defaultSelfSignedHosts = "localhost,127.0.0.1,::1,tp-admission-webhook,tp-admission-webhook.kube-system," +
+	"tp-admission-webhook.kube-system.svc,tp-admission-webhook.kube-system.svc.cluster.local"
+
+type options struct {
+	listen          string
+	certFile        string
+	keyFile         string
+	selfSignedDir   string
+	selfSignedHosts string
+	adminOnly       bool
+	adminGroups     string
+	tenantNames     bool
+}
+
+func main() {
+	ctx, cancel := ops.SignalContext(context.Background())
+	defer cancel()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		klog.ErrorS(err, "tp-admission-webhook failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+// run parses args, serves until ctx ends, and returns after a graceful
+// shutdown. listening, when not nil, is told the bound address.
+func run(ctx context.Context, args []string, stderr io.Writer, listening func(net.Addr)) error {
+	fs := flag.NewFlagSet("tp-admission-webhook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address for /validate, /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.certFile, "tls-cert-file", "", "PEM serving certificate (with intermediates). Reloaded when the file changes.")
+	fs.StringVar(&o.keyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file.")
+	fs.StringVar(&o.selfSignedDir, "self-signed-dir", "", "Development mode: write (or reuse) a CA bundle "+webhook.CAFileName+
+		" and a serving certificate "+webhook.CertFileName+"/"+webhook.KeyFileName+" in this directory and serve with them. Excludes --tls-cert-file.")
+	fs.StringVar(&o.selfSignedHosts, "self-signed-hosts", defaultSelfSignedHosts, "Comma-separated DNS names and IPs of the --self-signed-dir serving certificate.")
+	fs.BoolVar(&o.adminOnly, "admin-only", false, "Let only cluster admins (--admin-groups, or users of the system tenant) create, update or delete DaemonSets.")
+	fs.StringVar(&o.adminGroups, "admin-groups", daemonset.DefaultAdminGroup, "Comma-separated groups whose members are cluster admins for --admin-only.")
+	fs.BoolVar(&o.tenantNames, "tenant-name-admission", true, "Also check tenant creation and deletion (DNS-1123 names, not all; system is permanent).")
+	klog.InitFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	keyPair, err := loadCerts(o)
+	if err != nil {
+		return err
+	}
+	chain := admission.Chain{daemonset.New(daemonset.Config{AdminOnly: o.adminOnly, AdminGroups: splitList(o.adminGroups)})}
+	if o.tenantNames {
+		chain = append(chain, tenantname.New())
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := webhook.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	logger := klog.Background().WithName("tp-admission-webhook")
+	srv := ops.New(reg)
+	srv.Handle(ValidatePath, webhook.NewHandler(chain, metrics, logger))
+	srv.AddReadyz("serving-certificate", func() error {
+		_, err := keyPair.GetCertificate(nil)
+		return err
+	})
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	logger.Info("Serving admission webhook", "address", ln.Addr().String(), "path", ValidatePath,
+		"adminOnly", o.adminOnly, "adminGroups", o.adminGroups, "tenantNameAdmission", o.tenantNames)
+	if listening != nil {
+		listening(ln.Addr())
+	}
+	start := time.Now()
+	err = srv.ServeListener(ctx, tls.NewListener(ln, keyPair.TLSConfig()))
+	logger.Info("Stopped", "servedFor", time.Since(start).Round(time.Millisecond).String())
+	return err
+}
+
+// loadCerts picks the serving certificate: from files, or a self-signed one.
+func loadCerts(o options) (*webhook.KeyPair, error) {
+	switch {
+	case o.selfSignedDir != "" && (o.certFile != "" || o.keyFile != ""):
+		return nil, errors.New("--self-signed-dir excludes --tls-cert-file and --tls-private-key-file")
+	case o.selfSignedDir != "":
+		f, err := webhook.SelfSigned(o.selfSignedDir, splitList(o.selfSignedHosts), time.Now())
+		if err != nil {
+			return nil, err
+		}
+		klog.InfoS("Using self-signed serving certificate", "caBundle", f.CAFile, "cert", f.CertFile)
+		return webhook.LoadKeyPair(f.CertFile, f.KeyFile)
+	case o.certFile == "" || o.keyFile == "":
+		return nil, errors.New("a serving certificate is required: set --tls-cert-file and --tls-private-key-file, or --self-signed-dir for development")
+	default:
+		return webhook.LoadKeyPair(o.certFile, o.keyFile)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
