@@ -1,0 +1,377 @@
+package tporigin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func mustOpen(t testing.TB, o Options) *Tracker {
+	t.Helper()
+	tr, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+func observe(t testing.TB, tr *Tracker, uid, tp, tenant string, kind Kind) Result {
+	t.Helper()
+	r, err := tr.Observe(Observation{UID: types.UID(uid), Kind: kind, Partition: tp, Tenant: tenant})
+	if err != nil {
+		t.Fatalf("Observe(%s from %s): %v", uid, tp, err)
+	}
+	return r
+}
+
+func wantOrigin(t testing.TB, tr *Tracker, uid, want string) {
+	t.Helper()
+	got, ok := tr.OriginOf(types.UID(uid))
+	if want == "" {
+		if ok {
+			t.Fatalf("OriginOf(%s) = %q, want not found", uid, got)
+		}
+		return
+	}
+	if !ok || got != want {
+		t.Fatalf("OriginOf(%s) = %q, %v; want %q", uid, got, ok, want)
+	}
+}
+
+func TestFirstOriginWinsAndConflictsAreCounted(t *testing.T) {
+	tr := mustOpen(t, Options{Partitions: []string{"tp1", "tp2", "tp3"}})
+	wantOrigin(t, tr, "u1", "") // unknown: explicit not-found, no default
+	steps := []struct {
+		uid, tp string
+		want    Result
+	}{
+		{"u1", "tp2", Recorded},
+		{"u1", "tp2", Known},
+		{"u1", "tp1", Conflict}, // tp1 is first in flag order, but u1 came from tp2 first
+		{"u1", "tp1", Conflict}, // counted once per UID and TP
+		{"u1", "tp3", Conflict},
+		{"u2", "tp1", Recorded},
+	}
+	for _, s := range steps {
+		if got := observe(t, tr, s.uid, s.tp, "", KindPod); got != s.want {
+			t.Fatalf("Observe(%s from %s) = %v, want %v", s.uid, s.tp, got, s.want)
+		}
+	}
+	wantOrigin(t, tr, "u1", "tp2")
+	wantOrigin(t, tr, "u2", "tp1")
+	m := tr.m.uidConflictsVec
+	if got := testutil.ToFloat64(m.WithLabelValues("tp1")) + testutil.ToFloat64(m.WithLabelValues("tp3")); got != 2 {
+		t.Fatalf("uid conflicts = %v, want 2 (once per UID and TP)", got)
+	}
+}
+
+func TestForget(t *testing.T) {
+	tr := mustOpen(t, Options{Partitions: []string{"tp1", "tp2", "tp3"}})
+	observe(t, tr, "u1", "tp1", "", KindPod)
+	observe(t, tr, "u1", "tp3", "", KindPod) // conflict
+	observe(t, tr, "u1", "tp2", "", KindPod) // conflict
+
+	// A delete from a TP that is not the origin changes nothing.
+	if removed, err := tr.Forget("u1", "tp3"); err != nil || removed {
+		t.Fatalf("Forget from a non-origin = %v, %v", removed, err)
+	}
+	wantOrigin(t, tr, "u1", "tp1")
+	// The origin deletes it; tp2 still reports it and becomes the origin
+	// (tp3 withdrew its report above).
+	if removed, _ := tr.Forget("u1", "tp1"); !removed {
+		t.Fatal("Forget from the origin did not remove")
+	}
+	wantOrigin(t, tr, "u1", "tp2")
+	if removed, _ := tr.Forget("u1", "tp2"); !removed {
+		t.Fatal("Forget from the new origin did not remove")
+	}
+	wantOrigin(t, tr, "u1", "")
+	if removed, _ := tr.Forget("u1", "tp2"); removed {
+		t.Fatal("Forget of an unknown UID reported a removal")
+	}
+	if removed, _ := tr.Forget("u1", "never-seen"); removed {
+		t.Fatal("Forget from an unknown TP reported a removal")
+	}
+}
+
+func TestObserveRejectsBadInput(t *testing.T) {
+	tr := mustOpen(t, Options{})
+	cases := []struct {
+		o    Observation
+		want string
+	}{
+		{Observation{Kind: KindPod, Partition: "tp1"}, "no UID"},
+		{Observation{UID: "u", Kind: 0, Partition: "tp1"}, "unknown kind"},
+		{Observation{UID: "u", Kind: 9, Partition: "tp1"}, "unknown kind"},
+		{Observation{UID: "u", Kind: KindPod}, "partition name must not be empty"},
+		{Observation{UID: "u", Kind: KindPod, Partition: "a/b"}, "must not contain"},
+		{Observation{UID: "u", Kind: KindPod, Partition: strings.Repeat("p", 256)}, "longer than 255"},
+		{Observation{UID: "u", Kind: KindPod, Partition: "tp1", Tenant: "Bad"}, "DNS-1123"},
+	}
+	for _, c := range cases {
+		if _, err := tr.Observe(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Observe(%+v) = %v, want error containing %q", c.o, err, c.want)
+		}
+	}
+	if tr.Len() != 0 {
+		t.Fatalf("bad input was recorded: %d entries", tr.Len())
+	}
+}
+
+func TestPartitionOfTenant(t *testing.T) {
+	tr := mustOpen(t, Options{
+		Partitions:    []string{"tp1", "tp2", "tp3"},
+		StaticTenants: map[string]string{"fixed": "tp3"},
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(tr.Collector())
+	var changes []Change
+	unsub := tr.Subscribe(func(c Change) {
+		if c.Op == TenantPartitionChanged {
+			changes = append(changes, c)
+		}
+	})
+	defer unsub()
+
+	want := func(tenant, tp string) {
+		t.Helper()
+		got, ok := tr.PartitionOfTenant(tenant)
+		if tp == "" && ok || tp != "" && (!ok || got != tp) {
+			t.Fatalf("PartitionOfTenant(%s) = %q, %v; want %q", tenant, got, ok, tp)
+		}
+	}
+	want("fixed", "tp3") // static, before anything is observed
+	want("a", "")
+	want("system", "") // exists everywhere: no answer
+	observe(t, tr, "p1", "tp3", "a", KindPod)
+	observe(t, tr, "p2", "tp3", "a", KindService)
+	want("a", "tp3")
+	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 0 {
+		t.Fatalf("conflicts = %v before any conflict", got)
+	}
+	// Seen in tp2 too: a conflict, answered by flag order (tp2 before tp3)
+	// whatever the order of events.
+	observe(t, tr, "p3", "tp2", "a", KindPod)
+	want("a", "tp2")
+	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 1 {
+		t.Fatalf("tenant conflicts = %v, want 1", got)
+	}
+	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(`
+# HELP tpkit_tporigin_tenants_in_conflict Regular tenants currently seen in more than one tenant partition.
+# TYPE tpkit_tporigin_tenants_in_conflict gauge
+tpkit_tporigin_tenants_in_conflict 1
+`), "tpkit_tporigin_tenants_in_conflict"); err != nil {
+		t.Fatal(err)
+	}
+	// The tp2 object goes away: no conflict, tp3 again.
+	if _, err := tr.Forget("p3", "tp2"); err != nil {
+		t.Fatal(err)
+	}
+	want("a", "tp3")
+	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 1 {
+		t.Fatalf("tenant conflicts total = %v, want 1", got)
+	}
+	// A tenant observed somewhere other than its static TP: conflict, the
+	// static answer stays.
+	observe(t, tr, "p4", "tp1", "fixed", KindPod)
+	want("fixed", "tp3")
+	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 2 {
+		t.Fatalf("tenant conflicts total = %v, want 2", got)
+	}
+	tr.Forget("p1", "tp3")
+	tr.Forget("p2", "tp3")
+	want("a", "")
+	wantChanges := []Change{
+		{Op: TenantPartitionChanged, Tenant: "a", Partition: "tp3"},
+		{Op: TenantPartitionChanged, Tenant: "a", Partition: "tp2"},
+		{Op: TenantPartitionChanged, Tenant: "a", Partition: "tp3"},
+		{Op: TenantPartitionChanged, Tenant: "a", Partition: ""},
+	}
+	if !slices.Equal(changes, wantChanges) {
+		t.Fatalf("changes = %+v\nwant %+v", changes, wantChanges)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("metrics do not gather cleanly: %v", err)
+	}
+}
+
+func TestSubscribeSeesChangesInOrder(t *testing.T) {
+	tr := mustOpen(t, Options{Partitions: []string{"tp1", "tp2"}})
+	var got []Change
+	unsub := tr.Subscribe(func(c Change) { got = append(got, c) })
+	observe(t, tr, "u1", "tp1", "", KindPod)
+	observe(t, tr, "u1", "tp2", "", KindPod) // conflict: no change
+	observe(t, tr, "s1", "tp2", "", KindService)
+	tr.Forget("u1", "tp1") // tp2 takes over
+	unsub()
+	observe(t, tr, "u9", "tp1", "", KindPod) // not delivered
+	want := []Change{
+		{Op: OriginAdded, UID: "u1", Kind: KindPod, Partition: "tp1", Tenant: "system"},
+		{Op: OriginAdded, UID: "s1", Kind: KindService, Partition: "tp2", Tenant: "system"},
+		{Op: OriginRemoved, UID: "u1", Kind: KindPod, Partition: "tp1", Tenant: "system"},
+		{Op: OriginAdded, UID: "u1", Kind: KindPod, Partition: "tp2", Tenant: "system"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changes = %+v\nwant %+v", got, want)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	tr := mustOpen(t, Options{Path: filepath.Join(t.TempDir(), "o.db"), Partitions: []string{"tp1", "tp2"}})
+	for i := 0; i < 10; i++ {
+		observe(t, tr, fmt.Sprintf("p%d", i), "tp1", "", KindPod)
+		observe(t, tr, fmt.Sprintf("q%d", i), "tp2", "", KindPod)
+	}
+	observe(t, tr, "s1", "tp1", "", KindService)
+	live := func(uid types.UID) bool { return uid == "p3" || uid == "p7" }
+	n, err := tr.Prune("tp1", KindPod, live)
+	if err != nil || n != 8 {
+		t.Fatalf("Prune = %d, %v; want 8", n, err)
+	}
+	wantOrigin(t, tr, "p3", "tp1")
+	wantOrigin(t, tr, "p0", "")
+	wantOrigin(t, tr, "q0", "tp2") // another TP: untouched
+	wantOrigin(t, tr, "s1", "tp1") // another kind: untouched
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The prune is persisted.
+	path := tr.opts.Path
+	tr.Close()
+	tr2 := mustOpen(t, Options{Path: path})
+	if tr2.Len() != 13 {
+		t.Fatalf("after reopen: %d entries, want 13", tr2.Len())
+	}
+	wantOrigin(t, tr2, "p0", "")
+	wantOrigin(t, tr2, "p7", "tp1")
+}
+
+func TestPersistenceRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "origins.db")
+	tr := mustOpen(t, Options{Path: path, Partitions: []string{"tp1", "tp2"}})
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		tp := "tp1"
+		if i%2 == 1 {
+			tp = "tp2"
+		}
+		if _, err := tr.Record(ctx, Observation{UID: types.UID(fmt.Sprint("u", i)), Kind: KindPod, Partition: tp, Tenant: fmt.Sprint("t", i%3)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe(t, tr, "sys", "tp2", "system", KindEndpointSlice)
+	tr.Forget("u0", "tp1")
+	tr.Forget("u1", "tp2")
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Observe(Observation{UID: "x", Kind: KindPod, Partition: "tp1"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Observe after Close = %v, want ErrClosed", err)
+	}
+
+	// Another TP order on restart: the file keeps names, not positions.
+	tr2 := mustOpen(t, Options{Path: path, Partitions: []string{"tp2", "tp1"}})
+	if tr2.Len() != 99 {
+		t.Fatalf("reloaded %d entries, want 99", tr2.Len())
+	}
+	wantOrigin(t, tr2, "u0", "")
+	wantOrigin(t, tr2, "u1", "")
+	wantOrigin(t, tr2, "u2", "tp1")
+	wantOrigin(t, tr2, "u3", "tp2")
+	if o, ok := tr2.Origin("sys"); !ok || o != (Origin{Partition: "tp2", Kind: KindEndpointSlice, Tenant: "system"}) {
+		t.Fatalf("Origin(sys) = %+v, %v", o, ok)
+	}
+	if o, _ := tr2.Origin("u5"); o.Tenant != "t2" || o.Kind != KindPod {
+		t.Fatalf("Origin(u5) = %+v", o)
+	}
+	// Tenants were re-learned from the file: t0 is in both TPs, and tp2 is
+	// first in this run's order.
+	if tp, ok := tr2.PartitionOfTenant("t0"); !ok || tp != "tp2" {
+		t.Fatalf("PartitionOfTenant(t0) = %q, %v; want tp2", tp, ok)
+	}
+	if got := tr2.Partitions(); !slices.Equal(got, []string{"tp2", "tp1"}) {
+		t.Fatalf("Partitions() = %v", got)
+	}
+}
+
+func TestSecondOpenerGetsClearError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "o.db")
+	mustOpen(t, Options{Path: path})
+	_, err := Open(Options{Path: path, LockTimeout: 50_000_000})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("second Open = %v, want a lock error naming %s", err, path)
+	}
+}
+
+// TestGroupCommit checks that concurrent Record callers share commits and
+// that every acknowledged origin is in the file.
+func TestGroupCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "o.db")
+	tr := mustOpen(t, Options{Path: path})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tr.Run(ctx); close(done) }()
+	const writers, each = 8, 50
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := tr.Record(ctx, Observation{UID: types.UID(fmt.Sprintf("w%d-%d", w, i)), Kind: KindPod, Partition: "tp1"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	commits := testutil.ToFloat64(tr.m.commits)
+	if commits == 0 || commits >= writers*each {
+		t.Fatalf("%v commits for %d acknowledged writes; want group commits", commits, writers*each)
+	}
+	if tr.Pending() != 0 {
+		t.Fatalf("%d pending after every write was acknowledged", tr.Pending())
+	}
+	cancel()
+	<-done
+	tr.Close()
+	tr2 := mustOpen(t, Options{Path: path})
+	if tr2.Len() != writers*each {
+		t.Fatalf("reloaded %d, want %d", tr2.Len(), writers*each)
+	}
+}
+
+// TestRunCommitsWithoutFlush checks that Run alone makes changes durable.
+func TestRunCommitsWithoutFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "o.db")
+	tr := mustOpen(t, Options{Path: path, BatchDelay: 1_000_000})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tr.Run(ctx); close(done) }()
+	observe(t, tr, "u1", "tp1", "", KindPod)
+	for tr.Pending() != 0 || testutil.ToFloat64(tr.m.commits) == 0 {
+		runtimeGosched()
+	}
+	observe(t, tr, "u2", "tp1", "", KindPod) // committed by Run when ctx ends
+	cancel()
+	<-done
+	// Read the file while tr still holds it open: via a read-only view.
+	var uids []string
+	if err := loadFile(tr.db, path, func(uid, _, _ []byte, _ Kind) { uids = append(uids, string(uid)) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(uids, []string{"u1", "u2"}) {
+		t.Fatalf("file holds %v", uids)
+	}
+}
