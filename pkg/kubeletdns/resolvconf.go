@@ -168,6 +168,9 @@ func validateSearch(s string) error {
 		}
 		prevDot = false
 	}
+	if prevDot { // "foo.." : an empty label before the trailing dot
+		return fmt.Errorf("search path %q has an empty label", clip(s))
+	}
 	return nil
 }
 
