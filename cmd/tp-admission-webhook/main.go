@@ -63,6 +63,15 @@ func main() {
 // run parses args, serves until ctx ends, and returns after a graceful
 // shutdown. listening, when not nil, is told the bound address.
 func run(ctx context.Context, args []string, stderr io.Writer, listening func(net.Addr)) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, o, listening)
+}
+
+// parseFlags parses the command line; klog's flags are parsed too.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("tp-admission-webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
@@ -77,12 +86,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, listening func(ne
 	fs.BoolVar(&o.tenantNames, "tenant-name-admission", true, "Also check tenant creation and deletion (DNS-1123 names, not all; system is permanent).")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	return o, nil
+}
 
+// serve runs the webhook until ctx ends.
+func serve(ctx context.Context, o options, listening func(net.Addr)) error {
 	keyPair, err := loadCerts(o)
 	if err != nil {
 		return err
