@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,7 +53,7 @@ var _ admission.ValidationInterface = (*Plugin)(nil)
 
 // New returns a Plugin for c. c is copied; later changes to it have no effect.
 func New(c Config) *Plugin {
-	groups := slices.Clone(c.AdminGroups)
+	groups := append([]string(nil), c.AdminGroups...)
 	if len(groups) == 0 {
 		groups = []string{DefaultAdminGroup}
 	}
@@ -97,8 +96,10 @@ func (p *Plugin) IsAdmin(u admission.UserInfo) bool {
 		return false
 	}
 	for _, g := range u.GetGroups() {
-		if slices.Contains(p.adminGroups, g) {
-			return true
+		for _, admin := range p.adminGroups {
+			if g == admin {
+				return true
+			}
 		}
 	}
 	return admission.UserTenant(u) == tenancy.SystemTenant
