@@ -1,0 +1,170 @@
+package index
+
+import (
+	"net/netip"
+)
+
+// Snapshot is an immutable view of every partition's records.
+type Snapshot struct {
+	// TPs holds one view per partition, by index.
+	TPs []*TPView
+	// home maps each regular tenant to the partition that answers for it.
+	home map[string]int
+	// Conflicts lists regular tenants found in more than one partition.
+	Conflicts []string
+	// Serial is the Unix time of the publish that made the snapshot, for
+	// the SOA serial.
+	Serial uint32
+
+	rev [shards]map[netip.Addr][]PTR
+	src [shards]map[netip.Addr]Source
+}
+
+// TPView is one partition's records by tenant.
+type TPView struct {
+	Name    string
+	Index   int
+	Tenants map[string]*TenantView
+}
+
+// TenantView is one tenant's namespaces in one partition.
+type TenantView struct {
+	Namespaces map[string]*NamespaceView
+}
+
+// NamespaceView is one namespace's services and pod addresses.
+type NamespaceView struct {
+	// Object is true when the namespace object itself has been seen.
+	Object   bool
+	Services map[string]*ServiceView
+	// Pods maps each pod address in the namespace to whether some pod with
+	// it is not on the host network.
+	Pods map[netip.Addr]bool
+}
+
+// Exists reports whether the namespace exists for DNS: its object has been
+// seen, or it holds services.
+func (n *NamespaceView) Exists() bool { return n != nil && (n.Object || len(n.Services) > 0) }
+
+// ServiceView is one service with its ready endpoints.
+type ServiceView struct {
+	Name         string
+	Type         ServiceType
+	ClusterIPs   []netip.Addr
+	Ports        []Port
+	ExternalName string
+	// Endpoints lists every ready endpoint address of every slice.
+	Endpoints []EndpointView
+	// Addrs lists the distinct endpoint addresses, in endpoint order.
+	Addrs []netip.Addr
+	// hosts indexes Endpoints by hostname when there are many.
+	hosts map[string][]int32
+}
+
+// EndpointView is one ready endpoint address.
+type EndpointView struct {
+	Addr netip.Addr
+	Host string
+	// Ports are the ports of the endpoint's slice.
+	Ports []Port
+}
+
+// EndpointsByHost calls fn for every endpoint whose hostname is host, until
+// fn returns false.
+func (s *ServiceView) EndpointsByHost(host []byte, fn func(*EndpointView) bool) {
+	if s.hosts != nil {
+		for _, i := range s.hosts[string(host)] {
+			if !fn(&s.Endpoints[i]) {
+				return
+			}
+		}
+		return
+	}
+	for i := range s.Endpoints {
+		if s.Endpoints[i].Host == string(host) {
+			if !fn(&s.Endpoints[i]) {
+				return
+			}
+		}
+	}
+}
+
+// PTR is an owner of an address: a service's cluster IP, or an endpoint.
+type PTR struct {
+	TP        int
+	Tenant    string
+	Namespace string
+	Service   string
+	// Host is the endpoint's hostname; empty for a cluster IP.
+	Host string
+}
+
+// Source is what a client address says about the querier: the partition and
+// tenant of the pod that has the address.
+type Source struct {
+	TP     int
+	Tenant string
+}
+
+const shards = 64
+
+func shardOf(a netip.Addr) int {
+	b := a.As16()
+	return int(b[15]^b[14]^b[11]) & (shards - 1)
+}
+
+// Tenant returns tenant's view in partition tp, or nil.
+func (s *Snapshot) Tenant(tp int, tenant []byte) *TenantView {
+	if tp < 0 || tp >= len(s.TPs) {
+		return nil
+	}
+	return s.TPs[tp].Tenants[string(tenant)]
+}
+
+// Namespace returns the namespace view, or nil.
+func (s *Snapshot) Namespace(tp int, tenant, ns []byte) *NamespaceView {
+	t := s.Tenant(tp, tenant)
+	if t == nil {
+		return nil
+	}
+	return t.Namespaces[string(ns)]
+}
+
+// Home returns the partition that answers for a regular tenant.
+func (s *Snapshot) Home(tenant []byte) (int, bool) {
+	tp, ok := s.home[string(tenant)]
+	return tp, ok
+}
+
+// PTRs returns the owners of address a.
+func (s *Snapshot) PTRs(a netip.Addr) []PTR {
+	m := s.rev[shardOf(a)]
+	if m == nil {
+		return nil
+	}
+	return m[a]
+}
+
+// Source returns the partition and tenant of the pod with address a.
+func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
+	m := s.src[shardOf(a)]
+	if m == nil {
+		return Source{}, false
+	}
+	src, ok := m[a]
+	return src, ok
+}
+
+// Counts returns the number of services and pod addresses in partition tp.
+func (s *Snapshot) Counts(tp int) (services, pods int) {
+	if tp < 0 || tp >= len(s.TPs) {
+		return 0, 0
+	}
+	for _, t := range s.TPs[tp].Tenants {
+		for _, n := range t.Namespaces {
+			services += len(n.Services)
+			pods += len(n.Pods)
+		}
+	}
+	return services, pods
+}

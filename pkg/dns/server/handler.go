@@ -1,0 +1,1009 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+	"github.com/tpkit-dev/tpkit/pkg/dns/names"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// PodMode is how pod names are answered, as in CoreDNS's "pods" option.
+type PodMode uint8
+
+const (
+	// PodsDisabled answers no pod names (NXDOMAIN).
+	PodsDisabled PodMode = iota
+	// PodsInsecure answers any well-formed a-b-c-d name in an existing
+	// namespace with the address it spells.
+	PodsInsecure
+	// PodsVerified answers only addresses of pods in that namespace.
+	PodsVerified
+)
+
+// ParsePodMode reads "disabled", "insecure" or "verified".
+func ParsePodMode(s string) (PodMode, bool) {
+	switch s {
+	case "disabled":
+		return PodsDisabled, true
+	case "insecure":
+		return PodsInsecure, true
+	case "verified":
+		return PodsVerified, true
+	}
+	return 0, false
+}
+
+// DNSSchemaVersion is the TXT answer for dns-version.<zone>, the version of
+// the Kubernetes DNS specification that is implemented.
+const DNSSchemaVersion = "1.1.0"
+
+const (
+	dnsVersionTTL = 28800
+	maxSOATTL     = 300
+	defaultEDNS   = 1232
+)
+
+// Forwarder resolves names outside the cluster zones.
+type Forwarder interface {
+	Resolve(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
+}
+
+// Snapshots gives the current index snapshot; *index.Builder is one.
+type Snapshots interface {
+	Current() *index.Snapshot
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Zones are the zones answered from the index, forward and reverse
+	// ("cluster.local", "in-addr.arpa", "10.in-addr.arpa", "ip6.arpa").
+	Zones []string
+	// TTL of every answer; the SOA's TTL is min(TTL, 300).
+	TTL uint32
+	// Pods is the pod-name mode.
+	Pods PodMode
+	// Isolation makes names of one regular tenant NXDOMAIN for pods of
+	// another; system-tenant names stay visible to all.
+	Isolation bool
+	// AllowUnknownSources lets queriers that are not a known pod see every
+	// tenant when Isolation is on.
+	AllowUnknownSources bool
+	// SystemPartition answers system-tenant names for queriers that are
+	// not a known pod.
+	SystemPartition int
+	// NSAddrs are the addresses of ns.dns.<zone>, the server itself.
+	NSAddrs []netip.Addr
+	// Forwarder resolves other names; nil answers them REFUSED.
+	Forwarder Forwarder
+	// ForwardTimeout bounds one forwarded query; default 5s.
+	ForwardTimeout time.Duration
+	// Metrics, when set, counts requests.
+	Metrics *Metrics
+}
+
+type zone struct {
+	name    string
+	wire    []byte // lowercase, with the root label
+	nlabels int
+	reverse bool
+}
+
+// Handler is a dns.Handler for the cluster zones.
+type Handler struct {
+	opts    Options
+	snaps   Snapshots
+	zones   []zone
+	primary int
+	synced  atomic.Bool
+	pool    sync.Pool
+}
+
+// New returns a Handler reading snapshots from snaps.
+func New(snaps Snapshots, o Options) (*Handler, error) {
+	h := &Handler{opts: o, snaps: snaps, primary: -1}
+	if h.opts.ForwardTimeout == 0 {
+		h.opts.ForwardTimeout = 5 * time.Second
+	}
+	for _, z := range o.Zones {
+		fq := dns.CanonicalName(z)
+		if _, ok := dns.IsDomainName(fq); !ok || fq == "." {
+			return nil, &net.ParseError{Type: "zone", Text: z}
+		}
+		var buf [256]byte
+		n, err := dns.PackDomainName(fq, buf[:], 0, nil, false)
+		if err != nil {
+			return nil, err
+		}
+		rev := dns.IsSubDomain("in-addr.arpa.", fq) || dns.IsSubDomain("ip6.arpa.", fq)
+		h.zones = append(h.zones, zone{name: fq, wire: append([]byte(nil), buf[:n]...), nlabels: dns.CountLabel(fq), reverse: rev})
+		if !rev && h.primary < 0 {
+			h.primary = len(h.zones) - 1
+		}
+	}
+	if len(h.zones) == 0 {
+		return nil, &net.ParseError{Type: "zone", Text: "(none)"}
+	}
+	h.pool.New = func() any { return &state{buf: make([]byte, 0, dns.MaxMsgSize+512)} }
+	return h, nil
+}
+
+// MarkSynced ends the SERVFAIL-before-sync period.
+func (h *Handler) MarkSynced() { h.synced.Store(true) }
+
+// Synced reports whether MarkSynced was called.
+func (h *Handler) Synced() bool { return h.synced.Load() }
+
+// state is one query's scratch space, pooled.
+type state struct {
+	qwire  [names.MaxWire]byte
+	lw     [names.MaxWire]byte
+	offs   [128]uint8
+	labels [128][]byte
+	enc    encoder
+	buf    []byte
+	nl     int
+}
+
+// ServeDNS implements dns.Handler.
+func (h *Handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	start := time.Now()
+	src, tcp := clientOf(w.RemoteAddr())
+	st := h.pool.Get().(*state)
+	out, zi, rcode, qtype := h.respond(st, r, src, tcp)
+	if out != nil {
+		_, _ = w.Write(out)
+	} else if zi == forwarded {
+		rcode = h.forward(w, r, tcp)
+	}
+	h.pool.Put(st)
+	if m := h.opts.Metrics; m != nil {
+		zname := "."
+		if zi >= 0 {
+			zname = h.zones[zi].name
+		}
+		m.observe(zi+1, zname, qtype, rcode, time.Since(start))
+	}
+}
+
+const (
+	forwarded = -1
+	malformed = -2
+)
+
+func clientOf(a net.Addr) (netip.Addr, bool) {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap(), false
+	case *net.TCPAddr:
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// Respond answers r as the server would for a client at src, without a
+// socket; it returns the packed response, or nil when the name is to be
+// forwarded. It exists for tests, fuzzing and benchmarks.
+func (h *Handler) Respond(r *dns.Msg, src netip.Addr, tcp bool) []byte {
+	st := h.pool.Get().(*state)
+	defer h.pool.Put(st)
+	out, _, _, _ := h.respond(st, r, src, tcp)
+	if out == nil {
+		return nil
+	}
+	return append([]byte(nil), out...)
+}
+
+// respond builds the answer in st. It returns the zone index, or forwarded
+// when the name is not ours, or malformed.
+func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool) ([]byte, int, int, uint16) {
+	if len(r.Question) != 1 {
+		return h.formErr(st, r), malformed, dns.RcodeFormatError, 0
+	}
+	q := r.Question[0]
+	n, err := dns.PackDomainName(q.Name, st.qwire[:], 0, nil, false)
+	if err != nil || n > names.MaxWire {
+		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.Qtype
+	}
+	if names.Lower(st.lw[:], st.qwire[:n]) != n {
+		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.Qtype
+	}
+	st.nl = names.Split(st.lw[:n], st.offs[:])
+	if st.nl < 0 {
+		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.Qtype
+	}
+	zi := h.zoneOf(st.lw[:n], st.offs[:st.nl])
+	if zi < 0 {
+		return nil, forwarded, 0, q.Qtype
+	}
+	limit := dns.MaxMsgSize
+	opt := r.IsEdns0()
+	if !tcp {
+		limit = dns.MinMsgSize
+		if opt != nil && int(opt.UDPSize()) > limit {
+			limit = int(opt.UDPSize())
+		}
+	}
+	if opt != nil {
+		limit -= 11 // room for our OPT record
+	}
+	e := &st.enc
+	e.reset(st.buf, limit)
+	flags := uint16(1<<15) | uint16(r.Opcode&0xF)<<11 | 1<<10 | 1<<7 // QR, AA, RA
+	if r.RecursionDesired {
+		flags |= 1 << 8
+	}
+	if r.CheckingDisabled {
+		flags |= 1 << 4
+	}
+	e.header(r.Id, flags)
+	e.question(st.qwire[:n], q.Qtype, q.Qclass)
+	var rcode int
+	var ext uint8
+	switch {
+	case opt != nil && opt.Version() != 0:
+		rcode, ext = 0, 1 // BADVERS: extended rcode 16
+	case r.Opcode != dns.OpcodeQuery:
+		rcode = dns.RcodeNotImplemented
+	default:
+		rcode = h.answer(st, zi, q.Qtype, q.Qclass, src)
+		if rcode == rcodeForward {
+			return nil, forwarded, 0, q.Qtype
+		}
+	}
+	if opt != nil {
+		e.limit += 11
+		e.opt(defaultEDNS, ext, opt.Do())
+		if ext != 0 {
+			rcode = dns.RcodeBadVers
+		}
+	}
+	return e.finish(rcode), zi, rcode, q.Qtype
+}
+
+func (h *Handler) formErr(st *state, r *dns.Msg) []byte {
+	m := new(dns.Msg)
+	m.SetRcodeFormatError(r)
+	b, err := m.PackBuffer(st.buf[:0])
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// zoneOf returns the longest served zone that contains the lowercase wire
+// name lw, or -1.
+func (h *Handler) zoneOf(lw []byte, offs []uint8) int {
+	best, bestLen := -1, -1
+	for i := range h.zones {
+		z := h.zones[i].wire
+		if len(z) > len(lw) || len(z) <= bestLen {
+			continue
+		}
+		at := len(lw) - len(z)
+		if string(lw[at:]) != string(z) {
+			continue
+		}
+		boundary := false
+		for _, o := range offs {
+			if int(o) == at {
+				boundary = true
+				break
+			}
+		}
+		if boundary {
+			best, bestLen = i, len(z)
+		}
+	}
+	return best
+}
+
+// answer writes the answer for a name in zone zi and returns the rcode.
+func (h *Handler) answer(st *state, zi int, qtype, qclass uint16, src netip.Addr) int {
+	z := &h.zones[zi]
+	e := &st.enc
+	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR || qclass != dns.ClassINET {
+		return dns.RcodeRefused
+	}
+	snap := h.snaps.Current()
+	nrel := st.nl - z.nlabels
+	lw := st.lw[:]
+	for i := 0; i < nrel; i++ {
+		st.labels[i] = names.Label(lw, st.offs[:], i)
+	}
+	labels := st.labels[:nrel]
+	if nrel == 0 {
+		switch qtype {
+		case dns.TypeSOA:
+			h.soa(e, z, snap, answerSection, true)
+			return dns.RcodeSuccess
+		case dns.TypeNS:
+			h.ns(e, z)
+			if e.counts[answerSection] > 0 {
+				return dns.RcodeSuccess
+			}
+		}
+		return h.nodata(e, z, snap)
+	}
+	if z.reverse {
+		return h.reverse(st, z, snap, qtype, src)
+	}
+	if qtype == dns.TypeSOA {
+		// CoreDNS answers SOA only at the apex and NODATA for any name below.
+		return h.nodata(e, z, snap)
+	}
+	req := names.Parse(labels)
+	switch req.Kind {
+	case names.Invalid:
+		return h.nxdomain(e, z, snap)
+	case names.Apex:
+		return h.nodata(e, z, snap)
+	case names.DNSVersion:
+		if qtype != dns.TypeTXT {
+			return h.nxdomain(e, z, snap)
+		}
+		r := e.begin(answerSection)
+		e.ownerQ()
+		rd := e.typ(typeTXT, dnsVersionTTL)
+		e.label(DNSSchemaVersion)
+		e.end(r, rd)
+		return dns.RcodeSuccess
+	case names.NameServer:
+		for _, a := range h.opts.NSAddrs {
+			if (qtype == dns.TypeA && a.Is4()) || (qtype == dns.TypeAAAA && a.Is6()) {
+				r := e.begin(answerSection)
+				e.ownerQ()
+				e.addr(r, a, h.opts.TTL)
+			}
+		}
+		return h.finishAnswer(e, z, snap)
+	}
+	source, known := snap.Source(src)
+	if !known {
+		source = index.Source{TP: h.opts.SystemPartition}
+	}
+	for i := 0; i < req.N; i++ {
+		rd := &req.Readings[i]
+		f, ok := h.find(snap, rd, source, known)
+		if !ok {
+			continue
+		}
+		h.records(st, z, snap, &f, qtype)
+		return h.finishAnswer(e, z, snap)
+	}
+	return h.nxdomain(e, z, snap)
+}
+
+func (h *Handler) finishAnswer(e *encoder, z *zone, snap *index.Snapshot) int {
+	if e.counts[answerSection] == 0 && !e.tc {
+		return h.nodata(e, z, snap)
+	}
+	return dns.RcodeSuccess
+}
+
+func (h *Handler) nodata(e *encoder, z *zone, snap *index.Snapshot) int {
+	h.soa(e, z, snap, authoritySection, false)
+	return dns.RcodeSuccess
+}
+
+func (h *Handler) nxdomain(e *encoder, z *zone, snap *index.Snapshot) int {
+	h.soa(e, z, snap, authoritySection, false)
+	if !h.synced.Load() {
+		return dns.RcodeServerFailure
+	}
+	return dns.RcodeNameError
+}
+
+func (h *Handler) soa(e *encoder, z *zone, snap *index.Snapshot, sec section, ownerQ bool) {
+	ttl := min(h.opts.TTL, maxSOATTL)
+	r := e.begin(sec)
+	if ownerQ {
+		e.ownerQ()
+	} else {
+		e.buf = append(e.buf, z.wire...)
+	}
+	rd := e.typ(typeSOA, ttl)
+	e.label("ns")
+	e.label("dns")
+	e.buf = append(e.buf, z.wire...)
+	e.label("hostmaster")
+	e.buf = append(e.buf, z.wire...)
+	e.u32(snap.Serial)
+	e.u32(7200)
+	e.u32(1800)
+	e.u32(86400)
+	e.u32(h.opts.TTL)
+	e.end(r, rd)
+}
+
+func (h *Handler) ns(e *encoder, z *zone) {
+	if len(h.opts.NSAddrs) == 0 {
+		return
+	}
+	r := e.begin(answerSection)
+	e.ownerQ()
+	rd := e.typ(typeNS, h.opts.TTL)
+	e.label("ns")
+	e.label("dns")
+	e.buf = append(e.buf, z.wire...)
+	e.end(r, rd)
+	for _, a := range h.opts.NSAddrs {
+		r := e.begin(extraSection)
+		e.label("ns")
+		e.label("dns")
+		e.buf = append(e.buf, z.wire...)
+		e.addr(r, a, h.opts.TTL)
+	}
+}
+
+// found is a reading that names something that exists.
+type found struct {
+	rd  *names.Reading
+	tp  int
+	ns  *index.NamespaceView
+	svc *index.ServiceView
+	pod netip.Addr
+}
+
+var systemTenant = []byte(tenancy.SystemTenant)
+
+// allowed applies tenant isolation to a regular tenant's name.
+func (h *Handler) allowed(tenant []byte, src index.Source, known bool) bool {
+	if !h.opts.Isolation {
+		return true
+	}
+	if !known {
+		return h.opts.AllowUnknownSources
+	}
+	return src.Tenant == tenancy.SystemTenant || src.Tenant == string(tenant)
+}
+
+// partitionAt returns the k-th partition to try for a system-tenant name:
+// the querier's, then the system partition, then the rest in order.
+func partitionAt(k, n int, src index.Source, sys int) int {
+	first, second := src.TP, sys
+	if k == 0 {
+		return first
+	}
+	if second != first {
+		if k == 1 {
+			return second
+		}
+		k--
+	}
+	k--
+	for tp := 0; tp < n; tp++ {
+		if tp == first || tp == second {
+			continue
+		}
+		if k == 0 {
+			return tp
+		}
+		k--
+	}
+	return -1
+}
+
+// find decides whether a reading names something that exists, following
+// CoreDNS's findServices and findPods.
+func (h *Handler) find(snap *index.Snapshot, rd *names.Reading, src index.Source, known bool) (found, bool) {
+	tenant := rd.Tenant
+	system := rd.Legacy || string(tenant) == tenancy.SystemTenant
+	if system {
+		tenant = systemTenant
+	}
+	ntp := len(snap.TPs)
+	tps := ntp
+	home := -1
+	if !system {
+		if !h.allowed(tenant, src, known) {
+			return found{}, false
+		}
+		tp, ok := snap.Home(tenant)
+		if !ok {
+			return found{}, false
+		}
+		home, tps = tp, 1
+	}
+	if rd.Form == names.TenantOnly {
+		return found{rd: rd}, true
+	}
+	for k := 0; k < tps; k++ {
+		tp := home
+		if system {
+			tp = partitionAt(k, ntp, src, h.opts.SystemPartition)
+			if tp < 0 || tp >= ntp {
+				continue
+			}
+		}
+		ns := snap.Namespace(tp, tenant, rd.Namespace)
+		if !ns.Exists() {
+			continue
+		}
+		f := found{rd: rd, tp: tp, ns: ns}
+		switch rd.Form {
+		case names.NamespaceOnly:
+			return f, true
+		case names.PodName:
+			if h.opts.Pods == PodsDisabled {
+				return found{}, false
+			}
+			a, ok := names.ParseDashedIP(rd.Service)
+			if !ok {
+				return found{}, false
+			}
+			if h.opts.Pods == PodsVerified {
+				if _, ok := ns.Pods[a]; !ok {
+					continue
+				}
+			}
+			f.pod = a
+			return f, true
+		}
+		svc := ns.Services[string(rd.Service)]
+		if svc == nil {
+			continue
+		}
+		// The service exists here: this partition answers, records or not.
+		f.svc = svc
+		return f, hasRecords(svc, rd)
+	}
+	return found{}, false
+}
+
+func portMatch(rd *names.Reading, p *index.Port) bool {
+	return (len(rd.Port) == 0 || strings.EqualFold(string(rd.Port), p.Name)) &&
+		(len(rd.Protocol) == 0 || strings.EqualFold(string(rd.Protocol), p.Protocol))
+}
+
+func anyPort(rd *names.Reading, ports []index.Port) bool {
+	for i := range ports {
+		if portMatch(rd, &ports[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRecords is CoreDNS's rule for whether a service name exists: an
+// ExternalName always (but has no endpoints), a headless service or an
+// endpoint name when a ready endpoint matches, a ClusterIP service when a
+// port matches.
+func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
+	if svc.Type == index.ExternalName {
+		return rd.Form != names.EndpointName
+	}
+	if svc.Type == index.Headless || rd.Form == names.EndpointName {
+		for i := range svc.Endpoints {
+			ep := &svc.Endpoints[i]
+			if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+				continue
+			}
+			if anyPort(rd, ep.Ports) {
+				return true
+			}
+		}
+		return false
+	}
+	return anyPort(rd, svc.Ports)
+}
+
+// records writes the answer records of a found name for qtype.
+func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qtype uint16) {
+	e := &st.enc
+	ttl := h.opts.TTL
+	switch f.rd.Form {
+	case names.TenantOnly, names.NamespaceOnly:
+		return
+	case names.PodName:
+		if (qtype == dns.TypeA && f.pod.Is4()) || (qtype == dns.TypeAAAA && f.pod.Is6()) {
+			r := e.begin(answerSection)
+			e.ownerQ()
+			e.addr(r, f.pod, ttl)
+		}
+		return
+	}
+	svc := f.svc
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		want6 := qtype == dns.TypeAAAA
+		switch {
+		case svc.Type == index.ExternalName:
+			h.cname(st, svc, qtype)
+		case svc.Type == index.Headless || f.rd.Form == names.EndpointName:
+			if f.rd.Form != names.EndpointName && len(f.rd.Port) == 0 && len(f.rd.Protocol) == 0 {
+				for _, a := range svc.Addrs {
+					if a.Is6() == want6 {
+						r := e.begin(answerSection)
+						e.ownerQ()
+						e.addr(r, a, ttl)
+					}
+				}
+				return
+			}
+			for i := range svc.Endpoints {
+				ep := &svc.Endpoints[i]
+				if ep.Addr.Is6() != want6 || !endpointMatch(f.rd, ep) || seenAddr(svc, i, f.rd) {
+					continue
+				}
+				r := e.begin(answerSection)
+				e.ownerQ()
+				e.addr(r, ep.Addr, ttl)
+			}
+		default:
+			for _, a := range svc.ClusterIPs {
+				if a.Is6() == want6 {
+					r := e.begin(answerSection)
+					e.ownerQ()
+					e.addr(r, a, ttl)
+				}
+			}
+		}
+	case dns.TypeCNAME:
+		if svc.Type == index.ExternalName {
+			r := e.begin(answerSection)
+			e.ownerQ()
+			rd := e.typ(typeCNAME, ttl)
+			e.fqdn(svc.ExternalName)
+			e.end(r, rd)
+		}
+	case dns.TypeSRV:
+		h.srv(e, z, f)
+	}
+}
+
+func endpointMatch(rd *names.Reading, ep *index.EndpointView) bool {
+	if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+		return false
+	}
+	return anyPort(rd, ep.Ports)
+}
+
+// seenAddr reports whether an earlier matching endpoint has the address of
+// endpoint i (the same address can be in two slices).
+func seenAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
+	for j := 0; j < i; j++ {
+		if svc.Endpoints[j].Addr == svc.Endpoints[i].Addr && endpointMatch(rd, &svc.Endpoints[j]) {
+			return true
+		}
+	}
+	return false
+}
+
+// target writes "[host.]svc.ns[.tenant].svc.<zone>", in the form of the
+// query: legacy names get legacy targets.
+func (e *encoder) target(z *zone, f *found, host string) {
+	if host != "" {
+		e.label(host)
+	}
+	e.label(f.svc.Name)
+	e.labelBytes(f.rd.Namespace)
+	if !f.rd.Legacy {
+		e.labelBytes(f.rd.Tenant)
+	}
+	e.label("svc")
+	e.buf = append(e.buf, z.wire...)
+}
+
+// srvWeight is CoreDNS's weight for n records of equal priority.
+func srvWeight(n int) uint16 {
+	if n <= 0 {
+		return 100
+	}
+	w := 100 / n
+	if w == 0 {
+		w = 1
+	}
+	return uint16(w)
+}
+
+func (h *Handler) srv(e *encoder, z *zone, f *found) {
+	svc, rd, ttl := f.svc, f.rd, h.opts.TTL
+	if svc.Type == index.ExternalName {
+		return
+	}
+	if svc.Type == index.ClusterIP && rd.Form != names.EndpointName {
+		n := 0
+		for i := range svc.Ports {
+			if portMatch(rd, &svc.Ports[i]) {
+				n += len(svc.ClusterIPs)
+			}
+		}
+		w := srvWeight(n)
+		wrote := false
+		for i := range svc.Ports {
+			p := &svc.Ports[i]
+			if p.Port == index.NoPort || !portMatch(rd, p) || len(svc.ClusterIPs) == 0 || dupPort(svc.Ports[:i], rd, p.Port) {
+				continue
+			}
+			r := e.begin(answerSection)
+			e.ownerQ()
+			d := e.typ(typeSRV, ttl)
+			e.u16(0)
+			e.u16(w)
+			e.u16(uint16(p.Port))
+			e.target(z, f, "")
+			e.end(r, d)
+			wrote = true
+		}
+		if wrote {
+			for _, a := range svc.ClusterIPs {
+				r := e.begin(extraSection)
+				e.target(z, f, "")
+				e.addr(r, a, ttl)
+			}
+		}
+		return
+	}
+	n := 0
+	for i := range svc.Endpoints {
+		ep := &svc.Endpoints[i]
+		if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+			continue
+		}
+		for j := range ep.Ports {
+			if portMatch(rd, &ep.Ports[j]) {
+				n++
+			}
+		}
+	}
+	w := srvWeight(n)
+	for i := range svc.Endpoints {
+		ep := &svc.Endpoints[i]
+		if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+			continue
+		}
+		for j := range ep.Ports {
+			p := &ep.Ports[j]
+			if p.Port == index.NoPort || !portMatch(rd, p) || dupEndpointPort(svc, i, j, rd) {
+				continue
+			}
+			r := e.begin(answerSection)
+			e.ownerQ()
+			d := e.typ(typeSRV, ttl)
+			e.u16(0)
+			e.u16(w)
+			e.u16(uint16(p.Port))
+			e.target(z, f, ep.Host)
+			e.end(r, d)
+		}
+	}
+	for i := range svc.Endpoints {
+		ep := &svc.Endpoints[i]
+		if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+			continue
+		}
+		if !hasSRVPort(rd, ep.Ports) || dupEndpointAddr(svc, i, rd) {
+			continue
+		}
+		r := e.begin(extraSection)
+		e.target(z, f, ep.Host)
+		e.addr(r, ep.Addr, ttl)
+	}
+}
+
+func hasSRVPort(rd *names.Reading, ports []index.Port) bool {
+	for i := range ports {
+		if ports[i].Port != index.NoPort && portMatch(rd, &ports[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func dupPort(prev []index.Port, rd *names.Reading, port int32) bool {
+	for i := range prev {
+		if prev[i].Port == port && portMatch(rd, &prev[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// dupEndpointPort reports whether an earlier endpoint with the same host
+// already produced an SRV record for the same port (same target and port).
+func dupEndpointPort(svc *index.ServiceView, i, j int, rd *names.Reading) bool {
+	ep := &svc.Endpoints[i]
+	port := ep.Ports[j].Port
+	if dupPort(ep.Ports[:j], rd, port) {
+		return true
+	}
+	for k := 0; k < i; k++ {
+		o := &svc.Endpoints[k]
+		if o.Host != ep.Host || (rd.Form == names.EndpointName && o.Host != string(rd.Endpoint)) {
+			continue
+		}
+		if dupPort(o.Ports, rd, port) && hasSRVPort(rd, o.Ports) {
+			return true
+		}
+	}
+	return false
+}
+
+func dupEndpointAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
+	ep := &svc.Endpoints[i]
+	for k := 0; k < i; k++ {
+		o := &svc.Endpoints[k]
+		if o.Host == ep.Host && o.Addr == ep.Addr && hasSRVPort(rd, o.Ports) {
+			return true
+		}
+	}
+	return false
+}
+
+// cname writes the CNAME of an ExternalName service and, when a forwarder
+// is set, the target's records of the queried type, as CoreDNS does with
+// its upstream.
+func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
+	e := &st.enc
+	r := e.begin(answerSection)
+	e.ownerQ()
+	rd := e.typ(typeCNAME, h.opts.TTL)
+	e.fqdn(svc.ExternalName)
+	if !e.end(r, rd) || h.opts.Forwarder == nil {
+		return
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(svc.ExternalName), qtype)
+	m.RecursionDesired = true
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
+	defer cancel()
+	resp, err := h.opts.Forwarder.Resolve(ctx, m)
+	if err != nil || resp == nil {
+		return
+	}
+	for _, rr := range resp.Answer {
+		start := len(e.buf)
+		if e.full[answerSection] {
+			return
+		}
+		off, err := dns.PackRR(rr, e.buf[:cap(e.buf)], start, nil, false)
+		if err != nil || off > e.limit {
+			e.buf = e.buf[:start]
+			e.full[answerSection], e.tc = true, true
+			return
+		}
+		e.buf = e.buf[:off]
+		e.counts[answerSection]++
+	}
+}
+
+// reverse answers names in a reverse zone: PTR for service and endpoint
+// addresses, the rest NXDOMAIN (or forwarded, when a forwarder is set, as
+// CoreDNS's usual "fallthrough in-addr.arpa ip6.arpa" does).
+func (h *Handler) reverse(st *state, z *zone, snap *index.Snapshot, qtype uint16, src netip.Addr) int {
+	e := &st.enc
+	labels := st.labels[:0]
+	for i := 0; i < st.nl; i++ {
+		labels = append(labels, names.Label(st.lw[:], st.offs[:], i))
+	}
+	if qtype == dns.TypePTR && h.primary >= 0 {
+		if a, ok := names.ParseReverse(labels); ok {
+			source, known := snap.Source(src)
+			if !known {
+				source = index.Source{TP: h.opts.SystemPartition}
+			}
+			if h.ptr(e, snap, a, source, known) {
+				return dns.RcodeSuccess
+			}
+		}
+	}
+	if h.opts.Forwarder != nil {
+		return rcodeForward
+	}
+	return h.nxdomain(e, z, snap)
+}
+
+// rcodeForward asks ServeDNS to forward a reverse-zone miss.
+const rcodeForward = -1
+
+func (h *Handler) ptr(e *encoder, snap *index.Snapshot, a netip.Addr, src index.Source, known bool) bool {
+	owners := snap.PTRs(a)
+	if len(owners) == 0 {
+		return false
+	}
+	pz := &h.zones[h.primary]
+	ntp := len(snap.TPs)
+	for k := 0; k < ntp; k++ {
+		tp := partitionAt(k, ntp, src, h.opts.SystemPartition)
+		if tp < 0 || tp >= ntp {
+			continue
+		}
+		// A cluster IP wins over endpoints, and yields one record.
+		best := -1
+		for i := range owners {
+			o := &owners[i]
+			if o.TP != tp || !h.ptrVisible(snap, o, src, known) {
+				continue
+			}
+			if o.Host == "" {
+				best = i
+				break
+			}
+		}
+		wrote := false
+		for i := range owners {
+			o := &owners[i]
+			if o.TP != tp || !h.ptrVisible(snap, o, src, known) {
+				continue
+			}
+			if best >= 0 && i != best {
+				continue
+			}
+			r := e.begin(answerSection)
+			e.ownerQ()
+			d := e.typ(typePTR, h.opts.TTL)
+			if o.Host != "" {
+				e.label(o.Host)
+			}
+			e.label(o.Service)
+			e.label(o.Namespace)
+			if o.Tenant != tenancy.SystemTenant {
+				e.label(o.Tenant)
+			}
+			e.label("svc")
+			e.buf = append(e.buf, pz.wire...)
+			e.end(r, d)
+			wrote = true
+		}
+		if wrote {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) ptrVisible(snap *index.Snapshot, o *index.PTR, src index.Source, known bool) bool {
+	if o.Tenant == tenancy.SystemTenant {
+		return true
+	}
+	if home, ok := snap.Home([]byte(o.Tenant)); !ok || home != o.TP {
+		return false
+	}
+	return h.allowed([]byte(o.Tenant), src, known)
+}
+
+// forward sends r upstream and relays the answer.
+func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, tcp bool) int {
+	m := new(dns.Msg)
+	if h.opts.Forwarder == nil {
+		m.SetRcode(r, dns.RcodeRefused)
+		_ = w.WriteMsg(m)
+		return dns.RcodeRefused
+	}
+	if q := r.Question[0].Qtype; q == dns.TypeAXFR || q == dns.TypeIXFR {
+		m.SetRcode(r, dns.RcodeRefused)
+		_ = w.WriteMsg(m)
+		return dns.RcodeRefused
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
+	defer cancel()
+	resp, err := h.opts.Forwarder.Resolve(ctx, r)
+	if err != nil || resp == nil {
+		m.SetRcode(r, dns.RcodeServerFailure)
+		_ = w.WriteMsg(m)
+		return dns.RcodeServerFailure
+	}
+	resp.Id = r.Id
+	resp.Question = r.Question // keep the query's case
+	size := dns.MaxMsgSize
+	if !tcp {
+		size = dns.MinMsgSize
+		if opt := r.IsEdns0(); opt != nil && int(opt.UDPSize()) > size {
+			size = int(opt.UDPSize())
+		}
+	}
+	resp.Truncate(size)
+	_ = w.WriteMsg(resp)
+	return resp.Rcode
+}

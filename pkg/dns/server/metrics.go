@@ -1,0 +1,93 @@
+package server
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the request metrics of a Handler.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+
+	// cache of resolved counters: [zone slot][type slot][rcode slot].
+	counters [maxZoneSlots][len(typeSlots) + 1][maxRcode + 2]atomic.Pointer[prometheus.Counter]
+	hist     [maxZoneSlots]atomic.Pointer[prometheus.Observer]
+}
+
+const (
+	maxZoneSlots = 17
+	maxRcode     = 23
+)
+
+var typeSlots = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, dns.TypeTXT, dns.TypeSOA,
+	dns.TypeNS, dns.TypeCNAME, dns.TypeMX, dns.TypeANY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeHTTPS}
+
+// NewMetrics registers tpkit_dns_requests_total{zone,type,rcode} and
+// tpkit_dns_request_duration_seconds{zone} on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tpkit_dns_requests_total",
+			Help: "DNS requests answered, by zone (\".\" for forwarded names), query type and response code.",
+		}, []string{"zone", "type", "rcode"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tpkit_dns_request_duration_seconds",
+			Help:    "Time to answer a DNS request, by zone (\".\" for forwarded names).",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"zone"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration)
+	}
+	return m
+}
+
+func typeSlot(t uint16) (int, string) {
+	for i, s := range typeSlots {
+		if s == t {
+			return i, dns.TypeToString[t]
+		}
+	}
+	return len(typeSlots), "other"
+}
+
+// observe counts one request. slot is 0 for forwarded names and 1+zone
+// index otherwise; counters are resolved once and cached.
+func (m *Metrics) observe(slot int, zone string, qtype uint16, rcode int, d time.Duration) {
+	if slot < 0 {
+		slot = 0
+	}
+	if slot >= maxZoneSlots {
+		slot = maxZoneSlots - 1
+	}
+	ti, tname := typeSlot(qtype)
+	ri := rcode
+	if ri < 0 || ri > maxRcode {
+		ri = maxRcode + 1
+	}
+	p := &m.counters[slot][ti][ri]
+	c := p.Load()
+	if c == nil {
+		rname := dns.RcodeToString[rcode]
+		if rname == "" {
+			rname = strconv.Itoa(rcode)
+		}
+		cc := m.requests.WithLabelValues(zone, tname, rname)
+		c = &cc
+		p.Store(c)
+	}
+	(*c).Inc()
+	hp := &m.hist[slot]
+	o := hp.Load()
+	if o == nil {
+		oo := m.duration.WithLabelValues(zone)
+		o = &oo
+		hp.Store(o)
+	}
+	(*o).Observe(d.Seconds())
+}

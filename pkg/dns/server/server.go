@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/klog/v2"
+)
+
+// Listener is a bound set of DNS sockets: several UDP sockets sharing the
+// port through SO_REUSEPORT (one per core, so the kernel spreads queries)
+// and one TCP socket.
+type Listener struct {
+	udp []net.PacketConn
+	tcp net.Listener
+}
+
+func reusePort(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 0xf /* SO_REUSEPORT */, 1)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Listen binds addr for UDP (udpSockets sockets, at least 1) and TCP. With
+// port 0, every socket gets the same kernel-chosen port.
+func Listen(addr string, udpSockets int) (*Listener, error) {
+	if udpSockets < 1 {
+		udpSockets = 1
+	}
+	lc := net.ListenConfig{Control: reusePort}
+	l := &Listener{}
+	first, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dns: listening on udp %s: %w", addr, err)
+	}
+	l.udp = append(l.udp, first)
+	bound := first.LocalAddr().String()
+	for i := 1; i < udpSockets; i++ {
+		pc, err := lc.ListenPacket(context.Background(), "udp", bound)
+		if err != nil {
+			klog.InfoS("SO_REUSEPORT unavailable, serving UDP from one socket", "err", err)
+			break
+		}
+		l.udp = append(l.udp, pc)
+	}
+	l.tcp, err = lc.Listen(context.Background(), "tcp", bound)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("dns: listening on tcp %s: %w", bound, err)
+	}
+	return l, nil
+}
+
+// Addr is the bound address (UDP and TCP share it).
+func (l *Listener) Addr() string { return l.udp[0].LocalAddr().String() }
+
+// Close closes every socket.
+func (l *Listener) Close() {
+	for _, pc := range l.udp {
+		_ = pc.Close()
+	}
+	if l.tcp != nil {
+		_ = l.tcp.Close()
+	}
+}
+
+// Serve answers queries on l with h until ctx ends, then shuts down.
+func Serve(ctx context.Context, l *Listener, h dns.Handler) error {
+	var servers []*dns.Server
+	for _, pc := range l.udp {
+		servers = append(servers, &dns.Server{PacketConn: pc, Handler: h, UDPSize: 4096, ReusePort: true})
+	}
+	servers = append(servers, &dns.Server{Listener: l.tcp, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }})
+	errc := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func(s *dns.Server) {
+			defer wg.Done()
+			errc <- s.ActivateAndServe()
+		}(s)
+	}
+	klog.InfoS("Serving DNS", "address", l.Addr(), "udpSockets", len(l.udp))
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	for _, s := range servers {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.ShutdownContext(sctx)
+		cancel()
+	}
+	wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
