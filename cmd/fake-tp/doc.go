@@ -1,0 +1,11 @@
+// Command fake-tp serves fake Arktos tenant partitions (see pkg/faketp) for
+// multi-partition harnesses:
+//
+//	fake-tp --partitions 3 --listen 127.0.0.1:6443 --kubeconfig-dir DIR
+//
+// serves tp1..tp3 on ports 6443..6445 and writes DIR/tp1.kubeconfig and so on.
+// It logs one line per TP when it is ready and stops cleanly on SIGTERM.
+// --seed, --data-dir and --generate fill the TPs; --admin-listen serves the
+// fault controls (pkg/faketp.AdminHandler) and /healthz, /readyz, /metrics
+// on a loopback address.
+package main

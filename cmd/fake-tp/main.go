@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+)
+
+// config is fake-tp's command line.
+type config struct {
+	opts        faketp.Options
+	names       string
+	disable     string
+	seed        string
+	generate    int
+	adminListen string
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("fake-tp", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	c := &config{}
+	fs.IntVar(&c.opts.Partitions, "partitions", 1, "Number of tenant partitions to serve, named tp1..tpN.")
+	fs.StringVar(&c.names, "partition-names", "", "Comma-separated TP names, overriding --partitions.")
+	fs.StringVar(&c.opts.Listen, "listen", "127.0.0.1:6443", "Address of the first TP; the others use the following ports. Port 0 picks free ports.")
+	fs.StringVar(&c.opts.KubeconfigDir, "kubeconfig-dir", ".", "Directory that receives NAME.kubeconfig for every TP.")
+	fs.StringVar(&c.opts.DataDir, "data-dir", "", "Directory of the TPs' bbolt files (NAME.db); empty keeps everything in memory.")
+	fs.StringVar(&c.seed, "seed", "", "Directory of manifests: files in DIR go to every TP, files in DIR/NAME to TP NAME.")
+	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N pods and N/10 services, endpointslices and configmaps, in N/100 namespaces.")
+	fs.StringVar(&c.disable, "disable-admission-plugins", "", "Comma-separated admission plugins to turn off (known: "+pluginNames()+").")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
+	fs.IntVar(&c.opts.History, "watch-history", 0, "Events kept per TP for watch resumption (default 10000).")
+	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.names != "" {
+		c.opts.Names = splitList(c.names)
+	}
+	c.opts.DisablePlugins = splitList(c.disable)
+	if c.opts.Partitions < 1 && len(c.opts.Names) == 0 {
+		return nil, errors.New("--partitions must be at least 1")
+	}
+	if c.generate < 0 {
+		return nil, errors.New("--generate must not be negative")
+	}
+	if c.adminListen != "" {
+		if err := loopbackOnly(c.adminListen); err != nil {
+			return nil, fmt.Errorf("--admin-listen: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func pluginNames() string {
+	var n []string
+	for _, p := range faketp.DefaultPlugins() {
+		n = append(n, p.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loopbackOnly refuses admin addresses reachable from other hosts: the
+// admin endpoint has no authentication.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address", addr)
+	}
+	return nil
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-tp:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := ops.SignalContext(context.Background())
+	defer cancel()
+	if err := run(ctx, c); err != nil {
+		klog.ErrorS(err, "fake-tp failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+// run serves until ctx ends.
+func run(ctx context.Context, c *config) error {
+	cluster, err := faketp.Start(ctx, c.opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			klog.ErrorS(err, "Stopping TPs")
+		}
+		klog.InfoS("Stopped")
+	}()
+	if c.seed != "" {
+		if err := cluster.SeedDir(c.seed); err != nil {
+			return err
+		}
+	}
+	if c.generate > 0 {
+		start := time.Now()
+		for _, tp := range cluster.TPs() {
+			if err := tp.Generate(faketp.Scaled(c.generate)); err != nil {
+				return err
+			}
+		}
+		klog.InfoS("Generated objects", "podsPerTP", c.generate, "took", time.Since(start))
+	}
+	adminDone := make(chan error, 1)
+	if c.adminListen != "" {
+		srv := ops.New(nil)
+		srv.Handle("/tps", faketp.AdminHandler(cluster))
+		srv.Handle("/tps/", faketp.AdminHandler(cluster))
+		srv.AddReadyz("partitions", func() error {
+			for _, tp := range cluster.TPs() {
+				if m := tp.OutageMode(); m != faketp.OutageNone {
+					return fmt.Errorf("%s: outage %s", tp.Name(), m)
+				}
+			}
+			return nil
+		})
+		go func() { adminDone <- srv.Serve(ctx, c.adminListen) }()
+	} else {
+		close(adminDone)
+	}
+	for _, tp := range cluster.TPs() {
+		klog.InfoS("Serving tenant partition", "tp", tp.Name(), "url", tp.URL(), "kubeconfig", tp.KubeconfigPath())
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err, ok := <-adminDone:
+		if ok && err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}
+}

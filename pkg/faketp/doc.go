@@ -1,0 +1,42 @@
+// Package faketp runs fake Arktos tenant partitions (TPs) in process: real
+// HTTP API servers, JSON only, that real client-go informers and the real
+// kubectl use. It is tpkit's test bed; cmd/fake-tp is the same as a program.
+//
+// What a TP serves:
+//   - discovery (/api, /apis, /version), /healthz, /livez, /readyz, /metrics;
+//   - core/v1 tenants (cluster-scoped), namespaces (tenant-scoped, as in
+//     Arktos), pods, services, endpoints, configmaps, secrets;
+//     apps/v1 daemonsets; discovery.k8s.io/v1 endpointslices;
+//   - Arktos paths /api/v1/tenants/{t}/namespaces/{ns}/{res}[/{name}[/{sub}]],
+//     /api/v1/tenants/{t}/{res} (one tenant, all namespaces) and the same under
+//     /apis/{g}/{v}; short paths mean tenant system, except that a short
+//     collection path (/api/v1/pods) lists every tenant;
+//   - get, list (label and field selectors, limit/continue), watch
+//     (resourceVersion, bookmarks, timeoutSeconds, sendInitialEvents), create,
+//     update (409 on a stale resourceVersion), patch (JSON, merge, strategic
+//     merge), delete, deletecollection.
+//
+// Objects are stored as JSON carrying metadata.tenant (from the path). A
+// metadata.tenant in a body that contradicts the path is a 400. Deleting a
+// namespace or a tenant deletes what is in it at once (no Terminating phase).
+// Namespaces and tenants need not exist for objects to be created in them.
+//
+// Identity: requests without credentials act as the admin (AdminUser, group
+// system:masters, tenant system); a TP's kubeconfig carries an admin token;
+// KubeconfigFor writes kubeconfigs for other users; admins may impersonate
+// (kubectl --as, --as-group, Impersonate-Extra-tenant). There is no
+// authorization: identity only feeds admission.
+//
+// Admission: each TP runs an admission.Chain (Options.Plugins, by default
+// DefaultPlugins) on create, update and delete with an admission.Record
+// carrying the tenant, namespace, name, typed object (tenant in
+// tenancy.TenantAnnotation; unstructured for tenants) and user.
+//
+// Faults for tests, per TP, from Go (TP.SetOutage, CloseWatches, SetLatency,
+// Compact) and over HTTP (AdminHandler).
+//
+// Invariants: input never panics the server and never gets a 500: malformed
+// paths and bodies get a metav1.Status with a 4xx code and the reason
+// kube-apiserver would give. Every object served carries the
+// resourceVersion it was written at, from one counter per TP.
+package faketp

@@ -1,0 +1,139 @@
+package faketp
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// GenerateOptions say how many objects Generate makes. Objects are spread
+// round-robin over the namespaces gen-0..gen-(Namespaces-1) of Tenant.
+type GenerateOptions struct {
+	// Tenant owns the objects; system when empty.
+	Tenant     string
+	Namespaces int
+	Pods       int
+	Services   int
+	// EndpointSlices: one per service when negative.
+	EndpointSlices int
+	ConfigMaps     int
+	// Nodes is how many node names pods are spread over (spec.nodeName);
+	// 10 when zero.
+	Nodes int
+}
+
+// Scaled returns options for n pods with a tenth as many services,
+// endpointslices and configmaps, in one namespace per 100 pods: the shape
+// fake-tp --generate n fills a TP with.
+func Scaled(n int) GenerateOptions {
+	return GenerateOptions{Namespaces: max(1, n/100), Pods: n, Services: n / 10, EndpointSlices: n / 10, ConfigMaps: n / 10}
+}
+
+// Generate fills the TP with synthetic objects for benchmarks and load
+// tests, seeded as Seed does (no admission, status kept). Names are
+// deterministic, so generating twice replaces rather than adds.
+func (tp *TP) Generate(o GenerateOptions) error {
+	tenant := o.Tenant
+	if tenant == "" {
+		tenant = tenancy.SystemTenant
+	}
+	if err := tenancy.ValidateTenantName(tenant); err != nil {
+		return err
+	}
+	nsCount := max(o.Namespaces, 1)
+	nodes := o.Nodes
+	if nodes <= 0 {
+		nodes = 10
+	}
+	slices := o.EndpointSlices
+	if slices < 0 {
+		slices = o.Services
+	}
+	const batch = 5000
+	var objs []obj
+	flush := func(force bool) error {
+		if len(objs) == 0 || (!force && len(objs) < batch) {
+			return nil
+		}
+		err := tp.seedObjects(objs)
+		objs = objs[:0]
+		return err
+	}
+	add := func(o obj) error {
+		objs = append(objs, o)
+		return flush(false)
+	}
+	ns := func(i int) string { return "gen-" + strconv.Itoa(i%nsCount) }
+	meta := func(name string, i int, labels obj) obj {
+		m := obj{"name": name, "namespace": ns(i), "tenant": tenant}
+		if labels != nil {
+			m["labels"] = labels
+		}
+		return m
+	}
+	svcCount := max(o.Services, 1)
+	for i := 0; i < nsCount && o.Namespaces > 0; i++ {
+		if err := add(obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns(i), "tenant": tenant}, "status": obj{"phase": "Active"}}); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < o.Pods; i++ {
+		app := "svc-" + strconv.Itoa(i%svcCount)
+		err := add(obj{
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": meta(fmt.Sprintf("pod-%d", i), i, obj{"app": app}),
+			"spec": obj{
+				"nodeName":   "node-" + strconv.Itoa(i%nodes),
+				"containers": []any{obj{"name": "app", "image": "registry.k8s.io/pause:3.10"}},
+			},
+			"status": obj{"phase": "Running", "podIP": podIP(i), "podIPs": []any{obj{"ip": podIP(i)}}},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := 0; i < o.Services; i++ {
+		name := "svc-" + strconv.Itoa(i)
+		err := add(obj{
+			"apiVersion": "v1", "kind": "Service",
+			"metadata": meta(name, i, nil),
+			"spec": obj{
+				"selector": obj{"app": name},
+				"ports":    []any{obj{"name": "http", "port": int64(80), "protocol": "TCP", "targetPort": int64(8080)}},
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := 0; i < slices; i++ {
+		svc := "svc-" + strconv.Itoa(i%svcCount)
+		err := add(obj{
+			"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+			"metadata":    meta(svc+"-"+strconv.Itoa(i), i%svcCount, obj{"kubernetes.io/service-name": svc}),
+			"addressType": "IPv4",
+			"endpoints":   []any{obj{"addresses": []any{podIP(i)}, "conditions": obj{"ready": true}, "nodeName": "node-" + strconv.Itoa(i%nodes)}},
+			"ports":       []any{obj{"name": "http", "port": int64(8080), "protocol": "TCP"}},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := 0; i < o.ConfigMaps; i++ {
+		err := add(obj{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": meta("cm-"+strconv.Itoa(i), i, nil),
+			"data":     obj{"key": "value-" + strconv.Itoa(i)},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return flush(true)
+}
+
+// podIP is a distinct IP in 10.244.0.0/14 for pod i.
+func podIP(i int) string {
+	return fmt.Sprintf("10.%d.%d.%d", 244+(i>>16)&3, (i>>8)&255, i&255)
+}

@@ -1,0 +1,226 @@
+package faketp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// obj is an object as fake-tp handles it: generic JSON, numbers kept exact.
+type obj = map[string]any
+
+// decodeObject parses one JSON object, keeping numbers as json.Number so
+// that int64 fields survive the round trip.
+func decodeObject(b []byte) (obj, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decoding JSON body: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("decoding JSON body: more than one JSON value")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the body must be a JSON object, not %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// metadata returns o's metadata map, creating it when absent. It fails when
+// metadata is present but not an object.
+func metadata(o obj) (obj, error) {
+	switch m := o["metadata"].(type) {
+	case map[string]any:
+		return m, nil
+	case nil:
+		n := obj{}
+		o["metadata"] = n
+		return n, nil
+	default:
+		return nil, fmt.Errorf("metadata must be an object, not %s", jsonKind(m))
+	}
+}
+
+// str reads a string at path; "" when absent or not a string.
+func str(o obj, path ...string) string {
+	var cur any = o
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[p]
+	}
+	switch v := cur.(type) {
+	case string:
+		return v
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return v.String()
+	}
+	return ""
+}
+
+// child returns the map at o[k], or nil.
+func child(o obj, k string) obj {
+	m, _ := o[k].(map[string]any)
+	return m
+}
+
+// stringMap reads a map[string]string field (labels, annotations). Values
+// that are not strings fail: the typed check reports them first anyway.
+func stringMap(o obj, k string) map[string]string {
+	m, ok := o[k].(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// index computes what the store indexes about o.
+func (r *resource) index(o obj) store.Meta {
+	var m store.Meta
+	if md := child(o, "metadata"); md != nil {
+		m.Labels = stringMap(md, "labels")
+	}
+	for f, path := range r.fields {
+		if v := str(o, path...); v != "" {
+			if m.Fields == nil {
+				m.Fields = make(map[string]string, len(r.fields))
+			}
+			m.Fields[f] = v
+		}
+	}
+	return m
+}
+
+// indexData is store.Options.Index: it re-indexes stored JSON on load.
+func indexData(k store.Key, data []byte) (store.Meta, error) {
+	r := lookupStoreName(k.Resource)
+	if r == nil {
+		return store.Meta{}, fmt.Errorf("unknown resource %q", k.Resource)
+	}
+	o, err := decodeObject(data)
+	if err != nil {
+		return store.Meta{}, err
+	}
+	return r.index(o), nil
+}
+
+// encoder returns a store.Encode that writes rv into o and marshals it. o
+// is modified; callers pass a map they own.
+func encoder(o obj) store.Encode {
+	return func(rv uint64) ([]byte, error) {
+		md, err := metadata(o)
+		if err != nil {
+			return nil, err
+		}
+		md["resourceVersion"] = strconv.FormatUint(rv, 10)
+		return json.Marshal(o)
+	}
+}
+
+// typed decodes o into the resource's typed struct, which checks field
+// types as kube-apiserver's decoder would. It returns nil for resources
+// without a typed struct.
+func (r *resource) typed(o obj, tenant string) (runtime.Object, error) {
+	if r.newTyped == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	t := r.newTyped()
+	if err := json.Unmarshal(b, t); err != nil {
+		return nil, err
+	}
+	if r.scope != scopeCluster && tenant != "" {
+		if m, ok := t.(interface {
+			GetAnnotations() map[string]string
+			SetAnnotations(map[string]string)
+		}); ok {
+			a := m.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[tenancy.TenantAnnotation] = tenant
+			m.SetAnnotations(a)
+		}
+	}
+	return t, nil
+}
+
+// deepCopy copies a JSON object tree.
+func deepCopy(o obj) obj {
+	return deepCopyValue(o).(map[string]any)
+}
+
+func deepCopyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, v := range t {
+			m[k] = deepCopyValue(v)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, v := range t {
+			l[i] = deepCopyValue(v)
+		}
+		return l
+	}
+	return v
+}
+
+// protobufToJSON decodes a Kubernetes protobuf body of a built-in type.
+func protobufToJSON(b []byte) ([]byte, error) {
+	o, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+	if err != nil {
+		return nil, apierrors.NewBadRequest("decoding protobuf body: " + err.Error())
+	}
+	j, err := json.Marshal(o)
+	if err != nil {
+		return nil, apierrors.NewBadRequest("re-encoding protobuf body: " + err.Error())
+	}
+	m, err := decodeObject(j)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	return json.Marshal(m)
+}

@@ -1,0 +1,162 @@
+package faketp
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp/manifest"
+	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// Seed stores objects the way a restore would: in one commit, without
+// admission, keeping their status (pods keep their IPs and phase). An
+// existing object with the same key is replaced.
+//
+// Objects may be typed k8s.io/api values (apiVersion and kind may be left
+// empty), *unstructured.Unstructured, or map[string]any. The tenant is
+// metadata.tenant, else the tenancy.TenantAnnotation (which is removed),
+// else system; a namespaced object without a namespace goes to "default".
+func (tp *TP) Seed(objs ...any) error {
+	var list []obj
+	for i, o := range objs {
+		m, err := toObj(o)
+		if err != nil {
+			return fmt.Errorf("faketp: seeding object %d: %w", i, err)
+		}
+		list = append(list, m)
+	}
+	return tp.seedObjects(list)
+}
+
+// SeedFiles seeds the objects of manifest files (multi-document YAML or
+// JSON).
+func (tp *TP) SeedFiles(paths ...string) error {
+	objs, err := manifest.ReadFiles(paths...)
+	if err != nil {
+		return fmt.Errorf("faketp %s: %w", tp.name, err)
+	}
+	return tp.seedObjects(objs)
+}
+
+// SeedDir seeds from dir as fake-tp --seed does: the manifests directly in
+// dir go to every TP, those in dir/NAME to the TP called NAME.
+func (c *Cluster) SeedDir(dir string) error {
+	common, err := manifest.Files(dir)
+	if err != nil {
+		return fmt.Errorf("faketp: seed directory: %w", err)
+	}
+	for _, tp := range c.tps {
+		own, err := manifest.Files(filepath.Join(dir, tp.name))
+		if err != nil && !isNotExist(err) {
+			return fmt.Errorf("faketp: seed directory: %w", err)
+		}
+		if err := tp.SeedFiles(append(append([]string(nil), common...), own...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toObj(o any) (obj, error) {
+	switch v := o.(type) {
+	case map[string]any:
+		return deepCopy(v), nil
+	case *unstructured.Unstructured:
+		return roundTrip(v.Object)
+	case runtime.Object:
+		m, err := roundTrip(v)
+		if err != nil {
+			return nil, err
+		}
+		if m["kind"] == nil || m["apiVersion"] == nil {
+			gvks, _, err := scheme.Scheme.ObjectKinds(v)
+			if err != nil || len(gvks) == 0 {
+				return nil, fmt.Errorf("cannot tell the kind of %T: %v", v, err)
+			}
+			m["apiVersion"], m["kind"] = gvks[0].GroupVersion().String(), gvks[0].Kind
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("unsupported object type %T", o)
+}
+
+func roundTrip(v any) (obj, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(b)
+}
+
+// seedObjects prepares every object as a create would, then loads them all
+// in one store commit.
+func (tp *TP) seedObjects(objs []obj) error {
+	puts := make([]store.Put, 0, len(objs))
+	for i, o := range objs {
+		t, err := seedTarget(o)
+		if err != nil {
+			return fmt.Errorf("faketp %s: object %d: %w", tp.name, i, err)
+		}
+		k, _, err := tp.prepareCreate(t, o, true)
+		if err != nil {
+			return fmt.Errorf("faketp %s: object %d (%s %s): %w", tp.name, i, t.res.kind, str(o, "metadata", "name"), err)
+		}
+		puts = append(puts, store.Put{Key: k, Meta: t.res.index(o), Encode: encoder(o)})
+	}
+	return tp.store.Load(puts)
+}
+
+// seedTarget is the target a manifest object is created under.
+func seedTarget(o obj) (target, error) {
+	av, _ := o["apiVersion"].(string)
+	kind, _ := o["kind"].(string)
+	gv, err := schema.ParseGroupVersion(av)
+	if err != nil {
+		return target{}, err
+	}
+	r := lookupKind(gv.WithKind(kind))
+	if r == nil {
+		return target{}, fmt.Errorf("fake-tp does not serve %s %s", av, kind)
+	}
+	md, err := metadata(o)
+	if err != nil {
+		return target{}, err
+	}
+	t := target{kind: targetCollection, gv: gv, res: r}
+	if r.scope == scopeCluster {
+		return t, nil
+	}
+	tenant, _ := md["tenant"].(string)
+	if ann, ok := md["annotations"].(map[string]any); ok {
+		if a, _ := ann[tenancy.TenantAnnotation].(string); a != "" {
+			if tenant == "" {
+				tenant = a
+			}
+			delete(ann, tenancy.TenantAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	if tenant == "" {
+		tenant = tenancy.SystemTenant
+	}
+	if err := tenancy.ValidateTenantName(tenant); err != nil {
+		return target{}, err
+	}
+	t.tenant = tenant
+	if r.scope == scopeNamespace {
+		t.namespace, _ = md["namespace"].(string)
+		if t.namespace == "" {
+			t.namespace = "default"
+		}
+	}
+	return t, nil
+}

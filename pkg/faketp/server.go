@@ -1,0 +1,202 @@
+package faketp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/admission"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// maxBodyBytes caps request bodies, as kube-apiserver's 3 MiB limit does.
+const maxBodyBytes = 3 << 20
+
+// Version is what /version reports.
+var Version = version.Info{
+	Major: "1", Minor: "37", GitVersion: "v1.37.2-faketp", GitCommit: "faketp", GitTreeState: "clean",
+	BuildDate: "2026-01-01T00:00:00Z", GoVersion: "go1.26", Compiler: "gc", Platform: "linux/amd64",
+}
+
+// metrics are one TP's request metrics.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	watches  prometheus.Gauge
+}
+
+func newMetrics(tp string) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faketp_requests_total", Help: "API requests served, by verb, resource and HTTP code.",
+			ConstLabels: prometheus.Labels{"tp": tp},
+		}, []string{"verb", "resource", "code"}),
+		watches: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faketp_watches", Help: "Open watch streams.", ConstLabels: prometheus.Labels{"tp": tp},
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.watches)
+	return m
+}
+
+// codeRecorder remembers the status code for metrics and lets watches flush.
+type codeRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (c *codeRecorder) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *codeRecorder) Write(b []byte) (int, error) {
+	if c.code == 0 {
+		c.code = http.StatusOK
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *codeRecorder) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *codeRecorder) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// ServeHTTP serves the TP's API. It is the handler of the TP's listener, and
+// can be mounted elsewhere (httptest) as well.
+func (tp *TP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d := time.Duration(tp.latency.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	rec := &codeRecorder{ResponseWriter: w}
+	verb, res := "other", ""
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug, never input: log it and answer 500 rather than drop
+			// the connection, so the client sees what happened.
+			klog.ErrorS(nil, "Panic serving request", "tp", tp.name, "path", r.URL.Path, "panic", p)
+			if rec.code == 0 {
+				writeError(rec, errors.New("internal error"))
+			}
+		}
+		tp.metrics.requests.WithLabelValues(verb, res, strconv.Itoa(rec.code)).Inc()
+	}()
+	if tp.outage.Load() == int32(OutageUnavailable) {
+		writeError(rec, errUnavailable("fake-tp "+tp.name+" is in an injected outage"))
+		return
+	}
+	p := r.URL.Path
+	switch {
+	case p == "/healthz" || p == "/livez" || p == "/readyz" || strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/"):
+		verb = "health"
+		tp.ops.Handler().ServeHTTP(rec, r)
+		return
+	case p == "/metrics":
+		verb = "metrics"
+		promhttp.HandlerFor(tp.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, r)
+		return
+	}
+	user, err := tp.authenticate(r)
+	if err != nil {
+		writeError(rec, err)
+		return
+	}
+	ctx := context.WithValue(r.Context(), userKey{}, user)
+	r = r.WithContext(ctx)
+	switch {
+	case p == "/version" || p == "/version/":
+		verb = "get"
+		writeJSON(rec, http.StatusOK, Version)
+	case p == "/api" || strings.HasPrefix(p, "/api/") || p == "/apis" || strings.HasPrefix(p, "/apis/"):
+		verb, res = tp.serveAPI(rec, r)
+	case strings.HasPrefix(p, "/openapi/"):
+		verb = "get"
+		tp.serveOpenAPI(rec, r)
+	default:
+		writeError(rec, notFoundPath(p))
+	}
+}
+
+type userKey struct{}
+
+func userFrom(ctx context.Context) admission.UserInfo {
+	u, _ := ctx.Value(userKey{}).(admission.UserInfo)
+	return u
+}
+
+// authenticate maps the request's bearer token to a user. No token means
+// the default admin, so curl and quick tests need no credentials. Admins may
+// impersonate (kubectl --as, --as-group), which is how tests act as others
+// without a kubeconfig of their own.
+func (tp *TP) authenticate(r *http.Request) (admission.UserInfo, error) {
+	var u *admission.User
+	h := r.Header.Get("Authorization")
+	switch {
+	case h == "":
+		u = AdminUser()
+	case strings.HasPrefix(h, "Bearer "):
+		tp.mu.Lock()
+		id, ok := tp.tokens[strings.TrimPrefix(h, "Bearer ")]
+		tp.mu.Unlock()
+		if !ok {
+			return nil, errUnauthorized()
+		}
+		u = id.user()
+	default:
+		return nil, errUnauthorized()
+	}
+	as := r.Header.Get("Impersonate-User")
+	if as == "" {
+		return u, nil
+	}
+	if !isAdmin(u) {
+		return nil, errForbiddenImpersonation(u.Name, as)
+	}
+	imp := &admission.User{Name: as, Groups: r.Header.Values("Impersonate-Group"), Extra: map[string][]string{}}
+	for k, v := range r.Header {
+		if rest, ok := strings.CutPrefix(k, "Impersonate-Extra-"); ok {
+			imp.Extra[strings.ToLower(rest)] = v
+		}
+	}
+	if len(imp.Extra) == 0 {
+		imp.Extra = nil
+	}
+	return imp, nil
+}
+
+func isAdmin(u *admission.User) bool {
+	for _, g := range u.Groups {
+		if g == "system:masters" {
+			return true
+		}
+	}
+	return false
+}
+
+// AdminUser is the default identity: the cluster admin of the system
+// tenant.
+func AdminUser() *admission.User {
+	return &admission.User{
+		Name:   "admin",
+		Groups: []string{"system:masters", "system:authenticated"},
+		Extra:  map[string][]string{admission.UserTenantExtraKey: {tenancy.SystemTenant}},
+	}
+}

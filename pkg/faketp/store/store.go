@@ -1,0 +1,604 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Errors returned by the store. Callers map them to API statuses.
+var (
+	ErrNotFound = errors.New("object not found")
+	ErrExists   = errors.New("object already exists")
+	ErrConflict = errors.New("object has been modified")
+	// ErrGone means the requested resourceVersion is older than the history
+	// the store still holds (or newer than any it has issued).
+	ErrGone = errors.New("resource version too old")
+	// ErrClosed ends a watch that CloseWatches or Close cut.
+	ErrClosed = errors.New("watch closed by the server")
+)
+
+// DefaultHistory is the number of events kept for watches when
+// Options.History is zero.
+const DefaultHistory = 10000
+
+// Key names one object. Namespace is empty for objects that are not
+// namespaced; Tenant is empty for cluster-scoped objects (tenants).
+type Key struct {
+	Resource  string
+	Tenant    string
+	Namespace string
+	Name      string
+}
+
+func (k Key) less(o Key) bool {
+	if k.Tenant != o.Tenant {
+		return k.Tenant < o.Tenant
+	}
+	if k.Namespace != o.Namespace {
+		return k.Namespace < o.Namespace
+	}
+	return k.Name < o.Name
+}
+
+// String renders the key for logs and errors.
+func (k Key) String() string {
+	return k.Resource + ":" + k.Tenant + "/" + k.Namespace + "/" + k.Name
+}
+
+func (k Key) dbKey() []byte {
+	return []byte(k.Resource + "\x00" + k.Tenant + "\x00" + k.Namespace + "\x00" + k.Name)
+}
+
+func parseDBKey(b []byte) (Key, bool) {
+	p := strings.Split(string(b), "\x00")
+	if len(p) != 4 {
+		return Key{}, false
+	}
+	return Key{Resource: p[0], Tenant: p[1], Namespace: p[2], Name: p[3]}, true
+}
+
+// Meta is what the store indexes about an object besides its key: its labels
+// and its selectable fields (for field selectors). Absent fields read as "".
+type Meta struct {
+	Labels map[string]string
+	Fields map[string]string
+}
+
+// Object is one stored version of an object. It is immutable.
+type Object struct {
+	Key
+	Meta
+	// RV is the resourceVersion the object was written at.
+	RV uint64
+	// Data is the object's JSON, carrying RV as metadata.resourceVersion.
+	Data []byte
+}
+
+// EventType is a watch event type, spelled as in the Kubernetes API.
+type EventType string
+
+// Event types.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+)
+
+// Event is one change. Object is the new state; for Deleted it is the last
+// state, re-encoded with the deletion's resourceVersion. Prev is the state
+// before the change (nil for Added).
+type Event struct {
+	Type   EventType
+	Object *Object
+	Prev   *Object
+}
+
+// Encode builds an object's final JSON for resourceVersion rv.
+type Encode func(rv uint64) ([]byte, error)
+
+// Options configure a Store.
+type Options struct {
+	// Path is the bbolt file; empty keeps everything in memory only.
+	Path string
+	// History is how many events are kept for watch resumption;
+	// DefaultHistory when zero.
+	History int
+	// Index recomputes an object's Meta when it is loaded from Path.
+	// Required with Path.
+	Index func(Key, []byte) (Meta, error)
+}
+
+// Store holds the objects of one TP. All methods are safe for concurrent use.
+type Store struct {
+	mu     sync.RWMutex
+	rv     uint64
+	objs   map[string]map[Key]*Object
+	sorted map[string][]*Object // per-resource cache, dropped when keys change
+	ring   []Event              // the event with version r is at r % len(ring)
+	oldest uint64               // watches may start at any version >= oldest
+	notify chan struct{}        // closed and replaced at each change
+	gen    uint64               // bumped by CloseWatches
+	closed bool
+	db     *bolt.DB
+}
+
+var (
+	bucketObjects = []byte("objects")
+	bucketMeta    = []byte("meta")
+	keyRV         = []byte("rv")
+)
+
+// Open returns a store, loading objects and the version counter from
+// opts.Path when it is set.
+func Open(opts Options) (*Store, error) {
+	h := opts.History
+	if h <= 0 {
+		h = DefaultHistory
+	}
+	s := &Store{
+		objs:   map[string]map[Key]*Object{},
+		sorted: map[string][]*Object{},
+		ring:   make([]Event, h),
+		notify: make(chan struct{}),
+	}
+	if opts.Path == "" {
+		return s, nil
+	}
+	if opts.Index == nil {
+		return nil, errors.New("store: Options.Index is required with Options.Path")
+	}
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("store: opening %s: %w", opts.Path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		objs, err := tx.CreateBucketIfNotExists(bucketObjects)
+		if err != nil {
+			return err
+		}
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(keyRV); len(v) == 8 {
+			s.rv = binary.BigEndian.Uint64(v)
+		}
+		return objs.ForEach(func(k, v []byte) error {
+			key, ok := parseDBKey(k)
+			if !ok || len(v) < 8 {
+				return fmt.Errorf("corrupt record %q", k)
+			}
+			data := append([]byte(nil), v[8:]...)
+			m, err := opts.Index(key, data)
+			if err != nil {
+				return fmt.Errorf("record %s: %w", key, err)
+			}
+			s.put(&Object{Key: key, Meta: m, RV: binary.BigEndian.Uint64(v[:8]), Data: data})
+			return nil
+		})
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: loading %s: %w", opts.Path, err)
+	}
+	s.db = db
+	s.oldest = s.rv
+	return s, nil
+}
+
+// Close ends every watch and closes the data file. The store must not be
+// used afterwards.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.wake()
+	if s.db != nil {
+		return s.db.Close()
+	}
+	return nil
+}
+
+// RV returns the newest resourceVersion.
+func (s *Store) RV() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rv
+}
+
+// Oldest returns the oldest resourceVersion a watch or a continued list may
+// still start from.
+func (s *Store) Oldest() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.oldest
+}
+
+// Get returns the object at k.
+func (s *Store) Get(k Key) (*Object, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.objs[k.Resource][k]
+	return o, ok
+}
+
+// ListOptions select objects of one resource.
+type ListOptions struct {
+	// Tenant and Namespace restrict the list; empty means all.
+	Tenant, Namespace string
+	// After starts the list after this key (tenant, namespace, name), for
+	// paging; the zero value starts at the beginning.
+	After *Key
+	// Limit caps the number of objects; zero means no cap.
+	Limit int
+	// Match filters objects; nil matches all.
+	Match func(*Object) bool
+}
+
+// List returns the matching objects of resource in key order, the store's
+// version at the time, and whether more matching objects follow the last.
+func (s *Store) List(resource string, o ListOptions) (objs []*Object, rv uint64, more bool) {
+	s.mu.Lock() // the sorted cache may be rebuilt
+	all := s.sortedLocked(resource)
+	rv = s.rv
+	s.mu.Unlock()
+	// all is immutable once built (rebuilds make new slices), so it is read
+	// without the lock; its objects are immutable too.
+	start := Key{Tenant: o.Tenant, Namespace: o.Namespace}
+	if o.Tenant == "" {
+		start.Namespace = ""
+	}
+	i := sort.Search(len(all), func(i int) bool { return !all[i].Key.less(start) })
+	if o.After != nil {
+		j := sort.Search(len(all), func(i int) bool { return o.After.less(all[i].Key) })
+		if j > i {
+			i = j
+		}
+	}
+	for ; i < len(all); i++ {
+		obj := all[i]
+		if o.Tenant != "" && obj.Tenant != o.Tenant {
+			break
+		}
+		if o.Tenant != "" && o.Namespace != "" && obj.Namespace != o.Namespace {
+			break
+		}
+		if o.Tenant == "" && o.Namespace != "" && obj.Namespace != o.Namespace {
+			continue
+		}
+		if o.Match != nil && !o.Match(obj) {
+			continue
+		}
+		if o.Limit > 0 && len(objs) == o.Limit {
+			return objs, rv, true
+		}
+		objs = append(objs, obj)
+	}
+	return objs, rv, false
+}
+
+// Count returns the number of objects of resource.
+func (s *Store) Count(resource string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.objs[resource])
+}
+
+func (s *Store) sortedLocked(resource string) []*Object {
+	if l, ok := s.sorted[resource]; ok {
+		return l
+	}
+	m := s.objs[resource]
+	l := make([]*Object, 0, len(m))
+	for _, o := range m {
+		l = append(l, o)
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].Key.less(l[j].Key) })
+	s.sorted[resource] = l
+	return l
+}
+
+// put installs o in memory (no event, no persistence).
+func (s *Store) put(o *Object) {
+	m := s.objs[o.Resource]
+	if m == nil {
+		m = map[Key]*Object{}
+		s.objs[o.Resource] = m
+	}
+	old, existed := m[o.Key]
+	m[o.Key] = o
+	if !existed {
+		delete(s.sorted, o.Resource)
+	} else if l, ok := s.sorted[o.Resource]; ok {
+		// Same keys: copy the cached slice with the new version in place,
+		// so lists already handed out stay unchanged.
+		i := sort.Search(len(l), func(i int) bool { return !l[i].Key.less(o.Key) })
+		if i < len(l) && l[i] == old {
+			c := make([]*Object, len(l))
+			copy(c, l)
+			c[i] = o
+			s.sorted[o.Resource] = c
+		} else {
+			delete(s.sorted, o.Resource)
+		}
+	}
+}
+
+func (s *Store) remove(k Key) {
+	delete(s.objs[k.Resource], k)
+	delete(s.sorted, k.Resource)
+}
+
+// Create stores a new object at k. It fails with ErrExists if k is taken.
+func (s *Store) Create(k Key, m Meta, enc Encode) (*Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := s.objs[k.Resource][k]; ok {
+		return nil, ErrExists
+	}
+	return s.commit(Added, k, m, enc, nil)
+}
+
+// Update replaces the object at k. When expectRV is not zero, the stored
+// object must still be at that version, else ErrConflict.
+func (s *Store) Update(k Key, expectRV uint64, m Meta, enc Encode) (*Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	old, ok := s.objs[k.Resource][k]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if expectRV != 0 && old.RV != expectRV {
+		return nil, ErrConflict
+	}
+	return s.commit(Modified, k, m, enc, old)
+}
+
+// Delete removes the object at k, with the same expectRV rule as Update.
+// enc re-encodes the deleted object for the deletion's version; the result
+// is what watchers see in the Deleted event.
+func (s *Store) Delete(k Key, expectRV uint64, enc Encode) (*Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	old, ok := s.objs[k.Resource][k]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if expectRV != 0 && old.RV != expectRV {
+		return nil, ErrConflict
+	}
+	return s.commit(Deleted, k, old.Meta, enc, old)
+}
+
+// Put is one object for Load.
+type Put struct {
+	Key    Key
+	Meta   Meta
+	Encode Encode
+}
+
+// Load creates or replaces many objects in one durable commit (one event
+// each). It is for seeding and generating, where one sync per object would
+// be slow.
+func (s *Store) Load(puts []Put) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	rv := s.rv
+	type pending struct {
+		ev  EventType
+		obj *Object
+		old *Object
+	}
+	ps := make([]pending, 0, len(puts))
+	seen := map[Key]*Object{}
+	for _, p := range puts {
+		rv++
+		data, err := p.Encode(rv)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", p.Key, err)
+		}
+		old, ok := seen[p.Key]
+		if !ok {
+			old = s.objs[p.Key.Resource][p.Key]
+		}
+		ev := Added
+		if old != nil {
+			ev = Modified
+		}
+		o := &Object{Key: p.Key, Meta: p.Meta, RV: rv, Data: data}
+		seen[p.Key] = o
+		ps = append(ps, pending{ev, o, old})
+	}
+	if s.db != nil {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketObjects)
+			for _, p := range ps {
+				if err := b.Put(p.obj.dbKey(), record(p.obj)); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketMeta).Put(keyRV, u64(rv))
+		})
+		if err != nil {
+			return fmt.Errorf("store: persisting: %w", err)
+		}
+	}
+	for _, p := range ps {
+		s.rv = p.obj.RV
+		s.put(p.obj)
+		s.appendEvent(Event{Type: p.ev, Object: p.obj, Prev: p.old})
+	}
+	s.wake()
+	return nil
+}
+
+// commit runs under s.mu: it assigns the next version, persists, then
+// changes memory and wakes watchers.
+func (s *Store) commit(t EventType, k Key, m Meta, enc Encode, old *Object) (*Object, error) {
+	rv := s.rv + 1
+	data, err := enc(rv)
+	if err != nil {
+		return nil, err
+	}
+	o := &Object{Key: k, Meta: m, RV: rv, Data: data}
+	if s.db != nil {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketObjects)
+			var err error
+			if t == Deleted {
+				err = b.Delete(k.dbKey())
+			} else {
+				err = b.Put(k.dbKey(), record(o))
+			}
+			if err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keyRV, u64(rv))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: persisting %s: %w", k, err)
+		}
+	}
+	s.rv = rv
+	if t == Deleted {
+		s.remove(k)
+	} else {
+		s.put(o)
+	}
+	s.appendEvent(Event{Type: t, Object: o, Prev: old})
+	s.wake()
+	return o, nil
+}
+
+func (s *Store) appendEvent(e Event) {
+	n := uint64(len(s.ring))
+	s.ring[e.Object.RV%n] = e
+	if e.Object.RV > n && e.Object.RV-n > s.oldest {
+		s.oldest = e.Object.RV - n
+	}
+}
+
+func (s *Store) wake() {
+	close(s.notify)
+	s.notify = make(chan struct{})
+}
+
+func record(o *Object) []byte {
+	b := make([]byte, 8+len(o.Data))
+	binary.BigEndian.PutUint64(b, o.RV)
+	copy(b[8:], o.Data)
+	return b
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// Compact drops the whole event history: watches and continued lists from
+// any version older than now get ErrGone, as after an etcd compaction.
+func (s *Store) Compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.oldest = s.rv
+	clear(s.ring)
+	s.wake()
+}
+
+// CloseWatches ends every open watch with ErrClosed, as when an API server
+// drops its watch connections.
+func (s *Store) CloseWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	s.wake()
+}
+
+// Watcher follows the events of one resource. It is used by one goroutine.
+type Watcher struct {
+	s        *Store
+	resource string
+	cursor   uint64
+	gen      uint64
+	buf      []Event
+}
+
+// Watch returns a Watcher for the events of resource after version from.
+// It fails with ErrGone when from is older than Oldest or newer than RV.
+func (s *Store) Watch(resource string, from uint64) (*Watcher, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if from < s.oldest || from > s.rv {
+		return nil, ErrGone
+	}
+	return &Watcher{s: s, resource: resource, cursor: from, gen: s.gen}, nil
+}
+
+// Cursor returns the version up to which the watcher has seen every event.
+func (w *Watcher) Cursor() uint64 { return w.cursor }
+
+// Next blocks until there are events after the cursor and returns them
+// (the slice is reused by the next call). It returns (nil, nil) when tick
+// fires first, ErrGone when the events were dropped from the history,
+// ErrClosed when the server closed the watch, or ctx's error.
+func (w *Watcher) Next(ctx context.Context, tick <-chan time.Time) ([]Event, error) {
+	s := w.s
+	for {
+		s.mu.RLock()
+		if s.closed || w.gen != s.gen {
+			s.mu.RUnlock()
+			return nil, ErrClosed
+		}
+		if w.cursor < s.oldest {
+			s.mu.RUnlock()
+			return nil, ErrGone
+		}
+		w.buf = w.buf[:0]
+		n := uint64(len(s.ring))
+		for r := w.cursor + 1; r <= s.rv; r++ {
+			if e := s.ring[r%n]; e.Object.Resource == w.resource {
+				w.buf = append(w.buf, e)
+			}
+		}
+		w.cursor = s.rv
+		ch := s.notify
+		s.mu.RUnlock()
+		if len(w.buf) > 0 {
+			return w.buf, nil
+		}
+		select {
+		case <-ch:
+		case <-tick:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package faketp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/admission"
+	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// DefaultBookmarkInterval is how often a watch that allows bookmarks gets
+// one when TPOptions.BookmarkInterval is zero.
+const DefaultBookmarkInterval = 5 * time.Second
+
+// TPOptions configure one TP.
+type TPOptions struct {
+	// Name is the TP's name: the kubeconfig context and file name.
+	Name string
+	// Listen is the address to serve on; "127.0.0.1:0" when empty. The port
+	// chosen at the first start is kept across restarts.
+	Listen string
+	// KubeconfigDir receives Name.kubeconfig. Required.
+	KubeconfigDir string
+	// DataFile is the bbolt file; empty keeps the TP in memory (which still
+	// survives Restart, but not the process).
+	DataFile string
+	// Admission is the TP's admission chain, run on every create, update
+	// and delete (except Seed and Generate).
+	Admission admission.Chain
+	// History is the number of events kept for watches (store.DefaultHistory
+	// when zero).
+	History int
+	// BookmarkInterval: see DefaultBookmarkInterval.
+	BookmarkInterval time.Duration
+}
+
+// Identity is a user that a kubeconfig written by KubeconfigFor acts as.
+type Identity struct {
+	Name   string
+	Groups []string
+	// Tenant is the user's Arktos tenant, passed to admission as the user
+	// extra admission.UserTenantExtraKey; empty for none.
+	Tenant string
+}
+
+func (id Identity) user() *admission.User {
+	u := &admission.User{Name: id.Name, Groups: append([]string(nil), id.Groups...)}
+	if id.Tenant != "" {
+		u.Extra = map[string][]string{admission.UserTenantExtraKey: {id.Tenant}}
+	}
+	return u
+}
+
+// Outage is a fault mode of a TP.
+type Outage int32
+
+const (
+	// OutageNone serves normally.
+	OutageNone Outage = iota
+	// OutageRefuse closes the listener and every connection, so clients get
+	// "connection refused" (the process is down).
+	OutageRefuse
+	// OutageUnavailable answers every request with 503 ServiceUnavailable
+	// (the process is up but cannot reach its etcd).
+	OutageUnavailable
+)
+
+// String names the mode as the admin endpoint spells it.
+func (o Outage) String() string {
+	switch o {
+	case OutageRefuse:
+		return "refuse"
+	case OutageUnavailable:
+		return "503"
+	}
+	return "none"
+}
+
+// ParseOutage parses "none", "refuse" or "503".
+func ParseOutage(s string) (Outage, error) {
+	switch s {
+	case "none", "off", "":
+		return OutageNone, nil
+	case "refuse":
+		return OutageRefuse, nil
+	case "503", "unavailable":
+		return OutageUnavailable, nil
+	}
+	return OutageNone, fmt.Errorf("unknown outage mode %q: want none, refuse or 503", s)
+}
+
+// TP is one fake tenant partition: an API server with its own store.
+type TP struct {
+	name             string
+	opts             TPOptions
+	chain            admission.Chain
+	bookmarkInterval time.Duration
+	metrics          *metrics
+	ops              *ops.Server
+	nextIP           atomic.Uint32
+	latency          atomic.Int64
+	outage           atomic.Int32
+
+	mu       sync.Mutex
+	store    *store.Store
+	addr     string // fixed after the first start
+	srv      *http.Server
+	serving  chan struct{} // closed when srv.Serve returns
+	running  bool
+	tokens   map[string]Identity
+	kcPath   string
+	adminTok string
+	extraKCs int
+}
+
+// NewTP returns a stopped TP; Start it.
+func NewTP(o TPOptions) (*TP, error) {
+	if err := tenancy.ValidatePartitionName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.KubeconfigDir == "" {
+		return nil, errors.New("faketp: TPOptions.KubeconfigDir is required")
+	}
+	tp := &TP{
+		name:             o.Name,
+		opts:             o,
+		chain:            o.Admission,
+		bookmarkInterval: o.BookmarkInterval,
+		metrics:          newMetrics(o.Name),
+		ops:              ops.New(nil),
+		addr:             o.Listen,
+		tokens:           map[string]Identity{},
+	}
+	if tp.bookmarkInterval <= 0 {
+		tp.bookmarkInterval = DefaultBookmarkInterval
+	}
+	if tp.addr == "" {
+		tp.addr = "127.0.0.1:0"
+	}
+	tp.ops.AddReadyz("store", func() error {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		if tp.store == nil {
+			return errors.New("store not open")
+		}
+		return nil
+	})
+	tp.adminTok = newToken()
+	tp.tokens[tp.adminTok] = Identity{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}, Tenant: tenancy.SystemTenant}
+	return tp, nil
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Name returns the TP's name.
+func (tp *TP) Name() string { return tp.name }
+
+// Addr returns host:port (the real port once started).
+func (tp *TP) Addr() string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.addr
+}
+
+// URL returns the TP's base URL, "http://127.0.0.1:port".
+func (tp *TP) URL() string { return "http://" + tp.Addr() }
+
+// KubeconfigPath returns the admin kubeconfig, whose context is the TP name.
+func (tp *TP) KubeconfigPath() string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.kcPath
+}
+
+// RESTConfig returns an admin rest.Config for the TP. It is not wrapped:
+// build clients with tenancy.WrapConfig(tp.RESTConfig()) to keep tenants.
+func (tp *TP) RESTConfig() *rest.Config {
+	return &rest.Config{Host: tp.URL(), BearerToken: tp.adminTok, QPS: 1000, Burst: 2000}
+}
+
+// Store returns the TP's store (nil while stopped with a data file).
+func (tp *TP) Store() *store.Store {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.store
+}
+
+// Start opens the store (loading the data file) and serves. Restarts reuse
+// the port of the first start.
+func (tp *TP) Start(ctx context.Context) error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.running {
+		return nil
+	}
+	if tp.store == nil {
+		if tp.opts.DataFile != "" {
+			if err := os.MkdirAll(filepath.Dir(tp.opts.DataFile), 0o755); err != nil {
+				return err
+			}
+		}
+		s, err := store.Open(store.Options{Path: tp.opts.DataFile, History: tp.opts.History, Index: indexData})
+		if err != nil {
+			return fmt.Errorf("faketp %s: %w", tp.name, err)
+		}
+		tp.store = s
+		if err := tp.bootstrap(); err != nil {
+			return err
+		}
+	}
+	var ln net.Listener
+	var err error
+	for i := 0; ; i++ {
+		// Right after a stop the kernel may still hold the port briefly.
+		ln, err = net.Listen("tcp", tp.addr)
+		if err == nil || i == 50 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("faketp %s: listening on %s: %w", tp.name, tp.addr, err)
+	}
+	tp.addr = ln.Addr().String()
+	tp.srv = &http.Server{Handler: tp, ReadHeaderTimeout: 10 * time.Second}
+	tp.serving = make(chan struct{})
+	tp.running = true
+	srv, serving := tp.srv, tp.serving
+	go func() {
+		defer close(serving)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "Serving failed", "tp", tp.name)
+		}
+	}()
+	if tp.kcPath == "" {
+		tp.kcPath = filepath.Join(tp.opts.KubeconfigDir, tp.name+".kubeconfig")
+		if err := writeKubeconfig(tp.kcPath, tp.name, "http://"+tp.addr, tp.adminTok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bootstrap creates what every Arktos TP has: the system tenant and its
+// default, kube-system and kube-public namespaces.
+func (tp *TP) bootstrap() error {
+	var objs []obj
+	if _, ok := tp.store.Get(store.Key{Resource: "tenants", Name: tenancy.SystemTenant}); !ok {
+		objs = append(objs, obj{"apiVersion": "v1", "kind": "Tenant", "metadata": obj{"name": tenancy.SystemTenant}, "spec": obj{}, "status": obj{"phase": "Active"}})
+	}
+	for _, ns := range []string{"default", "kube-system", "kube-public"} {
+		if _, ok := tp.store.Get(store.Key{Resource: "namespaces", Tenant: tenancy.SystemTenant, Name: ns}); !ok {
+			objs = append(objs, obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns, "tenant": tenancy.SystemTenant}, "status": obj{"phase": "Active"}})
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	return tp.seedObjects(objs)
+}
+
+// Stop stops serving: every connection closes, watches end. With a data
+// file the store is closed too (Restart reloads it); in memory it is kept.
+func (tp *TP) Stop() error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.stopLocked(tp.opts.DataFile != "")
+}
+
+func (tp *TP) stopLocked(closeStore bool) error {
+	if tp.running {
+		_ = tp.srv.Close()
+		<-tp.serving
+		tp.running = false
+	}
+	if tp.store == nil {
+		return nil
+	}
+	tp.store.CloseWatches()
+	if closeStore {
+		err := tp.store.Close()
+		tp.store = nil
+		return err
+	}
+	return nil
+}
+
+// Restart stops and starts the TP on the same port with the same data.
+func (tp *TP) Restart(ctx context.Context) error {
+	if err := tp.Stop(); err != nil {
+		return err
+	}
+	return tp.Start(ctx)
+}
+
+// close stops the TP and closes its store for good.
+func (tp *TP) close() error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.stopLocked(true)
+}
+
+// SetOutage injects (or ends, with OutageNone) an outage.
+func (tp *TP) SetOutage(ctx context.Context, o Outage) error {
+	switch o {
+	case OutageRefuse:
+		tp.outage.Store(int32(OutageNone))
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		return tp.stopLocked(false)
+	case OutageUnavailable:
+		tp.outage.Store(int32(o))
+		tp.mu.Lock()
+		running := tp.running
+		tp.mu.Unlock()
+		if !running {
+			return tp.Start(ctx)
+		}
+		return nil
+	case OutageNone:
+		tp.outage.Store(int32(OutageNone))
+		return tp.Start(ctx)
+	}
+	return fmt.Errorf("unknown outage mode %d", o)
+}
+
+// SetLatency adds d before every request is handled (0 removes it).
+func (tp *TP) SetLatency(d time.Duration) { tp.latency.Store(int64(d)) }
+
+// CloseWatches ends every open watch stream, as an API server restart or a
+// load balancer would; clients re-watch from their last version.
+func (tp *TP) CloseWatches() {
+	if s := tp.Store(); s != nil {
+		s.CloseWatches()
+	}
+}
+
+// Compact drops the event history, so that watches (and continued lists)
+// from any older version get 410 Gone and reflectors relist.
+func (tp *TP) Compact() {
+	if s := tp.Store(); s != nil {
+		s.Compact()
+	}
+}
+
+// KubeconfigFor writes a kubeconfig (context named after the TP) whose token
+// authenticates as id, and returns its path and a matching rest.Config.
+func (tp *TP) KubeconfigFor(id Identity) (string, *rest.Config, error) {
+	if id.Name == "" {
+		return "", nil, errors.New("faketp: Identity.Name is required")
+	}
+	tok := newToken()
+	tp.mu.Lock()
+	tp.tokens[tok] = id
+	tp.extraKCs++
+	path := filepath.Join(tp.opts.KubeconfigDir, fmt.Sprintf("%s-%s-%d.kubeconfig", tp.name, sanitize(id.Name), tp.extraKCs))
+	tp.mu.Unlock()
+	if err := writeKubeconfig(path, tp.name, tp.URL(), tok); err != nil {
+		return "", nil, err
+	}
+	return path, &rest.Config{Host: tp.URL(), BearerToken: tok, QPS: 1000, Burst: 2000}, nil
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func writeKubeconfig(path, name, server, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
+	cfg.CurrentContext = name
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("faketp: writing kubeconfig %s: %w", path, err)
+	}
+	return nil
+}

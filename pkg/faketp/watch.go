@@ -1,0 +1,206 @@
+package faketp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
+)
+
+// maxWatchTimeout bounds a watch without timeoutSeconds, as kube-apiserver's
+// --min-request-timeout does.
+const maxWatchTimeout = 30 * time.Minute
+
+// initialEventsAnnotation marks the bookmark that ends the initial events
+// of a watch-list (sendInitialEvents=true).
+const initialEventsAnnotation = metav1.InitialEventsAnnotationKey
+
+// serveWatch streams events as kube-apiserver does:
+//   - resourceVersion "" or "0": synthetic ADDED events for the current
+//     state, then changes;
+//   - resourceVersion N: every change after N, or 410 Gone when N is older
+//     than the history (or newer than the server has issued);
+//   - sendInitialEvents=true (client-go's watch-list): the current state,
+//     a bookmark annotated k8s.io/initial-events-end, then changes;
+//   - allowWatchBookmarks: periodic BOOKMARK events with the version the
+//     watch has reached;
+//   - timeoutSeconds: the stream ends cleanly after that long.
+//
+// An object leaving or entering a selector appears as DELETED or ADDED.
+// Compaction while the stream is open ends it with an ERROR event (410).
+func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
+	q := r.URL.Query()
+	sel, err := parseSelector(q, t.res)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if t.kind == targetObject {
+		sel.name = t.name
+	}
+	lo := t.listOptions()
+	match := func(o *store.Object) bool {
+		if lo.Tenant != "" && o.Tenant != lo.Tenant {
+			return false
+		}
+		if lo.Namespace != "" && o.Namespace != lo.Namespace {
+			return false
+		}
+		return sel.match(o)
+	}
+	lo.Match = sel.match
+	bookmarks := q.Get("allowWatchBookmarks") == "true"
+	rvParam := q.Get("resourceVersion")
+	initial, sendInitial := rvParam == "" || rvParam == "0", false
+	if s := q.Get("sendInitialEvents"); s != "" {
+		sendInitial = s == "true"
+		if q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) || !bookmarks {
+			writeError(w, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "", field.ErrorList{
+				field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true"),
+			}))
+			return
+		}
+		initial = sendInitial
+	}
+	timeout := maxWatchTimeout
+	if ts := q.Get("timeoutSeconds"); ts != "" {
+		n, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", truncate(ts))))
+			return
+		}
+		if d := time.Duration(n) * time.Second; n > 0 && d < timeout {
+			timeout = d
+		}
+	}
+	var from uint64
+	if rvParam != "" && rvParam != "0" {
+		if from, err = strconv.ParseUint(rvParam, 10, 64); err != nil {
+			writeError(w, errInvalid(t.res, "", "resourceVersion", rvParam, "must be a resourceVersion this server issued"))
+			return
+		}
+	}
+	var snapshot []*store.Object
+	if initial {
+		var rv uint64
+		snapshot, rv, _ = tp.store.List(t.res.storeName(), lo)
+		if from > rv {
+			writeError(w, errGone(fmt.Sprintf("too large resource version: %d, current: %d", from, rv)))
+			return
+		}
+		from = rv
+	}
+	watcher, err := tp.store.Watch(t.res.storeName(), from)
+	if errors.Is(err, store.ErrGone) {
+		writeError(w, errGone(fmt.Sprintf("too old resource version: %d (%d)", from, tp.store.Oldest())))
+		return
+	}
+	if err != nil {
+		writeError(w, storeError(err, t.res, ""))
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	tp.metrics.watches.Inc()
+	defer tp.metrics.watches.Dec()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	flush := func() bool {
+		if bw.Flush() != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	for _, o := range snapshot {
+		writeEvent(bw, store.Added, o.Data)
+	}
+	if sendInitial {
+		writeBookmark(bw, t.res, from, true)
+	}
+	if !flush() {
+		return
+	}
+	var tick <-chan time.Time
+	if bookmarks {
+		tk := time.NewTicker(tp.bookmarkInterval)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
+		events, err := watcher.Next(ctx, tick)
+		switch {
+		case errors.Is(err, store.ErrGone):
+			s := statusOf(errGone(fmt.Sprintf("the event history was compacted past resource version %d; relist", watcher.Cursor())))
+			b, _ := jsonMarshal(s)
+			writeEvent(bw, "ERROR", b)
+			flush()
+			return
+		case err != nil:
+			// Closed by the server or the client, or timed out: end the
+			// stream cleanly; clients re-watch from their last version.
+			flush()
+			return
+		case events == nil:
+			writeBookmark(bw, t.res, watcher.Cursor(), false)
+		}
+		for _, e := range events {
+			cur := match(e.Object)
+			prev := e.Prev != nil && match(e.Prev)
+			typ := e.Type
+			switch {
+			case e.Type == store.Deleted:
+				if !cur {
+					continue
+				}
+			case e.Type == store.Added:
+				if !cur {
+					continue
+				}
+			case cur && !prev:
+				typ = store.Added
+			case !cur && prev:
+				typ = store.Deleted
+			case !cur:
+				continue
+			}
+			writeEvent(bw, typ, e.Object.Data)
+		}
+		if !flush() {
+			return
+		}
+	}
+}
+
+func writeEvent(w *bufio.Writer, typ store.EventType, object []byte) {
+	w.WriteString(`{"type":"`)
+	w.WriteString(string(typ))
+	w.WriteString(`","object":`)
+	w.Write(object)
+	w.WriteString("}\n")
+}
+
+func writeBookmark(w *bufio.Writer, r *resource, rv uint64, initialEnd bool) {
+	ann := ""
+	if initialEnd {
+		ann = `,"annotations":{"` + initialEventsAnnotation + `":"true"}`
+	}
+	obj := fmt.Sprintf(`{"kind":"%s","apiVersion":"%s","metadata":{"resourceVersion":"%d"%s}}`, r.kind, r.apiVersion(), rv, ann)
+	writeEvent(w, "BOOKMARK", []byte(obj))
+}
