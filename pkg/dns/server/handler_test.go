@@ -136,8 +136,8 @@ func TestCasePreserved(t *testing.T) {
 func TestSystemServiceAnsweredFromSourcePartition(t *testing.T) {
 	s := startServer(t, fixture(t), Options{SystemPartition: 0})
 	for _, c := range []struct{ from, want string }{
-		{"127.0.0.2", "10.0.0.10"}, // a tp1 pod
-		{"127.0.0.3", "10.1.0.10"}, // a tp2 pod
+		{"127.0.0.2", "10.0.0.10"},  // a tp1 pod
+		{"127.0.0.3", "10.1.0.10"},  // a tp2 pod
 		{"127.0.0.21", "10.1.0.10"}, // beta's pod, in tp2
 		{"127.0.0.99", "10.0.0.10"}, // unknown: the system partition
 	} {
@@ -176,7 +176,7 @@ func TestTenantIsolation(t *testing.T) {
 		{deny, "127.0.0.11", "web.beta.svc.cluster.local.", dns.RcodeNameError},
 		{deny, "127.0.0.11", "beta.svc.cluster.local.", dns.RcodeNameError},
 		{deny, "127.0.0.21", "api.web.alpha.svc.cluster.local.", dns.RcodeNameError},
-		{deny, "127.0.0.11", kdns, dns.RcodeSuccess},                  // system names stay visible
+		{deny, "127.0.0.11", kdns, dns.RcodeSuccess},                             // system names stay visible
 		{deny, "127.0.0.2", "api.web.beta.svc.cluster.local.", dns.RcodeSuccess}, // system pods see all
 		{deny, "127.0.0.99", "api.web.alpha.svc.cluster.local.", dns.RcodeNameError},
 		{deny, "127.0.0.99", kdns, dns.RcodeSuccess},
@@ -301,8 +301,8 @@ func TestMalformedPackets(t *testing.T) {
 		{},
 		{0, 1},
 		wire[:14],
-		append(append([]byte{}, wire[:12]...), 0xC0, 0x0C, 0, 1, 0, 1), // a pointer loop
-		func() []byte { b := append([]byte{}, wire...); b[5] = 2; return b }(), // qdcount 2
+		append(append([]byte{}, wire[:12]...), 0xC0, 0x0C, 0, 1, 0, 1),           // a pointer loop
+		func() []byte { b := append([]byte{}, wire...); b[5] = 2; return b }(),   // qdcount 2
 		func() []byte { b := append([]byte{}, wire...); b[12] = 70; return b }(), // label too long
 	}
 	for _, p := range bad {
