@@ -1,0 +1,117 @@
+package netif
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
+)
+
+func TestParseAddrJSON(t *testing.T) {
+	in := `[{"ifindex":1,"ifname":"lo","addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8},` +
+		`{"family":"inet","local":"169.254.20.10","prefixlen":32},{"family":"inet6","local":"::1","prefixlen":128}]}]`
+	got, err := ParseAddrJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"127.0.0.1", "169.254.20.10", "::1"} {
+		if !got[netip.MustParseAddr(s)] {
+			t.Errorf("missing %s in %v", s, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("got %v", got)
+	}
+	for _, bad := range []string{"", "{", `{"addr_info":1}`} {
+		if _, err := ParseAddrJSON([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func FuzzParseAddrJSON(f *testing.F) {
+	f.Add([]byte(`[{"addr_info":[{"local":"10.0.0.10"}]}]`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseAddrJSON(b)
+		if err == nil && m == nil {
+			t.Fatal("nil map without error")
+		}
+	})
+}
+
+// TestEnsureTeardownInNetns runs the manager in a namespace: the dummy
+// interface when the kernel has it, else the loopback fallback. Both paths
+// must end with the IPs present, then absent.
+func TestEnsureTeardownInNetns(t *testing.T) {
+	ns := netns.New(t)
+	ips := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10")}
+	m := New(DefaultOptions(ips))
+	var res Result
+	run := func(f func() error) {
+		t.Helper()
+		if err := ns.Do(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(func() (err error) { res, err = m.Ensure(); return err })
+	if res.AddedAddress != 2 {
+		t.Errorf("first ensure = %+v", res)
+	}
+	_, dummyErr := ns.Run("ip", "link", "add", "tpk-probe0", "type", "dummy")
+	if dummyErr == nil {
+		ns.MustRun(t, "ip", "link", "del", "tpk-probe0")
+		if res.Device != "nodelocaldns" || res.Fallback || !res.CreatedLink {
+			t.Errorf("dummy supported, but ensure = %+v", res)
+		}
+	} else if res.Device != "lo" || !res.Fallback {
+		t.Errorf("dummy unsupported (%v), but ensure = %+v", dummyErr, res)
+	}
+	t.Logf("device %s, fallback %v", res.Device, res.Fallback)
+	addrOut := ns.MustRun(t, "ip", "-o", "addr", "show", "dev", res.Device)
+	for _, ip := range ips {
+		if !strings.Contains(addrOut, ip.String()+"/32") {
+			t.Errorf("%s not on %s:\n%s", ip, res.Device, addrOut)
+		}
+	}
+	run(func() (err error) { res, err = m.Ensure(); return err })
+	if res.AddedAddress != 0 || res.CreatedLink {
+		t.Errorf("second ensure changed things: %+v", res)
+	}
+	// Someone removes an address: the next ensure puts it back.
+	ns.MustRun(t, "ip", "addr", "del", "10.0.0.10/32", "dev", res.Device)
+	run(func() (err error) { res, err = m.Ensure(); return err })
+	if res.AddedAddress != 1 {
+		t.Errorf("repair ensure = %+v", res)
+	}
+	run(m.Teardown)
+	all := ns.MustRun(t, "ip", "-o", "addr")
+	for _, ip := range ips {
+		if strings.Contains(all, ip.String()) {
+			t.Errorf("%s left after teardown:\n%s", ip, all)
+		}
+	}
+	if !strings.Contains(all, "127.0.0.1") {
+		t.Errorf("teardown touched other addresses:\n%s", all)
+	}
+	if links := ns.MustRun(t, "ip", "-o", "link"); strings.Contains(links, "nodelocaldns") {
+		t.Errorf("dummy interface left:\n%s", links)
+	}
+}
+
+func TestNoFallbackFailsClearly(t *testing.T) {
+	ns := netns.New(t)
+	if _, err := ns.Run("ip", "link", "add", "tpk-probe0", "type", "dummy"); err == nil {
+		t.Skip("skipping: the kernel supports dummy interfaces, so there is nothing to fall back from")
+	}
+	opts := DefaultOptions([]netip.Addr{netip.MustParseAddr("169.254.20.10")})
+	opts.Fallback = ""
+	m := New(opts)
+	err := ns.Do(func() error { _, err := m.Ensure(); return err })
+	var e *Error
+	if err == nil || !errors.As(err, &e) || e.Kind != KindInterfaceAdd {
+		t.Fatalf("ensure without fallback = %v, want an %s error", err, KindInterfaceAdd)
+	}
+}
