@@ -1,0 +1,351 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// Options scope what is served, after seed 000's --dns-namespace.
+type Options struct {
+	// Namespaces, when not empty, limits the served namespaces to these
+	// plus "default".
+	Namespaces []string
+	// Tenant, when set, limits the served tenant to this one.
+	Tenant string
+	// Resync is the informers' resync period; 0 disables it.
+	Resync time.Duration
+}
+
+// Partition is what the source needs of a TP: partition.Partition is one.
+type Partition struct {
+	Name   string
+	Index  int
+	Client kubernetes.Interface
+	// Status reports reachability; nil counts as reachable.
+	Status func() partition.Status
+}
+
+// FromSet lists the partitions of a Set.
+func FromSet(s *partition.Set) []Partition {
+	var out []Partition
+	for _, p := range s.Partitions() {
+		out = append(out, Partition{Name: p.Name, Index: p.Index, Client: p.Client, Status: p.Status})
+	}
+	return out
+}
+
+// Source runs the informers of every partition into one index.Builder.
+type Source struct {
+	b     *index.Builder
+	parts []Partition
+	opts  Options
+	ns    map[string]bool
+	infs  [][]cache.SharedIndexInformer
+	ever  []bool
+}
+
+// New builds the informers; nothing runs before Start.
+func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
+	s := &Source{b: b, parts: parts, opts: o}
+	if o.Tenant != "" {
+		if err := tenancy.ValidateTenantName(o.Tenant); err != nil && o.Tenant != tenancy.SystemTenant {
+			return nil, fmt.Errorf("--dns-tenant: %w", err)
+		}
+	}
+	if len(o.Namespaces) > 0 {
+		s.ns = map[string]bool{"default": true}
+		for _, n := range o.Namespaces {
+			if err := tenancy.ValidateLabel("namespace", n); err != nil {
+				return nil, fmt.Errorf("--dns-namespace: %w", err)
+			}
+			s.ns[n] = true
+		}
+	}
+	for _, p := range parts {
+		s.infs = append(s.infs, s.informers(p))
+	}
+	s.ever = make([]bool, len(parts))
+	return s, nil
+}
+
+// exposed applies the scope options.
+func (s *Source) exposed(tenant, ns string) bool {
+	if s.opts.Tenant != "" && tenant != s.opts.Tenant {
+		return false
+	}
+	return s.ns == nil || s.ns[ns]
+}
+
+// rekey moves the tenant into the namespace field ("<tenant>/<ns>", or
+// "<tenant>" for a namespace object) so the informer's key is unique.
+func rekey(obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetName() == "" || strings.Contains(m.GetNamespace(), "/") {
+		return
+	}
+	t := tenancy.TenantOf(m)
+	if tenancy.IsSystem(t) {
+		t = tenancy.SystemTenant
+	}
+	if _, ok := obj.(*corev1.Namespace); ok {
+		m.SetNamespace(t)
+		return
+	}
+	m.SetNamespace(t + "/" + m.GetNamespace())
+}
+
+func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, o)
+			if err == nil {
+				_ = meta.EachListItem(obj, func(o runtime.Object) error { rekey(o); return nil })
+			}
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := w(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(wi, func(e watch.Event) (watch.Event, bool) {
+				if e.Object != nil && e.Type != watch.Error && e.Type != watch.Bookmark {
+					rekey(e.Object)
+				}
+				return e, true
+			}), nil
+		},
+	}
+}
+
+func (s *Source) informers(p Partition) []cache.SharedIndexInformer {
+	c := p.Client
+	tp := p.Index
+	mk := func(lw cache.ListerWatcher, obj runtime.Object, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
+		inf := cache.NewSharedIndexInformer(lw, obj, s.opts.Resync, cache.Indexers{})
+		_ = inf.SetTransform(trim)
+		_, _ = inf.AddEventHandler(h)
+		return inf
+	}
+	svc := mk(listWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Services("").Watch(ctx, o)
+		}), &corev1.Service{}, cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onService(tp, obj, false) },
+		UpdateFunc: func(_, obj any) { s.onService(tp, obj, false) },
+		DeleteFunc: func(obj any) { s.onService(tp, obj, true) },
+	})
+	eps := mk(listWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
+		}), &discoveryv1.EndpointSlice{}, cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onSlice(tp, obj, false) },
+		UpdateFunc: func(_, obj any) { s.onSlice(tp, obj, false) },
+		DeleteFunc: func(obj any) { s.onSlice(tp, obj, true) },
+	})
+	pods := mk(listWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Pods("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Pods("").Watch(ctx, o)
+		}), &corev1.Pod{}, cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onPod(tp, obj, false) },
+		UpdateFunc: func(_, obj any) { s.onPod(tp, obj, false) },
+		DeleteFunc: func(obj any) { s.onPod(tp, obj, true) },
+	})
+	nss := mk(listWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Namespaces().List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Namespaces().Watch(ctx, o)
+		}), &corev1.Namespace{}, cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onNamespace(tp, obj, false) },
+		UpdateFunc: func(_, obj any) { s.onNamespace(tp, obj, false) },
+		DeleteFunc: func(obj any) { s.onNamespace(tp, obj, true) },
+	})
+	return []cache.SharedIndexInformer{nss, svc, eps, pods}
+}
+
+func tombstone(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func (s *Source) onService(tp int, obj any, deleted bool) {
+	o, ok := tombstone(obj).(*corev1.Service)
+	if !ok {
+		return
+	}
+	r := toService(o)
+	if !s.exposed(r.Tenant, r.Namespace) {
+		return
+	}
+	if deleted {
+		s.b.DeleteService(tp, r.Tenant, r.Namespace, r.Name)
+		return
+	}
+	s.b.SetService(tp, r)
+}
+
+func (s *Source) onSlice(tp int, obj any, deleted bool) {
+	o, ok := tombstone(obj).(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	tenant, ns := tenantOf(o), realNamespace(o.Namespace)
+	if !s.exposed(tenant, ns) {
+		return
+	}
+	r := toSlice(o)
+	if deleted || r == nil {
+		s.b.DeleteEndpointSlice(tp, tenant, ns, o.Name)
+		return
+	}
+	s.b.SetEndpointSlice(tp, r)
+}
+
+func (s *Source) onPod(tp int, obj any, deleted bool) {
+	o, ok := tombstone(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	tenant, ns := tenantOf(o), realNamespace(o.Namespace)
+	// Pods of every tenant are kept, scope or not: they say which TP and
+	// tenant a querier belongs to.
+	r := toPod(o)
+	if deleted || r == nil {
+		s.b.DeletePod(tp, tenant, ns, o.Name)
+		return
+	}
+	s.b.SetPod(tp, r)
+}
+
+func (s *Source) onNamespace(tp int, obj any, deleted bool) {
+	o, ok := tombstone(obj).(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	tenant := tenantOf(o)
+	if !s.exposed(tenant, o.Name) {
+		return
+	}
+	s.b.SetNamespace(tp, tenant, o.Name, !deleted)
+}
+
+// Start runs every informer until ctx ends.
+func (s *Source) Start(ctx context.Context) {
+	for _, infs := range s.infs {
+		for _, inf := range infs {
+			go inf.RunWithContext(ctx)
+		}
+	}
+}
+
+// Synced reports whether partition i's informers have all synced.
+func (s *Source) Synced(i int) bool {
+	if i < 0 || i >= len(s.infs) {
+		return false
+	}
+	for _, inf := range s.infs[i] {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync waits until every partition has synced, ctx ends or timeout
+// passes, and reports whether all synced. Unsynced partitions keep trying.
+func (s *Source) WaitForSync(ctx context.Context, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		all := true
+		for i := range s.parts {
+			all = all && s.Synced(i)
+		}
+		if all {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// State is one partition's state as DNS sees it.
+type State struct {
+	Name      string
+	Synced    bool
+	Reachable bool
+	// Stale: synced once, now unreachable; its last records are served.
+	Stale     bool
+	LastError string
+}
+
+// States returns every partition's state, in order.
+func (s *Source) States() []State {
+	out := make([]State, len(s.parts))
+	for i, p := range s.parts {
+		st := State{Name: p.Name, Synced: s.Synced(i), Reachable: true}
+		if p.Status != nil {
+			ps := p.Status()
+			st.Reachable, st.LastError = ps.Reachable || (ps.LastError == "" && st.Synced), ps.LastError
+		}
+		st.Stale = st.Synced && !st.Reachable
+		out[i] = st
+	}
+	return out
+}
+
+// CheckReady is the readiness check: every reachable partition has synced,
+// and at least one has. A stale partition does not make the server unready:
+// it still answers from the last known records.
+func (s *Source) CheckReady() error {
+	var bad []string
+	any := false
+	for _, st := range s.States() {
+		any = any || st.Synced
+		if !st.Synced && st.Reachable {
+			bad = append(bad, "partition "+st.Name+" has not synced")
+		}
+	}
+	if !any {
+		bad = append(bad, "no partition has synced")
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return nil
+}
