@@ -33,10 +33,10 @@ type View struct {
 	mu         sync.Mutex
 	partitions map[string]bool
 	services   map[tenancy.Key]*serviceState
-	sliceOwner map[tenancy.Key]string                     // slice key -> service name it feeds
-	byTenant   map[string]map[tenancy.Key]struct{}        // regular tenant -> its services' keys, all TPs
-	pending    map[tenancy.Key]struct{}                   // services changed since the consumer's last Apply
-	consumer   *Snapshot                                  // the snapshot pending is relative to
+	sliceOwner map[tenancy.Key]string              // slice key -> service name it feeds
+	byTenant   map[string]map[tenancy.Key]struct{} // regular tenant -> its services' keys, all TPs
+	pending    map[tenancy.Key]struct{}            // services changed since the consumer's last Apply
+	consumer   *Snapshot                           // the snapshot pending is relative to
 	svcSynced  bool
 	epSynced   bool
 	wake       chan struct{}
