@@ -47,6 +47,9 @@ func ParseResolvConf(r io.Reader) (ResolvConf, error) {
 func parseResolvConf(data []byte) (ResolvConf, error) {
 	rc := ResolvConf{Nameservers: []string{}, Searches: []string{}, Options: []string{}}
 	var errs []error
+	// optIndex finds an option by name in rc.Options, so a file with many
+	// options parses in linear time.
+	var optIndex map[string]int
 	lineNo := 0
 	for len(data) > 0 {
 		var line []byte
@@ -76,7 +79,18 @@ func parseResolvConf(data []byte) (ResolvConf, error) {
 				rc.Searches = append(rc.Searches, s)
 			}
 		case "options":
-			rc.Options = mergeOptionTokens(rc.Options, fields[1:])
+			for _, tok := range fields[1:] {
+				name := optionName(tok)
+				if i, ok := optIndex[name]; ok {
+					rc.Options[i] = tok
+					continue
+				}
+				if optIndex == nil {
+					optIndex = make(map[string]int)
+				}
+				optIndex[name] = len(rc.Options)
+				rc.Options = append(rc.Options, tok)
+			}
 		}
 	}
 	return rc, errors.Join(errs...)
@@ -88,18 +102,8 @@ func optionName(tok string) string {
 	return name
 }
 
-// mergeOptionTokens returns existing with each of add applied by name: a
-// token whose name is already present replaces it in place, others are
-// appended in order. The result is a new slice.
-func mergeOptionTokens(existing, add []string) []string {
-	out := make([]string, len(existing), len(existing)+len(add))
-	copy(out, existing)
-	for _, tok := range add {
-		out = setOption(out, optionName(tok), tok)
-	}
-	return out
-}
-
+// setOption replaces the option called name in opts with tok, or appends
+// tok. It scans: pod dnsConfig options are few.
 func setOption(opts []string, name, tok string) []string {
 	for i, o := range opts {
 		if optionName(o) == name {
