@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -60,6 +61,18 @@ type ClientLookup struct {
 	Client func(partition string) (kubernetes.Interface, bool)
 	// Timeout bounds one lookup; zero means 10 seconds.
 	Timeout time.Duration
+}
+
+// PartitionClients adapts the TP set for ClientLookup.Client: each
+// partition's tenant-preserving clientset.
+func PartitionClients(set *partition.Set) func(partition string) (kubernetes.Interface, bool) {
+	return func(name string) (kubernetes.Interface, bool) {
+		p, ok := set.Get(name)
+		if !ok {
+			return nil, false
+		}
+		return p.Client, true
+	}
 }
 
 // ServiceIPs implements ServiceIPLookup.
