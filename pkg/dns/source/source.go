@@ -57,6 +57,7 @@ type Source struct {
 	opts  Options
 	ns    map[string]bool
 	infs  [][]cache.SharedIndexInformer
+	regs  [][]cache.ResourceEventHandlerRegistration
 	ever  []bool
 }
 
@@ -78,7 +79,9 @@ func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 		}
 	}
 	for _, p := range parts {
-		s.infs = append(s.infs, s.informers(p))
+		infs, regs := s.informers(p)
+		s.infs = append(s.infs, infs)
+		s.regs = append(s.regs, regs)
 	}
 	s.ever = make([]bool, len(parts))
 	return s, nil
@@ -134,13 +137,16 @@ func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, e
 	}
 }
 
-func (s *Source) informers(p Partition) []cache.SharedIndexInformer {
+func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.ResourceEventHandlerRegistration) {
 	c := p.Client
 	tp := p.Index
+	var regs []cache.ResourceEventHandlerRegistration
 	mk := func(lw cache.ListerWatcher, obj runtime.Object, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
 		inf := cache.NewSharedIndexInformer(lw, obj, s.opts.Resync, cache.Indexers{})
 		_ = inf.SetTransform(trim)
-		_, _ = inf.AddEventHandler(h)
+		if reg, err := inf.AddEventHandler(h); err == nil {
+			regs = append(regs, reg)
+		}
 		return inf
 	}
 	svc := mk(listWatch(
@@ -187,7 +193,7 @@ func (s *Source) informers(p Partition) []cache.SharedIndexInformer {
 		UpdateFunc: func(_, obj any) { s.onNamespace(tp, obj, false) },
 		DeleteFunc: func(obj any) { s.onNamespace(tp, obj, true) },
 	})
-	return []cache.SharedIndexInformer{nss, svc, eps, pods}
+	return []cache.SharedIndexInformer{nss, svc, eps, pods}, regs
 }
 
 func tombstone(obj any) any {
@@ -267,13 +273,19 @@ func (s *Source) Start(ctx context.Context) {
 	}
 }
 
-// Synced reports whether partition i's informers have all synced.
+// Synced reports whether partition i's informers have all synced and
+// delivered their initial objects to the index.
 func (s *Source) Synced(i int) bool {
 	if i < 0 || i >= len(s.infs) {
 		return false
 	}
 	for _, inf := range s.infs[i] {
 		if !inf.HasSynced() {
+			return false
+		}
+	}
+	for _, r := range s.regs[i] {
+		if !r.HasSynced() {
 			return false
 		}
 	}
