@@ -1,0 +1,360 @@
+package cache
+
+import (
+	"context"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+)
+
+// Route sends the names under Zone to Upstream.
+type Route struct {
+	// Zone is a domain name; "." matches every name.
+	Zone string
+	// Upstream answers the zone's misses.
+	Upstream Upstream
+	// Label names the route in metrics ("cluster", "host").
+	Label string
+}
+
+// HandlerConfig configures a Handler.
+type HandlerConfig struct {
+	Cache Config
+	// Routes map zones to upstreams; the longest matching zone wins.
+	Routes []Route
+	// Identity answers CHAOS TXT id.server. and hostname.bind.
+	Identity string
+	// UpstreamTimeout bounds one upstream exchange (default 2 s).
+	UpstreamTimeout time.Duration
+	// MaxPrefetches bounds concurrent background refreshes (default 16).
+	MaxPrefetches int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Handler is the cache's dns.Handler.
+type Handler struct {
+	cfg    HandlerConfig
+	store  *Store
+	routes []Route
+	now    func() time.Time
+	m      *metrics
+
+	prefetchSem chan struct{}
+	flight      flightGroup
+	wg          sync.WaitGroup
+}
+
+// NewHandler returns a handler and registers its metrics on reg (when not
+// nil).
+func NewHandler(cfg HandlerConfig, reg prometheus.Registerer) (*Handler, error) {
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = 2 * time.Second
+	}
+	if cfg.MaxPrefetches <= 0 {
+		cfg.MaxPrefetches = 16
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Handler{
+		cfg:         cfg,
+		store:       NewStore(cfg.Cache, cfg.Now),
+		now:         cfg.Now,
+		prefetchSem: make(chan struct{}, cfg.MaxPrefetches),
+	}
+	for _, r := range cfg.Routes {
+		r.Zone = dns.CanonicalName(r.Zone)
+		h.routes = append(h.routes, r)
+	}
+	// Longest zone first, so the first match is the most specific.
+	sort.SliceStable(h.routes, func(i, j int) bool {
+		return dns.CountLabel(h.routes[i].Zone) > dns.CountLabel(h.routes[j].Zone)
+	})
+	m, err := newMetrics(reg, h.store)
+	if err != nil {
+		return nil, err
+	}
+	h.m = m
+	return h, nil
+}
+
+// Store returns the handler's cache, for inspection.
+func (h *Handler) Store() *Store { return h.store }
+
+// Wait waits for background prefetches to finish.
+func (h *Handler) Wait() { h.wg.Wait() }
+
+func (h *Handler) route(name string) *Route {
+	for i := range h.routes {
+		if dns.IsSubDomain(h.routes[i].Zone, name) {
+			return &h.routes[i]
+		}
+	}
+	return nil
+}
+
+// ServeDNS implements dns.Handler.
+func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	if req == nil || req.Response || req.Opcode != dns.OpcodeQuery || len(req.Question) != 1 {
+		h.fail(w, req, dns.RcodeFormatError)
+		return
+	}
+	q := req.Question[0]
+	if q.Qclass == dns.ClassCHAOS {
+		h.chaos(w, req)
+		return
+	}
+	do := false
+	if opt := req.IsEdns0(); opt != nil {
+		do = opt.Do()
+	}
+	e, st := h.store.Get(q, do)
+	if st == Fresh {
+		h.m.hits[e.Kind].Inc()
+		h.maybePrefetch(e, q, do)
+		h.write(w, req, e, ttlSeconds(e.Remaining(h.now())))
+		return
+	}
+	h.m.misses.Inc()
+	r, err := h.resolve(q, do)
+	if err == nil && r.Rcode != dns.RcodeServerFailure && r.Rcode != dns.RcodeRefused {
+		if ne, kind := h.store.Set(q, do, r); kind != Uncacheable {
+			h.write(w, req, ne, ttlSeconds(ne.TTL()))
+			return
+		}
+		h.writeUpstream(w, req, r)
+		return
+	}
+	if st == Stale {
+		h.m.stale.Inc()
+		ttl := h.cfg.Cache.StaleTTL
+		if ttl <= 0 || ttl > e.TTL() {
+			ttl = e.TTL()
+		}
+		h.write(w, req, e, ttlSeconds(ttl))
+		return
+	}
+	if err == nil {
+		h.writeUpstream(w, req, r)
+		return
+	}
+	h.fail(w, req, dns.RcodeServerFailure)
+}
+
+func ttlSeconds(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	return uint32((d + time.Second - 1) / time.Second)
+}
+
+// resolve asks the zone's upstream, sharing one exchange among concurrent
+// askers of the same question.
+func (h *Handler) resolve(q dns.Question, do bool) (*dns.Msg, error) {
+	key := flightKey{name: lowerASCII(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: do}
+	return h.flight.do(key, func() (*dns.Msg, error) {
+		rt := h.route(q.Name)
+		if rt == nil {
+			return nil, errNoRoute
+		}
+		m := new(dns.Msg)
+		m.Id = dns.Id()
+		m.RecursionDesired = true
+		m.Question = []dns.Question{q}
+		m.SetEdns0(1232, do)
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.UpstreamTimeout)
+		defer cancel()
+		r, err := rt.Upstream.Exchange(ctx, m)
+		if err != nil {
+			h.m.upstreamErrors.WithLabelValues(rt.Label).Inc()
+			klog.V(2).InfoS("Upstream failed", "upstream", rt.Upstream.String(), "name", q.Name, "err", err)
+			return nil, err
+		}
+		return r, nil
+	})
+}
+
+type noRouteError struct{}
+
+func (noRouteError) Error() string { return "no upstream for this zone" }
+
+var errNoRoute error = noRouteError{}
+
+// maybePrefetch refreshes a popular entry near its expiry in the background.
+func (h *Handler) maybePrefetch(e *Entry, q dns.Question, do bool) {
+	amount := h.cfg.Cache.PrefetchAmount
+	if amount <= 0 {
+		return
+	}
+	hits := e.hits.Add(1)
+	if hits < int64(amount) {
+		return
+	}
+	left := e.Remaining(h.now())
+	if int64(left)*100 > e.ttl*int64(h.cfg.Cache.PrefetchPercentage) {
+		return
+	}
+	if !e.prefetching.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case h.prefetchSem <- struct{}{}:
+	default:
+		e.prefetching.Store(false)
+		return
+	}
+	q.Name = lowerASCII(q.Name)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		defer func() { <-h.prefetchSem }()
+		r, err := h.resolve(q, do)
+		if err != nil || r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
+			// Keep the entry; it may be served stale later.
+			e.prefetching.Store(false)
+			return
+		}
+		h.m.prefetches.Inc()
+		h.store.Set(q, do, r)
+	}()
+}
+
+// write answers req from a cache entry, every record with TTL ttl.
+func (h *Handler) write(w dns.ResponseWriter, req *dns.Msg, e *Entry, ttl uint32) {
+	m := new(dns.Msg)
+	m.SetRcode(req, e.Rcode)
+	m.RecursionAvailable = true
+	m.Answer = copyRRs(e.Answer, ttl)
+	m.Ns = copyRRs(e.Ns, ttl)
+	m.Extra = copyRRs(e.Extra, ttl)
+	h.send(w, req, m)
+}
+
+// writeUpstream relays an answer that was not cached.
+func (h *Handler) writeUpstream(w dns.ResponseWriter, req *dns.Msg, r *dns.Msg) {
+	m := new(dns.Msg)
+	m.SetRcode(req, r.Rcode)
+	m.RecursionAvailable = true
+	m.AuthenticatedData = r.AuthenticatedData
+	m.Answer, m.Ns = r.Answer, r.Ns
+	for _, rr := range r.Extra {
+		if rr.Header().Rrtype != dns.TypeOPT {
+			m.Extra = append(m.Extra, rr)
+		}
+	}
+	h.send(w, req, m)
+}
+
+func copyRRs(rrs []dns.RR, ttl uint32) []dns.RR {
+	if len(rrs) == 0 {
+		return nil
+	}
+	out := make([]dns.RR, len(rrs))
+	for i, rr := range rrs {
+		c := dns.Copy(rr)
+		c.Header().Ttl = ttl
+		out[i] = c
+	}
+	return out
+}
+
+// send adds EDNS when the client used it, truncates to what a UDP client
+// can take, and writes.
+func (h *Handler) send(w dns.ResponseWriter, req, m *dns.Msg) {
+	size := dns.MinMsgSize
+	if opt := req.IsEdns0(); opt != nil {
+		if s := int(opt.UDPSize()); s > size {
+			size = s
+		}
+		m.SetEdns0(1232, opt.Do())
+	}
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		if size > 1232 {
+			size = 1232
+		}
+		m.Truncate(size)
+	} else {
+		m.Truncate(dns.MaxMsgSize)
+	}
+	if err := w.WriteMsg(m); err != nil {
+		klog.V(3).InfoS("Writing answer failed", "client", w.RemoteAddr().String(), "err", err)
+	}
+}
+
+func (h *Handler) fail(w dns.ResponseWriter, req *dns.Msg, rcode int) {
+	m := new(dns.Msg)
+	if req == nil {
+		return
+	}
+	m.SetRcode(req, rcode)
+	if len(req.Question) > 1 {
+		m.Question = nil
+	}
+	m.RecursionAvailable = true
+	h.send(w, req, m)
+}
+
+// chaos answers the identity queries; other CHAOS queries are refused.
+func (h *Handler) chaos(w dns.ResponseWriter, req *dns.Msg) {
+	q := req.Question[0]
+	name := strings.ToLower(q.Name)
+	if q.Qtype != dns.TypeTXT || (name != "id.server." && name != "hostname.bind.") {
+		h.fail(w, req, dns.RcodeRefused)
+		return
+	}
+	h.m.chaos.Inc()
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.Authoritative = true
+	m.Answer = []dns.RR{&dns.TXT{
+		Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeTXT, Class: dns.ClassCHAOS, Ttl: 0},
+		Txt: []string{h.cfg.Identity},
+	}}
+	h.send(w, req, m)
+}
+
+type flightKey struct {
+	name          string
+	qtype, qclass uint16
+	do            bool
+}
+
+type flightCall struct {
+	done chan struct{}
+	r    *dns.Msg
+	err  error
+}
+
+// flightGroup shares one upstream exchange among concurrent misses.
+type flightGroup struct {
+	mu sync.Mutex
+	m  map[flightKey]*flightCall
+}
+
+func (g *flightGroup) do(k flightKey, f func() (*dns.Msg, error)) (*dns.Msg, error) {
+	g.mu.Lock()
+	if g.m == nil {
+		g.m = map[flightKey]*flightCall{}
+	}
+	if c, ok := g.m[k]; ok {
+		g.mu.Unlock()
+		<-c.done
+		return c.r, c.err
+	}
+	c := &flightCall{done: make(chan struct{})}
+	g.m[k] = c
+	g.mu.Unlock()
+	c.r, c.err = f()
+	g.mu.Lock()
+	delete(g.m, k)
+	g.mu.Unlock()
+	close(c.done)
+	return c.r, c.err
+}
