@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/forward"
+	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+	"github.com/tpkit-dev/tpkit/pkg/dns/server"
+	"github.com/tpkit-dev/tpkit/pkg/dns/source"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+)
+
+// listFlag is a repeatable flag that also accepts comma-separated values.
+// The first use replaces the default.
+type listFlag struct {
+	vals []string
+	set  bool
+}
+
+func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+
+func (l *listFlag) Set(v string) error {
+	if !l.set {
+		l.vals, l.set = nil, true
+	}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			l.vals = append(l.vals, s)
+		}
+	}
+	return nil
+}
+
+type config struct {
+	part             partition.Options
+	zones            listFlag
+	listen           string
+	metricsListen    string
+	healthListen     string
+	ttl              uint
+	upstreams        listFlag
+	resolvConf       string
+	pods             string
+	dnsNamespaces    listFlag
+	dnsTenant        string
+	isolation        bool
+	unknownSources   string
+	systemPartition  string
+	udpSockets       int
+	publishInterval  time.Duration
+	cacheSize        int
+	cacheMaxTTL      time.Duration
+	cacheMaxNegative time.Duration
+	forwardTimeout   time.Duration
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("partition-dns", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	c := &config{zones: listFlag{vals: []string{"cluster.local"}}}
+	c.part.AddFlags(fs)
+	fs.Var(&c.zones, "zone", "Zone answered from the tenant partitions; repeatable or comma-separated, reverse zones (in-addr.arpa, ip6.arpa) included. The first use replaces the default.")
+	fs.StringVar(&c.listen, "listen", ":53", "Address for DNS over UDP and TCP.")
+	fs.StringVar(&c.metricsListen, "metrics-listen", ":9153", "Address of the Prometheus /metrics endpoint; empty disables it.")
+	fs.StringVar(&c.healthListen, "health-listen", ":8080", "Address of /healthz and /readyz; empty disables it.")
+	fs.UintVar(&c.ttl, "ttl", 5, "TTL in seconds of cluster answers (0-3600); the SOA's TTL is min(ttl, 300).")
+	fs.Var(&c.upstreams, "upstream", "Upstream nameserver (host or host:port) for names outside the zones; repeatable. Default: the nameservers of --resolv-conf. \"none\" answers such names REFUSED.")
+	fs.StringVar(&c.resolvConf, "resolv-conf", "/etc/resolv.conf", "File whose nameservers are the default upstreams.")
+	fs.StringVar(&c.pods, "pods", "insecure", "Pod records a-b-c-d.<ns>.pod.<zone>: disabled, insecure (any address in an existing namespace) or verified (only addresses of pods in that namespace).")
+	fs.Var(&c.dnsNamespaces, "dns-namespace", "Serve only these namespaces, plus default; repeatable. Empty serves all.")
+	fs.StringVar(&c.dnsTenant, "dns-tenant", "", "Serve only this tenant. Empty serves all.")
+	fs.BoolVar(&c.isolation, "tenant-isolation", false, "A pod of tenant A asking for a name of regular tenant B gets NXDOMAIN; system-tenant names stay visible to all.")
+	fs.StringVar(&c.unknownSources, "isolation-unknown-sources", "allow", "With --tenant-isolation, whether queriers that are not a known pod see every tenant (allow) or only the system tenant (deny).")
+	fs.StringVar(&c.systemPartition, "system-partition", "", "Partition (name or 0-based index) answering system-tenant names for queriers that are not a known pod. Default: the first.")
+	fs.IntVar(&c.udpSockets, "udp-sockets", runtime.GOMAXPROCS(0), "UDP sockets sharing the port through SO_REUSEPORT.")
+	fs.DurationVar(&c.publishInterval, "publish-interval", 10*time.Millisecond, "Least time between two index publishes; a burst of changes becomes one publish.")
+	fs.IntVar(&c.cacheSize, "cache-size", 10000, "Answers kept by the forward cache; negative disables it.")
+	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
+	fs.DurationVar(&c.cacheMaxNegative, "cache-max-negative-ttl", 30*time.Second, "Longest a forwarded NXDOMAIN or NODATA is cached.")
+	fs.DurationVar(&c.forwardTimeout, "forward-timeout", 2*time.Second, "Time allowed to one upstream for one query.")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.ttl > 3600 {
+		return nil, fmt.Errorf("--ttl %d: must be at most 3600", c.ttl)
+	}
+	if _, ok := server.ParsePodMode(c.pods); !ok {
+		return nil, fmt.Errorf("--pods %q: want disabled, insecure or verified", c.pods)
+	}
+	if c.unknownSources != "allow" && c.unknownSources != "deny" {
+		return nil, fmt.Errorf("--isolation-unknown-sources %q: want allow or deny", c.unknownSources)
+	}
+	if len(c.zones.vals) == 0 {
+		return nil, errors.New("--zone: at least one zone is needed")
+	}
+	return c, nil
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "partition-dns:", err)
+		os.Exit(2)
+	}
+	if err := run(c); err != nil {
+		klog.ErrorS(err, "partition-dns failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func systemIndex(s string, parts []*partition.Partition) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	for _, p := range parts {
+		if p.Name == s {
+			return p.Index, nil
+		}
+	}
+	if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < len(parts) {
+		return i, nil
+	}
+	return 0, fmt.Errorf("--system-partition %q names no partition", s)
+}
+
+// nsAddrs are the addresses of ns.dns.<zone>: the listen address when it
+// is specific, else this host's first addresses.
+func nsAddrs(listen string) []netip.Addr {
+	host, _, err := net.SplitHostPort(listen)
+	if err == nil {
+		if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() {
+			return []netip.Addr{a.Unmap()}
+		}
+	}
+	var out []netip.Addr
+	var have4, have6 bool
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || p.Addr().IsLoopback() || p.Addr().IsLinkLocalUnicast() {
+			continue
+		}
+		if x := p.Addr().Unmap(); x.Is4() && !have4 {
+			out, have4 = append(out, x), true
+		} else if x.Is6() && !have6 {
+			out, have6 = append(out, x), true
+		}
+	}
+	if len(out) == 0 {
+		out = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	}
+	return out
+}
+
+func run(c *config) error {
+	ctx, cancel := ops.SignalContext(context.Background())
+	defer cancel()
+
+	set, err := partition.New(c.part)
+	if err != nil {
+		return err
+	}
+	parts := set.Partitions()
+	sys, err := systemIndex(c.systemPartition, parts)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.Name)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	programming := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "tpkit_dns_programming_latency_seconds",
+		Help:    "Time from an object change reaching partition-dns to the answer reflecting it being served.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+	reg.MustRegister(programming, set.Collector())
+
+	b := index.NewBuilder(index.Options{Partitions: names, ObserveLatency: func(d time.Duration) { programming.Observe(d.Seconds()) }})
+	src, err := source.New(source.FromSet(set), b, source.Options{Namespaces: c.dnsNamespaces.vals, Tenant: c.dnsTenant, Resync: c.part.Resync})
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(src.Collector())
+
+	var fwd server.Forwarder
+	ups := c.upstreams.vals
+	if len(ups) == 1 && ups[0] == "none" {
+		ups = nil
+	} else if len(ups) == 0 {
+		ups, err = forward.UpstreamsFromResolvConf(c.resolvConf)
+		if err != nil {
+			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "err", err)
+		}
+	}
+	if len(ups) > 0 {
+		f, err := forward.New(forward.Options{Upstreams: ups, Timeout: c.forwardTimeout, MaxTTL: c.cacheMaxTTL, MaxNegativeTTL: c.cacheMaxNegative, CacheSize: c.cacheSize})
+		if err != nil {
+			return err
+		}
+		if err := f.Register(reg); err != nil {
+			return err
+		}
+		fwd = f
+		klog.InfoS("Forwarding other names", "upstreams", f.Upstreams())
+	}
+
+	mode, _ := server.ParsePodMode(c.pods)
+	h, err := server.New(b, server.Options{
+		Zones: c.zones.vals, TTL: uint32(c.ttl), Pods: mode,
+		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
+		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
+		Forwarder: fwd, Metrics: server.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	l, err := server.Listen(c.listen, c.udpSockets)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+
+	errc := make(chan error, 4)
+	if c.metricsListen != "" {
+		m := ops.New(reg)
+		go func() { errc <- m.Serve(ctx, c.metricsListen) }()
+	}
+	if c.healthListen != "" {
+		hs := ops.New(nil)
+		hs.AddReadyz("partitions", src.CheckReady)
+		hs.AddReadyz("dns-synced", func() error {
+			if !h.Synced() {
+				return errors.New("waiting for the first sync of the tenant partitions")
+			}
+			return nil
+		})
+		hs.Handle("/readyz/partitions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			for _, st := range src.States() {
+				state := "ok"
+				switch {
+				case st.Stale:
+					state = "stale (unreachable; serving its last known records): " + st.LastError
+				case !st.Synced:
+					state = "not synced"
+				}
+				fmt.Fprintf(w, "%s: %s\n", st.Name, state)
+			}
+		}))
+		go func() { errc <- hs.Serve(ctx, c.healthListen) }()
+	}
+
+	set.Start(ctx)
+	src.Start(ctx)
+	go b.Run(ctx, c.publishInterval)
+	go func() { errc <- server.Serve(ctx, l, h) }()
+	go func() {
+		timeout := c.part.SyncTimeout
+		if timeout <= 0 {
+			timeout = partition.DefaultSyncTimeout
+		}
+		all := src.WaitForSync(ctx, timeout)
+		if ctx.Err() != nil {
+			return
+		}
+		b.Publish()
+		h.MarkSynced()
+		if all {
+			klog.InfoS("All tenant partitions synced; answering", "partitions", len(parts))
+			return
+		}
+		for _, st := range src.States() {
+			if !st.Synced {
+				klog.InfoS("Tenant partition not synced yet; answering from the others", "partition", st.Name, "lastError", st.LastError)
+			}
+		}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
