@@ -106,6 +106,10 @@ type Options struct {
 	// the pod's tenant, in the pod's partition.
 	Services    ServiceIPLookup
 	PartitionOf PartitionOfFunc
+	// PartitionOfTenant, optional, places a pod whose UID PartitionOf does
+	// not know yet by its tenant: a regular tenant lives in exactly one TP
+	// (tporigin's Tracker.PartitionOfTenant).
+	PartitionOfTenant func(tenant string) (partition string, ok bool)
 }
 
 type nsKey struct{ tenant, namespace string }
@@ -123,6 +127,7 @@ type Configurer struct {
 	limits         Limits
 	services       ServiceIPLookup
 	partitionOf    PartitionOfFunc
+	partitionOfTen func(string) (string, bool)
 
 	// openHost opens the host resolv.conf; tests replace it.
 	openHost func() (io.ReadCloser, error)
@@ -137,6 +142,7 @@ func New(o Options) (*Configurer, error) {
 		limits:         o.Limits,
 		services:       o.Services,
 		partitionOf:    o.PartitionOf,
+		partitionOfTen: o.PartitionOfTenant,
 	}
 	if c.limits == (Limits{}) {
 		c.limits = ExpandedLimits
@@ -170,6 +176,9 @@ func New(o Options) (*Configurer, error) {
 	}
 	if (o.Services == nil) != (o.PartitionOf == nil) {
 		return nil, fmt.Errorf("the per-tenant DNS service lookup needs both Services and PartitionOf")
+	}
+	if o.PartitionOfTenant != nil && o.Services == nil {
+		return nil, fmt.Errorf("PartitionOfTenant is only used with Services and PartitionOf")
 	}
 	if err := c.setOverrides(o.Overrides); err != nil {
 		return nil, err
@@ -443,6 +452,9 @@ func (c *Configurer) tenantServiceNameservers(ctx context.Context, pod *v1.Pod, 
 		return nil, &Warning{ReasonTenantDNSService, err.Error() + "; using the cluster DNS"}, nil
 	}
 	tp, ok := c.partitionOf(pod.UID)
+	if !ok && c.partitionOfTen != nil {
+		tp, ok = c.partitionOfTen(tenant)
+	}
 	if !ok {
 		return nil, &Warning{ReasonTenantDNSService, fmt.Sprintf("tenant partition of pod UID %q is unknown, so its tenant's DNS service %s/%s cannot be read; using the cluster DNS", pod.UID, DNSServiceNamespace, name)}, nil
 	}

@@ -532,6 +532,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"namespace overridden twice", Options{Overrides: []NameserverOverride{{Tenant: "t", Namespace: "n", Nameservers: []string{"1.1.1.1"}}, {Tenant: "t", Namespace: "n", Nameservers: []string{"2.2.2.2"}}}}, "twice"},
 		{"lookup without origin", Options{Services: lookup}, "both"},
 		{"origin without lookup", Options{PartitionOf: func(types.UID) (string, bool) { return "", false }}, "both"},
+		{"tenant placement without lookup", Options{PartitionOfTenant: func(string) (string, bool) { return "", false }}, "only used with"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -707,11 +708,14 @@ func TestGetPodDNSTenantService(t *testing.T) {
 			[]string{"10.1.0.10"}, nil, "", []string{"tp1/baz/kube-system/kube-dns-default"}},
 		{"no service and no cluster DNS: Default", nil, true, nil, pod("nosvc", "bar", "", "tp1"),
 			[]string{"127.0.0.1"}, []string{ReasonMissingClusterDNS}, "", []string{"tp1/nosvc/kube-system/kube-dns-default"}},
+		{"an unknown pod of a known tenant is placed by its tenant", nil, false, nil, pod("qux", "bar", "", ""),
+			[]string{"10.2.0.10", "fd00:2::10"}, nil, "", []string{"tp2/qux/kube-system/kube-dns-default"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			lookup := &memLookup{services: services, err: tc.lookupErr}
-			o := Options{ClusterDNS: ips(clusterNS), ClusterDomain: "cluster.local", Overrides: tc.overrides, Services: lookup, PartitionOf: partitionOf}
+			o := Options{ClusterDNS: ips(clusterNS), ClusterDomain: "cluster.local", Overrides: tc.overrides, Services: lookup, PartitionOf: partitionOf,
+				PartitionOfTenant: func(tenant string) (string, bool) { return "tp2", tenant == "qux" }}
 			if tc.noCluster {
 				o.ClusterDNS = nil
 			}

@@ -70,6 +70,8 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 		ClusterDomain: "cluster.local",
 		Services:      &kubeletdns.ClientLookup{Client: kubeletdns.PartitionClients(set)},
 		PartitionOf:   origins.OriginOf,
+		// Only for pods whose UID the tracker has not seen yet.
+		PartitionOfTenant: origins.PartitionOfTenant,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +107,8 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 		{"no service of its own: not the system tenant's", pod("other", "tp1", ""), []string{"10.96.0.10"}, nil},
 		{"a tenant of tp2 asked in tp1 finds nothing", pod("qux", "tp1", ""), []string{"10.96.0.10"}, nil},
 		{"a headless service is not usable", pod("hdl", "tp1", ""), []string{"10.96.0.10"}, []string{kubeletdns.ReasonTenantDNSService}},
-		{"an unknown pod cannot be placed", pod("baz", "", ""), []string{"10.96.0.10"}, []string{kubeletdns.ReasonTenantDNSService}},
+		{"an unknown pod is placed by its tenant (tp1 first in flag order)", pod("baz", "", ""), []string{"10.1.0.10"}, nil},
+		{"an unknown pod of an unknown tenant cannot be placed", pod("nobody", "", ""), []string{"10.96.0.10"}, []string{kubeletdns.ReasonTenantDNSService}},
 		{"system pods use the cluster DNS", pod(tenancy.SystemTenant, "tp1", ""), []string{"10.96.0.10"}, nil},
 	}
 	ctx := context.Background()
