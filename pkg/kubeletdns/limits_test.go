@@ -1,6 +1,7 @@
 package kubeletdns
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -115,6 +116,53 @@ func TestFitNameservers(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// naiveFitSearches is the search-limit rule written the obvious way, with
+// strings.Join, as a reference for fitSearches.
+func naiveFitSearches(in []string, l Limits) []string {
+	out := append([]string(nil), in...)
+	if len(out) > l.MaxSearchPaths {
+		out = out[:l.MaxSearchPaths]
+	}
+	var kept []string
+	for _, s := range out {
+		if len(s) <= l.MaxSearchPathLength {
+			kept = append(kept, s)
+		}
+	}
+	for len(kept) > 0 && len(strings.Join(kept, " ")) > l.MaxSearchListChars {
+		kept = kept[:len(kept)-1]
+	}
+	return kept
+}
+
+func TestFitSearchesMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 5000 {
+		n := rng.IntN(40)
+		in := make([]string, n)
+		for j := range in {
+			// Mostly short, sometimes near or over the per-path limit.
+			size := 1 + rng.IntN(40)
+			if rng.IntN(8) == 0 {
+				size = 240 + rng.IntN(20)
+			}
+			in[j] = strings.Repeat(string(rune('a'+j%26)), size)
+		}
+		limits := ExpandedLimits
+		if i%2 == 1 {
+			limits = LegacyLimits
+		}
+		got, w := fitSearches(in, limits)
+		want := naiveFitSearches(in, limits)
+		if len(got) != len(want) || (len(got) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("fitSearches(%d paths, %+v) = %d paths, want %d", n, limits, len(got), len(want))
+		}
+		if changed := !reflect.DeepEqual(append([]string{}, got...), append([]string{}, in...)); changed != (w != nil) {
+			t.Fatalf("changed=%v but warning=%v", changed, w)
 		}
 	}
 }
