@@ -1,0 +1,88 @@
+package nodelocal
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// LinkLocalIP is the KEP's default link-local listen IP.
+const LinkLocalIP = "169.254.20.10"
+
+// DefaultLocalIPs is the --local-ip default: the link-local IP plus the
+// kube-dns service IP, read from KUBE_DNS_SERVICE_HOST (the variable
+// Kubernetes sets in pods of kube-system for the kube-dns service) when set.
+func DefaultLocalIPs(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if ip := strings.TrimSpace(getenv("KUBE_DNS_SERVICE_HOST")); ip != "" {
+		return LinkLocalIP + "," + ip
+	}
+	return LinkLocalIP
+}
+
+// ParseIPList parses a comma-separated list of IP addresses. It rejects empty
+// lists, bad addresses, zones, unspecified addresses and duplicates.
+func ParseIPList(s string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address", f)
+		}
+		ip = ip.Unmap()
+		if ip.Zone() != "" || ip.IsUnspecified() || ip.IsMulticast() {
+			return nil, fmt.Errorf("%q cannot be a listen IP", f)
+		}
+		if seen[ip] {
+			return nil, fmt.Errorf("%s is listed twice", ip)
+		}
+		seen[ip] = true
+		out = append(out, ip)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no IP address in %q", s)
+	}
+	return out, nil
+}
+
+// ParseServerList parses a comma-separated list of "host[:port]" DNS servers
+// given as IP addresses, adding port 53 where none is given.
+func ParseServerList(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		host, port := f, "53"
+		if h, p, err := net.SplitHostPort(f); err == nil {
+			host, port = h, p
+		}
+		ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("server %q: not an IP address", f)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("server %q: bad port", f)
+		}
+		out = append(out, net.JoinHostPort(ip.Unmap().String(), port))
+	}
+	return out, nil
+}
+
+func validPort(name string, p int, allowZero bool) error {
+	if (p == 0 && allowZero) || (p >= 1 && p <= 65535) {
+		return nil
+	}
+	return fmt.Errorf("--%s=%d is not a port", name, p)
+}

@@ -1,0 +1,404 @@
+package nodelocal
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal/cache"
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal/netif"
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+)
+
+// CacheOptions are the node-cache flags, parsed.
+type CacheOptions struct {
+	LocalIPs        []netip.Addr
+	DNSPort         int
+	UpstreamSvcIP   netip.Addr
+	UpstreamSvcPort int
+	ClusterZones    []string
+	UpstreamServers []string // host resolvers; empty means none
+	Cache           cache.Config
+	UpstreamTimeout time.Duration
+	SetupInterface  bool
+	InterfaceName   string
+	FallbackIface   string
+	SetupIptables   bool
+	IptablesBinary  string
+	SyncInterval    time.Duration
+	SkipTeardown    bool
+	HealthPort      int
+	MetricsAddress  string
+	Identity        string
+	IPCommand       string
+}
+
+// ParseCacheFlags parses the node-cache arguments.
+func ParseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	fs := flag.NewFlagSet("node-cache", flag.ContinueOnError)
+	def := cache.DefaultConfig()
+	host, _ := os.Hostname()
+	var (
+		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "Comma-separated IPs to listen on and put on the interface: the link-local IP and the kube-dns service IP. Default: 169.254.20.10 plus $KUBE_DNS_SERVICE_HOST when set.")
+		dnsPort      = fs.Int("dns-port", 53, "DNS port to listen on (UDP and TCP).")
+		upSvc        = fs.String("upstream-svc-ip", getenv("NODE_LOCAL_UPSTREAM_SERVICE_HOST"), "IP of the node-local-upstream service (same endpoints as kube-dns); cluster zones are forwarded to it over TCP. Default: $NODE_LOCAL_UPSTREAM_SERVICE_HOST.")
+		upSvcPort    = fs.Int("upstream-svc-port", 53, "Port of the node-local-upstream service.")
+		zones        = fs.String("cluster-zones", "cluster.local,in-addr.arpa,ip6.arpa", "Comma-separated zones forwarded to --upstream-svc-ip; every other name goes to the host's resolvers.")
+		servers      = fs.String("upstream-servers", "", "Comma-separated host resolvers (IP[:port]) for names outside the cluster zones. Default: the nameservers of --resolv-conf.")
+		resolvConf   = fs.String("resolv-conf", "/etc/resolv.conf", "resolv.conf to read the host's resolvers from when --upstream-servers is empty.")
+		successCap   = fs.Int("success-capacity", def.SuccessCapacity, "Maximum cached successful answers.")
+		successTTL   = fs.Duration("success-ttl", def.SuccessTTL, "TTL cap of cached successful answers.")
+		denialCap    = fs.Int("denial-capacity", def.DenialCapacity, "Maximum cached denials (NXDOMAIN, NODATA).")
+		denialTTL    = fs.Duration("denial-ttl", def.DenialTTL, "TTL cap of cached denials.")
+		prefetch     = fs.Int("prefetch-amount", def.PrefetchAmount, "Hits during its TTL that make an entry popular enough to refresh before expiry; 0 disables prefetching.")
+		prefetchPct  = fs.Int("prefetch-percentage", def.PrefetchPercentage, "Percentage of the TTL left when a popular entry is refreshed.")
+		serveStale   = fs.Duration("serve-stale", def.ServeStale, "How long past expiry an entry may be served when the upstream fails; 0 disables.")
+		upTimeout    = fs.Duration("upstream-timeout", 2*time.Second, "Timeout of one upstream exchange.")
+		setupIface   = fs.Bool("setup-interface", true, "Put the local IPs on --interface-name (or the fallback) and remove them on teardown.")
+		ifaceName    = fs.String("interface-name", "nodelocaldns", "Dummy interface that holds the local IPs.")
+		fallback     = fs.String("fallback-interface", "lo", "Interface used when the kernel cannot create a dummy interface; empty to fail instead.")
+		setupIpt     = fs.Bool("setup-iptables", true, "Keep the NOTRACK/ACCEPT rules in place. Set false when node-cache-watch runs next to the cache: it then owns the rules.")
+		iptBin       = fs.String("iptables", "iptables", "iptables command: iptables, iptables-nft, iptables-legacy or a path.")
+		syncInterval = fs.Duration("sync-interval", 60*time.Second, "How often the interface and the iptables rules are re-ensured.")
+		skipTeardown = fs.Bool("skip-teardown", false, "Leave the rules and the interface in place on shutdown.")
+		healthPort   = fs.Int("health-port", 8080, "Port for /healthz on each local IP; 0 disables.")
+		metricsAddr  = fs.String("metrics-listen-address", "0.0.0.0:9253", "Address for /metrics, /healthz and /readyz; empty disables.")
+		identity     = fs.String("identity", host, "Answer to CHAOS TXT id.server. (the watcher's probe).")
+	)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	o := &CacheOptions{
+		DNSPort: *dnsPort, UpstreamSvcPort: *upSvcPort, UpstreamTimeout: *upTimeout,
+		Cache: cache.Config{
+			SuccessCapacity: *successCap, SuccessTTL: *successTTL,
+			DenialCapacity: *denialCap, DenialTTL: *denialTTL,
+			PrefetchAmount: *prefetch, PrefetchPercentage: *prefetchPct,
+			ServeStale: *serveStale, StaleTTL: def.StaleTTL,
+		},
+		SetupInterface: *setupIface, InterfaceName: *ifaceName, FallbackIface: *fallback,
+		SetupIptables: *setupIpt, IptablesBinary: *iptBin, SyncInterval: *syncInterval,
+		SkipTeardown: *skipTeardown, HealthPort: *healthPort, MetricsAddress: *metricsAddr,
+		Identity: *identity, IPCommand: "ip",
+	}
+	var err error
+	if o.LocalIPs, err = ParseIPList(*localIPs); err != nil {
+		return nil, fmt.Errorf("--local-ip: %w", err)
+	}
+	if strings.TrimSpace(*upSvc) == "" {
+		return nil, errors.New("--upstream-svc-ip is required (or $NODE_LOCAL_UPSTREAM_SERVICE_HOST)")
+	}
+	if o.UpstreamSvcIP, err = netip.ParseAddr(strings.TrimSpace(*upSvc)); err != nil {
+		return nil, fmt.Errorf("--upstream-svc-ip: %q is not an IP address", *upSvc)
+	}
+	o.UpstreamSvcIP = o.UpstreamSvcIP.Unmap()
+	for _, ip := range o.LocalIPs {
+		if ip == o.UpstreamSvcIP {
+			return nil, fmt.Errorf("--upstream-svc-ip %s is one of --local-ip: the cache would forward to itself", ip)
+		}
+	}
+	for _, z := range strings.Split(*zones, ",") {
+		if z = strings.TrimSpace(z); z != "" {
+			if _, ok := dnsName(z); !ok {
+				return nil, fmt.Errorf("--cluster-zones: %q is not a domain name", z)
+			}
+			o.ClusterZones = append(o.ClusterZones, z)
+		}
+	}
+	if len(o.ClusterZones) == 0 {
+		return nil, errors.New("--cluster-zones is empty")
+	}
+	if strings.TrimSpace(*servers) != "" {
+		if o.UpstreamServers, err = ParseServerList(*servers); err != nil {
+			return nil, fmt.Errorf("--upstream-servers: %w", err)
+		}
+	} else if *resolvConf != "" {
+		f, err := os.Open(*resolvConf)
+		if err != nil {
+			return nil, fmt.Errorf("--resolv-conf: %w", err)
+		}
+		o.UpstreamServers, err = cache.ParseResolvConf(f, o.LocalIPs)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("--resolv-conf: %w", err)
+		}
+	}
+	for _, p := range []struct {
+		n    string
+		v    int
+		zero bool
+	}{{"dns-port", o.DNSPort, false}, {"upstream-svc-port", o.UpstreamSvcPort, false}, {"health-port", o.HealthPort, true}} {
+		if err := validPort(p.n, p.v, p.zero); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case o.Cache.SuccessCapacity < 0 || o.Cache.DenialCapacity < 0:
+		return nil, errors.New("cache capacities cannot be negative")
+	case o.Cache.SuccessTTL < 0 || o.Cache.DenialTTL < 0 || o.Cache.ServeStale < 0:
+		return nil, errors.New("cache durations cannot be negative")
+	case o.Cache.PrefetchAmount < 0 || o.Cache.PrefetchPercentage < 0 || o.Cache.PrefetchPercentage > 100:
+		return nil, errors.New("--prefetch-amount must be >= 0 and --prefetch-percentage in 0..100")
+	case o.UpstreamTimeout <= 0 || o.SyncInterval <= 0:
+		return nil, errors.New("--upstream-timeout and --sync-interval must be positive")
+	}
+	return o, nil
+}
+
+// setupErrors counts failed setup steps by kind, as upstream node-cache's
+// setup_errors_total does.
+func newSetupErrors(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tpkit_nodelocal_setup_errors_total",
+		Help: "Failed setup steps, by kind (interface_add, interface_check, address_add, iptables, iptables_lock, listen).",
+	}, []string{"kind"})
+	reg.MustRegister(c)
+	return c
+}
+
+func errKind(err error) string {
+	var re *rules.Error
+	var ne *netif.Error
+	switch {
+	case errors.As(err, &re):
+		return re.Kind
+	case errors.As(err, &ne):
+		return ne.Kind
+	}
+	return "other"
+}
+
+// RunCache runs `partition-dns node-cache` with args (flags only) until ctx
+// ends. It returns flag.ErrHelp for -h.
+func RunCache(ctx context.Context, args []string) error {
+	o, err := ParseCacheFlags(args, nil)
+	if err != nil {
+		return err
+	}
+	return RunCacheWithOptions(ctx, o)
+}
+
+// RunCacheWithOptions is RunCache after flag parsing.
+func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	setupErrs := newSetupErrors(reg)
+	countErr := func(err error) {
+		for _, e := range flatten(err) {
+			setupErrs.WithLabelValues(errKind(e)).Inc()
+		}
+	}
+
+	var nif *netif.Manager
+	if o.SetupInterface {
+		nif = netif.New(netif.Options{Name: o.InterfaceName, Fallback: o.FallbackIface, IPs: o.LocalIPs, IPCommand: o.IPCommand})
+		res, err := nif.Ensure()
+		if err != nil {
+			countErr(err)
+			return fmt.Errorf("setting up the interface: %w", err)
+		}
+		klog.InfoS("Local IPs in place", "device", res.Device, "fallback", res.Fallback, "added", res.AddedAddress)
+	}
+
+	upstreamTCP := cache.NewTCPUpstream(net.JoinHostPort(o.UpstreamSvcIP.String(), strconv.Itoa(o.UpstreamSvcPort)), o.UpstreamTimeout)
+	defer upstreamTCP.Close()
+	var routes []cache.Route
+	for _, z := range o.ClusterZones {
+		routes = append(routes, cache.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster"})
+	}
+	if len(o.UpstreamServers) > 0 {
+		routes = append(routes, cache.Route{Zone: ".", Upstream: cache.NewServersUpstream(o.UpstreamServers, o.UpstreamTimeout), Label: "host"})
+	} else {
+		klog.InfoS("No host resolvers: names outside the cluster zones get SERVFAIL")
+	}
+	h, err := cache.NewHandler(cache.HandlerConfig{Cache: o.Cache, Routes: routes, Identity: o.Identity, UpstreamTimeout: o.UpstreamTimeout}, reg)
+	if err != nil {
+		return err
+	}
+	var addrs []string
+	for _, ip := range o.LocalIPs {
+		addrs = append(addrs, net.JoinHostPort(ip.String(), strconv.Itoa(o.DNSPort)))
+	}
+	srv, err := cache.Listen(addrs, h)
+	if err != nil {
+		setupErrs.WithLabelValues("listen").Inc()
+		if nif != nil && !o.SkipTeardown {
+			_ = nif.Teardown()
+		}
+		return err
+	}
+	klog.InfoS("NodeLocal cache serving", "addresses", addrs, "upstream", upstreamTCP.String(), "hostResolvers", o.UpstreamServers)
+
+	var ipt *rules.Manager
+	ruleSet := rules.Build(rules.Config{LocalIPs: o.LocalIPs, DNSPort: o.DNSPort, HealthPort: o.HealthPort})
+	var (
+		mu       sync.Mutex
+		lastSync error
+		synced   = !o.SetupIptables
+	)
+	syncNet := func() {
+		var errs []error
+		if nif != nil {
+			if _, err := nif.Ensure(); err != nil {
+				countErr(err)
+				errs = append(errs, err)
+			}
+		}
+		if ipt != nil {
+			res, err := ipt.Sync(ruleSet)
+			if res.Added > 0 || res.Removed > 0 {
+				klog.InfoS("Repaired iptables rules", "added", res.Added, "removed", res.Removed)
+			}
+			if err != nil {
+				countErr(err)
+				errs = append(errs, err)
+			}
+		}
+		err := errors.Join(errs...)
+		if err != nil {
+			klog.ErrorS(err, "Network setup")
+		}
+		mu.Lock()
+		lastSync, synced = err, true
+		mu.Unlock()
+	}
+	if o.SetupIptables {
+		ipt = rules.NewManager(rules.Options{Binary: o.IptablesBinary})
+	}
+
+	opsSrv := ops.New(reg)
+	opsSrv.AddHealthz("dns", func() error { return nil })
+	opsSrv.AddReadyz("network", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !synced {
+			return errors.New("network not set up yet")
+		}
+		return lastSync
+	})
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	serve := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errc <- err
+				cancel()
+			}
+		}()
+	}
+	serve(func() error { return srv.Serve(runCtx) })
+	if o.MetricsAddress != "" {
+		ln, err := net.Listen("tcp", o.MetricsAddress)
+		if err != nil {
+			setupErrs.WithLabelValues("listen").Inc()
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		serve(func() error { return opsSrv.ServeListener(runCtx, ln) })
+	}
+	if o.HealthPort > 0 {
+		for _, ip := range o.LocalIPs {
+			ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(o.HealthPort)))
+			if err != nil {
+				// Health on the local IPs is a convenience; metrics and
+				// DNS keep working.
+				setupErrs.WithLabelValues("listen").Inc()
+				klog.ErrorS(err, "Health listener", "ip", ip)
+				continue
+			}
+			serve(func() error { return opsSrv.ServeListener(runCtx, ln) })
+		}
+	}
+	// Rules only once the cache is serving, so they never point traffic at
+	// a cache that failed to start.
+	syncNet()
+	t := time.NewTicker(o.SyncInterval)
+	defer t.Stop()
+loop:
+	for {
+		select {
+		case <-runCtx.Done():
+			break loop
+		case <-t.C:
+			syncNet()
+		}
+	}
+	cancel()
+	wg.Wait()
+	h.Wait()
+	var runErr error
+	select {
+	case runErr = <-errc:
+	default:
+	}
+	if o.SkipTeardown {
+		klog.InfoS("Leaving the interface and the iptables rules in place (--skip-teardown)")
+		return runErr
+	}
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if ipt != nil {
+		res, err := ipt.Teardown(families(o.LocalIPs)...)
+		klog.InfoS("Removed iptables rules", "count", res.Removed)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if nif != nil {
+		if err := nif.Teardown(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func families(ips []netip.Addr) []int {
+	fams := []int{4}
+	for _, ip := range ips {
+		if ip.Is6() && !ip.Is4In6() {
+			return []int{4, 6}
+		}
+	}
+	return fams
+}
+
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}

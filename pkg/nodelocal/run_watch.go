@@ -1,0 +1,144 @@
+package nodelocal
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal/watch"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+)
+
+func dnsName(s string) (int, bool) { return dns.IsDomainName(s) }
+
+// WatchOptions are the node-cache-watch flags, parsed.
+type WatchOptions struct {
+	LocalIPs       []netip.Addr
+	DNSPort        int
+	HealthPort     int
+	ProbeIP        netip.Addr
+	Watch          watch.Config
+	IptablesBinary string
+	MetricsAddress string
+}
+
+// ParseWatchFlags parses the node-cache-watch arguments.
+func ParseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, error) {
+	fs := flag.NewFlagSet("node-cache-watch", flag.ContinueOnError)
+	def := watch.Defaults()
+	var (
+		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "The cache's --local-ip: the rule set covers each; the NOTRACK rules of the non-link-local ones (the kube-dns service IP) are the switch.")
+		dnsPort      = fs.Int("dns-port", 53, "The cache's DNS port.")
+		healthPort   = fs.Int("health-port", 8080, "The cache's health port (for its NOTRACK rules); 0 for none.")
+		probeIP      = fs.String("probe-ip", "", "IP to probe; default the first link-local --local-ip (never the switched service IP).")
+		probeName    = fs.String("probe-name", def.ProbeName, "Name to query; CHAOS TXT for id.server. and hostname.bind., IN A otherwise.")
+		interval     = fs.Duration("interval", def.Interval, "Time between probes.")
+		timeout      = fs.Duration("probe-timeout", def.Timeout, "Timeout of one probe.")
+		failures     = fs.Int("failure-threshold", def.FailureThreshold, "Failed probes in a row that send kube-dns traffic to the endpoints.")
+		successes    = fs.Int("success-threshold", def.SuccessThreshold, "Good probes in a row that send it back to the local cache.")
+		syncInterval = fs.Duration("sync-interval", 60*time.Second, "How often the rule set is re-ensured.")
+		skipTeardown = fs.Bool("skip-teardown", false, "Leave the rules in place on shutdown.")
+		iptBin       = fs.String("iptables", "iptables", "iptables command: iptables, iptables-nft, iptables-legacy or a path.")
+		metricsAddr  = fs.String("metrics-listen-address", "0.0.0.0:9254", "Address for /metrics, /healthz and /readyz; empty disables.")
+	)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	o := &WatchOptions{DNSPort: *dnsPort, HealthPort: *healthPort, IptablesBinary: *iptBin, MetricsAddress: *metricsAddr}
+	var err error
+	if o.LocalIPs, err = ParseIPList(*localIPs); err != nil {
+		return nil, fmt.Errorf("--local-ip: %w", err)
+	}
+	for _, p := range []struct {
+		n    string
+		v    int
+		zero bool
+	}{{"dns-port", o.DNSPort, false}, {"health-port", o.HealthPort, true}} {
+		if err := validPort(p.n, p.v, p.zero); err != nil {
+			return nil, err
+		}
+	}
+	if *probeIP != "" {
+		if o.ProbeIP, err = netip.ParseAddr(*probeIP); err != nil {
+			return nil, fmt.Errorf("--probe-ip: %q is not an IP address", *probeIP)
+		}
+	} else {
+		o.ProbeIP = o.LocalIPs[0]
+		for _, ip := range o.LocalIPs {
+			if !rules.IsSwitched(ip) {
+				o.ProbeIP = ip
+				break
+			}
+		}
+	}
+	for _, ip := range o.LocalIPs {
+		if ip == o.ProbeIP.Unmap() && rules.IsSwitched(ip) {
+			// After a failover, queries to a switched IP reach kube-dns:
+			// the probe would test kube-dns and never switch back.
+			return nil, fmt.Errorf("the probe IP %s is a switched (non-link-local) IP; probe a link-local IP such as %s", ip, LinkLocalIP)
+		}
+	}
+	o.Watch = watch.Config{
+		Target:    net.JoinHostPort(o.ProbeIP.Unmap().String(), strconv.Itoa(o.DNSPort)),
+		ProbeName: *probeName, Interval: *interval, Timeout: *timeout,
+		FailureThreshold: *failures, SuccessThreshold: *successes,
+		SyncInterval: *syncInterval, SkipTeardown: *skipTeardown,
+		Rules: rules.Build(rules.Config{LocalIPs: o.LocalIPs, DNSPort: o.DNSPort, HealthPort: o.HealthPort}),
+	}
+	if o.Watch.Timeout > o.Watch.Interval {
+		return nil, errors.New("--probe-timeout must not exceed --interval")
+	}
+	return o, nil
+}
+
+// RunWatch runs `partition-dns node-cache-watch` with args (flags only)
+// until ctx ends. It returns flag.ErrHelp for -h.
+func RunWatch(ctx context.Context, args []string) error {
+	o, err := ParseWatchFlags(args, nil)
+	if err != nil {
+		return err
+	}
+	return RunWatchWithOptions(ctx, o)
+}
+
+// RunWatchWithOptions is RunWatch after flag parsing.
+func RunWatchWithOptions(ctx context.Context, o *WatchOptions) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mgr := rules.NewManager(rules.Options{Binary: o.IptablesBinary})
+	w, err := watch.New(o.Watch, mgr, reg)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opsErr := make(chan error, 1)
+	if o.MetricsAddress != "" {
+		ln, err := net.Listen("tcp", o.MetricsAddress)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		s := ops.New(reg)
+		s.AddHealthz("watcher", func() error { return nil })
+		s.AddReadyz("rules", w.Healthy)
+		go func() { opsErr <- s.ServeListener(runCtx, ln) }()
+	} else {
+		opsErr <- nil
+	}
+	err = w.Run(runCtx)
+	cancel()
+	return errors.Join(err, <-opsErr)
+}
