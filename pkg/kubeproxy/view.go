@@ -403,7 +403,7 @@ func (v *View) Apply(s *Snapshot) Changes {
 			s.set(k, v.portsLocked(k))
 		}
 		s.view, v.consumer = v, s
-		clear(v.pending)
+		v.resetPendingLocked()
 		return Changes{Full: true}
 	}
 	var c Changes
@@ -412,8 +412,19 @@ func (v *View) Apply(s *Snapshot) Changes {
 			c.Services = append(c.Services, k)
 		}
 	}
-	clear(v.pending)
+	v.resetPendingLocked()
 	return c
+}
+
+// resetPendingLocked empties pending. Clearing a map costs as much as the
+// largest it has been, so a big one is replaced instead: after the initial
+// list, an update must not pay for 30k old entries.
+func (v *View) resetPendingLocked() {
+	if len(v.pending) > 256 {
+		v.pending = map[tenancy.Key]struct{}{}
+		return
+	}
+	clear(v.pending)
 }
 
 // Snapshot returns a complete new snapshot. It does not touch the pending
