@@ -775,3 +775,49 @@ func TestServiceClusterIPs(t *testing.T) {
 		}
 	}
 }
+
+func TestGetPodDNSConcurrent(t *testing.T) {
+	c := mustNew(t, Options{
+		ClusterDNS: ips("10.0.0.10"), ClusterDomain: "cluster.local",
+		ResolverConfig: hostFile(t, "nameserver 8.8.8.8\nsearch host.domain\n"),
+		Overrides:      []NameserverOverride{{Tenant: "baz", Nameservers: []string{"10.9.0.10"}}},
+	})
+	pods := []*v1.Pod{
+		testPod("", "bar", v1.DNSClusterFirst, false),
+		testPod("baz", "bar", v1.DNSClusterFirst, false),
+		withDNSConfig(testPod("qux", "bar", v1.DNSClusterFirst, false), &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr("1")}}}),
+		testPod("qux", "bar", v1.DNSDefault, false),
+	}
+	want := make([]*PodDNS, len(pods))
+	for i, p := range pods {
+		var err error
+		if want[i], err = c.GetPodDNS(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 200 {
+				k := (g + i) % len(pods)
+				got, err := c.GetPodDNS(context.Background(), pods[k])
+				if err == nil && !reflect.DeepEqual(got, want[k]) {
+					err = errors.New("result differs from the serial one")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Callers may modify what they get without touching the
+				// configurer's state.
+				got.Nameservers[0], got.Searches[0] = "0.0.0.0", "x"
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
