@@ -281,8 +281,14 @@ type PodDNS struct {
 // ResolvConf.Validate and fits the configured Limits.
 //
 // A tenant or namespace that is not a DNS-1123 label, a dnsConfig entry that
-// cannot be written to resolv.conf, an unreadable host resolv.conf, or a
+// cannot be written to resolv.conf, an unreadable host resolv.conf or a host
+// entry that would reach the pod's file but cannot be written to it, or a
 // failed per-tenant DNS service lookup is an error.
+//
+// Nameservers of a ClusterFirst pod come from, in order: its namespace's
+// override, its tenant's override, its tenant's DNS service in its partition
+// (regular tenants, when Services is set), the cluster DNS. With none of
+// them the pod falls back to Default with a MissingClusterDNS warning.
 func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error) {
 	if pod == nil {
 		return nil, errors.New("kubeletdns: nil pod")

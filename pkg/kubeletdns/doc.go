@@ -18,6 +18,13 @@
 // "<ns>.<tenant>.svc.<zone> <tenant>.svc.<zone> svc.<zone> <zone>" then the
 // host's domains (only the first two with ScopeTenant), with ndots:6.
 //
+// Where tpkit is stricter than upstream, the output is still what upstream
+// would write for every input upstream handles well: a pod without a valid
+// namespace, or a host or dnsConfig entry that would reach the file but
+// cannot be written to it (a nameserver that is not an IP address, a search
+// domain with a blank or '#'), is an error instead of a broken file; merged
+// options keep a stable order (upstream's order is random).
+//
 // Invariants:
 //   - GetPodDNS returns a ResolvConf that passes Validate and fits the
 //     limits, or an error; Format writes only what Validate accepts. No
