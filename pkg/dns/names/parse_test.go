@@ -1,0 +1,124 @@
+package names
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func labels(s string) [][]byte {
+	if s == "" {
+		return nil
+	}
+	var out [][]byte
+	for _, l := range strings.Split(s, ".") {
+		out = append(out, []byte(l))
+	}
+	return out
+}
+
+type want struct {
+	form                                           Form
+	legacy                                         bool
+	tenant, ns, svc, endpoint, port, proto string
+}
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name     string
+		kind     Kind
+		readings []want
+	}{
+		{"", Apex, nil},
+		{"svc", Apex, nil},
+		{"pod", Apex, nil},
+		{"dns-version", DNSVersion, nil},
+		{"ns.dns", NameServer, nil},
+		{"foo", Invalid, nil},
+		{"a.b.foo", Invalid, nil},
+		{"kube-system.svc", Service, []want{{form: NamespaceOnly, legacy: true, ns: "kube-system"}, {form: TenantOnly, tenant: "kube-system"}}},
+		{"kube-dns.kube-system.svc", Service, []want{
+			{form: ServiceName, legacy: true, svc: "kube-dns", ns: "kube-system"},
+			{form: NamespaceOnly, ns: "kube-dns", tenant: "kube-system"}}},
+		{"foo.bar.baz.svc", Service, []want{
+			{form: ServiceName, svc: "foo", ns: "bar", tenant: "baz"},
+			{form: EndpointName, legacy: true, endpoint: "foo", svc: "bar", ns: "baz"}}},
+		{"ep.foo.bar.baz.svc", Service, []want{
+			{form: EndpointName, endpoint: "ep", svc: "foo", ns: "bar", tenant: "baz"},
+			{form: ServiceName, legacy: true, port: "ep", proto: "foo", svc: "bar", ns: "baz"}}},
+		{"_http._tcp.web.default.svc", Service, []want{{form: ServiceName, legacy: true, port: "http", proto: "tcp", svc: "web", ns: "default"}}},
+		{"_http._tcp.web.default.acme.svc", Service, []want{{form: ServiceName, port: "http", proto: "tcp", svc: "web", ns: "default", tenant: "acme"}}},
+		{"a._b.c.d.e.f.svc", Invalid, nil},
+		{"a.b.c.d.e.f.g", Invalid, nil},
+		{"10-0-0-1.default.pod", Pod, []want{
+			{form: PodName, legacy: true, svc: "10-0-0-1", ns: "default"},
+			{form: NamespaceOnly, ns: "10-0-0-1", tenant: "default"}}},
+		{"10-0-0-1.web.acme.pod", Pod, []want{{form: PodName, svc: "10-0-0-1", ns: "web", tenant: "acme"}}},
+		{"a.b.c.d.pod", Invalid, nil},
+	}
+	for _, c := range cases {
+		r := Parse(labels(c.name))
+		if r.Kind != c.kind || r.N != len(c.readings) {
+			t.Errorf("%q: kind %d with %d readings, want %d with %d", c.name, r.Kind, r.N, c.kind, len(c.readings))
+			continue
+		}
+		for i, w := range c.readings {
+			g := r.Readings[i]
+			got := want{g.Form, g.Legacy, string(g.Tenant), string(g.Namespace), string(g.Service), string(g.Endpoint), string(g.Port), string(g.Protocol)}
+			if got != w {
+				t.Errorf("%q reading %d: %+v, want %+v", c.name, i, got, w)
+			}
+		}
+	}
+}
+
+func TestParseDashedIP(t *testing.T) {
+	for in, out := range map[string]string{
+		"10-0-0-1": "10.0.0.1", "fd00--1": "fd00::1", "2001-db8--1": "2001:db8::1",
+		"10-0-0": "", "10-0-0-256": "", "x": "", "": "", "1-2-3-4-5": "", "fe80--1%eth0": "",
+	} {
+		a, ok := ParseDashedIP([]byte(in))
+		if (out == "") == ok || (ok && a.String() != out) {
+			t.Errorf("%q: %v %v, want %q", in, a, ok, out)
+		}
+	}
+}
+
+func TestParseReverse(t *testing.T) {
+	for in, out := range map[string]string{
+		"1.0.0.10.in-addr.arpa": "10.0.0.1",
+		"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa": "fd00::1",
+		"0.0.10.in-addr.arpa": "", "256.0.0.10.in-addr.arpa": "", "01.0.0.10.in-addr.arpa": "",
+		"x.0.0.10.in-addr.arpa": "", "1.0.0.10.example": "", "g.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa": "",
+	} {
+		a, ok := ParseReverse(labels(in))
+		if (out == "") == ok || (ok && a != netip.MustParseAddr(out)) {
+			t.Errorf("%q: %v %v, want %q", in, a, ok, out)
+		}
+	}
+}
+
+func TestLowerAndSplit(t *testing.T) {
+	w := []byte("\x03Foo\x03BAR\x00")
+	var dst [MaxWire]byte
+	n := Lower(dst[:], w)
+	if n != len(w) || string(dst[:n]) != "\x03foo\x03bar\x00" {
+		t.Fatalf("Lower: %d %q", n, dst[:n])
+	}
+	var offs [8]uint8
+	if k := Split(dst[:n], offs[:]); k != 2 || string(Label(dst[:n], offs[:], 1)) != "bar" {
+		t.Fatalf("Split: %d", k)
+	}
+	for _, bad := range []string{"", "\x05ab", "\x40" + strings.Repeat("a", 64) + "\x00", "\x01a"} {
+		if Lower(dst[:], []byte(bad)) >= 0 {
+			t.Errorf("Lower accepted %q", bad)
+		}
+	}
+}
+
+func TestParseAllocatesNothing(t *testing.T) {
+	l := labels("_http._tcp.web.default.acme.svc")
+	if a := testing.AllocsPerRun(100, func() { Parse(l) }); a != 0 {
+		t.Fatalf("Parse allocates %v times", a)
+	}
+}

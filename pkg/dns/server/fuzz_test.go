@@ -1,0 +1,65 @@
+package server
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// FuzzPacket is the packet→answer path: bytes are unpacked as the miekg/dns
+// server does (a packet it cannot read gets FORMERR or is dropped there),
+// then answered. The answer must be a well-formed DNS message with the
+// query's ID, within the UDP size, and nothing may panic.
+func FuzzPacket(f *testing.F) {
+	b := fixture(f)
+	h, err := New(b, Options{Zones: []string{"cluster.local", "in-addr.arpa", "ip6.arpa"}, TTL: 5, Pods: PodsVerified, Isolation: true, NSAddrs: ips("127.0.0.1", "::1")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.MarkSynced()
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+		edns  uint16
+	}{
+		{kdns, dns.TypeA, 0}, {kdns, dns.TypeSRV, 1232}, {"db.default.svc.cluster.local.", dns.TypeSRV, 0},
+		{"_mysql._tcp.db.default.svc.cluster.local.", dns.TypeSRV, 4096}, {"api.web.alpha.svc.cluster.local.", dns.TypeA, 0},
+		{"10.0.0.10.in-addr.arpa.", dns.TypePTR, 0}, {"cluster.local.", dns.TypeNS, 0}, {"cluster.local.", dns.TypeAXFR, 0},
+		{"x.cluster.local.", dns.TypeTXT, 0}, {"1-2-3-4.default.pod.cluster.local.", dns.TypeA, 0}, {"example.org.", dns.TypeA, 0},
+		{"ext.default.svc.cluster.local.", dns.TypeA, 512},
+	} {
+		m := new(dns.Msg)
+		m.SetQuestion(q.name, q.qtype)
+		if q.edns > 0 {
+			m.SetEdns0(q.edns, true)
+		}
+		p, _ := m.Pack()
+		f.Add(p, uint8(0), false)
+		f.Add(p, uint8(11), true)
+	}
+	f.Fuzz(func(t *testing.T, packet []byte, src uint8, tcp bool) {
+		req := new(dns.Msg)
+		if err := req.Unpack(packet); err != nil || len(req.Question) != 1 {
+			return // the miekg/dns server answers FORMERR or drops it
+		}
+		out := h.Respond(req, netip.AddrFrom4([4]byte{127, 0, 0, src}), tcp)
+		if out == nil {
+			return // forwarded
+		}
+		var resp dns.Msg
+		if err := resp.Unpack(out); err != nil {
+			t.Fatalf("answer does not parse: %v\nquery %v", err, req)
+		}
+		if resp.Id != req.Id || !resp.Response {
+			t.Fatalf("id %d response %v", resp.Id, resp.Response)
+		}
+		limit := dns.MinMsgSize
+		if opt := req.IsEdns0(); opt != nil && int(opt.UDPSize()) > limit {
+			limit = int(opt.UDPSize())
+		}
+		if !tcp && len(out) > limit {
+			t.Fatalf("UDP answer of %d bytes for a limit of %d", len(out), limit)
+		}
+	})
+}
