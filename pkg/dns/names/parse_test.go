@@ -18,8 +18,8 @@ func labels(s string) [][]byte {
 }
 
 type want struct {
-	form                                           Form
-	legacy                                         bool
+	form                                   Form
+	legacy                                 bool
 	tenant, ns, svc, endpoint, port, proto string
 }
 
