@@ -191,6 +191,8 @@ func TestGetPodDNS(t *testing.T) {
 		{"no host file: Default on a dual-stack node", ExpandedLimits, "", ips("10.1.1.1", "fd00::1"), v1.DNSDefault, false,
 			ResolvConf{[]string{"127.0.0.1", "::1"}, []string{"."}, nil}, nil},
 		{"no host file: None", ExpandedLimits, "", nil, v1.DNSNone, false, ResolvConf{}, nil},
+		{"no cluster domain: the host's search path", ExpandedLimits, hostSmall, nil, "no-domain", false,
+			ResolvConf{[]string{clusterNS}, []string{"a.example", "b.example"}, []string{"ndots:5"}}, nil},
 
 		// With a host file.
 		{"host file: ClusterFirstWithHostNet uses only the cluster server", ExpandedLimits, hostSmall, nil, v1.DNSClusterFirstWithHostNet, true,
@@ -216,6 +218,9 @@ func TestGetPodDNS(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{ClusterDNS: ips(clusterNS), ClusterDomain: domain, Limits: tc.limits, NodeIPs: tc.nodeIPs}
+			if tc.policy == "no-domain" {
+				o.ClusterDomain, tc.policy = "", v1.DNSClusterFirst
+			}
 			if tc.host != "" {
 				o.ResolverConfig = hostFile(t, tc.host)
 			}

@@ -3,13 +3,17 @@ package kubeletdns_test
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
@@ -172,4 +176,39 @@ func mustSet(t *testing.T) *partition.Set {
 		t.Fatal(err)
 	}
 	return set
+}
+
+// A server that answers for the wrong tenant (a short path read as the
+// system tenant, or a proxy that drops the tenant) must not hand a pod
+// another tenant's DNS server.
+func TestClientLookupRejectsAnotherTenantsService(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"Service","apiVersion":"v1","metadata":{"name":"kube-dns-default","namespace":"kube-system","tenant":"system"},"spec":{"clusterIP":"10.96.0.99","clusterIPs":["10.96.0.99"]}}`))
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(tenancy.WrapConfig(&rest.Config{Host: srv.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &kubeletdns.ClientLookup{Client: func(string) (kubernetes.Interface, bool) { return client, true }}
+	_, _, err = l.ServiceIPs(context.Background(), "tp1", "baz", "kube-system", "kube-dns-default")
+	if err == nil || !strings.Contains(err.Error(), `got tenant "system"`) {
+		t.Fatalf("error = %v, want a tenant mismatch", err)
+	}
+	mu.Lock()
+	got := append([]string(nil), paths...)
+	mu.Unlock()
+	if want := "/api/v1/tenants/baz/namespaces/kube-system/services/kube-dns-default"; len(got) != 1 || got[0] != want {
+		t.Fatalf("requested %q, want %q", got, want)
+	}
+	ips, found, err := l.ServiceIPs(context.Background(), "tp1", "system", "kube-system", "kube-dns-default")
+	if err != nil || !found || !reflect.DeepEqual(ips, []string{"10.96.0.99"}) {
+		t.Fatalf("system tenant lookup = %q, %v, %v", ips, found, err)
+	}
 }

@@ -2,9 +2,11 @@ package kubeletdns
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestParseResolvConf(t *testing.T) {
@@ -178,4 +180,21 @@ func canonical(rc ResolvConf) ResolvConf {
 func sameResolvConf(a, b ResolvConf) bool {
 	eq := func(x, y []string) bool { return len(x) == len(y) && (len(x) == 0 || reflect.DeepEqual(x, y)) }
 	return eq(a.Nameservers, b.Nameservers) && eq(a.Searches, b.Searches) && eq(a.Options, b.Options)
+}
+
+func TestParseResolvConfReadError(t *testing.T) {
+	_, err := ParseResolvConf(iotest.ErrReader(errors.New("disk on fire")))
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+func TestErrorsClipHugeInput(t *testing.T) {
+	_, err := ResolvConf{Searches: []string{strings.Repeat("a", 1000) + " b"}}.Format()
+	if err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "...") {
+		t.Fatalf("error = %v", err)
+	}
+	if w := (Warning{Reason: "R", Message: "m"}); w.String() != "R: m" {
+		t.Fatalf("Warning.String() = %q", w.String())
+	}
 }
