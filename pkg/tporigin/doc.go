@@ -29,7 +29,9 @@
 //     that panics bbolt, that another program wrote, of another version, or
 //     with a record that does not decode, is a *CorruptError naming the file:
 //     never a panic and never an empty map. Options.Rebuild moves it aside
-//     and starts empty, to be refilled from the TPs.
+//     and starts empty, to be refilled from the TPs. (When bbolt panics on
+//     a file, its mapping of that file, and so its lock, stays in the
+//     process: rebuild in the same Open call or after a restart.)
 //   - One process owns the file (bbolt's flock); a second waits
 //     Options.LockTimeout and fails with an error naming the file.
 //

@@ -110,17 +110,28 @@ func validRecordFields(uid, partition, tenant []byte) error {
 // ours, or is damaged, is a *CorruptError. bbolt may panic on a damaged page;
 // that is caught and reported as corruption too.
 func openFile(path string, lockTimeout time.Duration) (db *bolt.DB, err error) {
+	// Keep the file bbolt opens: if bbolt panics, closing it releases the
+	// flock, so that a rebuild in this process can proceed.
+	var file *os.File
 	defer func() {
 		if r := recover(); r != nil {
+			if file != nil {
+				_ = file.Close()
+			}
 			db, err = nil, &CorruptError{Path: path, Reason: fmt.Sprintf("bbolt failed reading it (%v)", r)}
 		}
 	}()
+	openFn := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("tporigin: creating the directory of %q: %w", path, err)
 		}
 	}
-	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, FreelistType: bolt.FreelistMapType})
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, FreelistType: bolt.FreelistMapType, OpenFile: openFn})
 	if err != nil {
 		switch {
 		case errors.Is(err, bolt.ErrTimeout):
@@ -136,10 +147,17 @@ func openFile(path string, lockTimeout time.Duration) (db *bolt.DB, err error) {
 		return nil, &CorruptError{Path: path, Reason: "bbolt could not open it", Err: err}
 	}
 	if err := initOrCheck(db, path); err != nil {
-		_ = db.Close()
+		closeQuietly(db)
 		return nil, err
 	}
 	return db, nil
+}
+
+// closeQuietly closes a database found to be damaged; bbolt may panic on it
+// again, and the error already says what is wrong.
+func closeQuietly(db *bolt.DB) {
+	defer func() { _ = recover() }()
+	_ = db.Close()
 }
 
 func initOrCheck(db *bolt.DB, path string) error {

@@ -197,7 +197,7 @@ func Open(o Options) (*Tracker, error) {
 	if err == nil {
 		err = t.load(db)
 		if err != nil {
-			_ = db.Close()
+			closeQuietly(db)
 		}
 	}
 	var ce *CorruptError
