@@ -16,6 +16,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
+	"github.com/tpkit-dev/tpkit/pkg/admission/tenantname"
 )
 
 // Plugin is a named admission plugin of fake-tp's chain.
@@ -31,6 +32,7 @@ type Plugin struct {
 func DefaultPlugins() []Plugin {
 	return []Plugin{
 		{Name: daemonset.PluginName, Plugin: daemonset.New(daemonset.Config{})},
+		{Name: tenantname.PluginName, Plugin: tenantname.New()},
 	}
 }
 

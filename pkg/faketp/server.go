@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,9 @@ var Version = version.Info{
 
 // metrics are one TP's request metrics.
 type metrics struct {
+	mu     sync.Mutex
+	counts map[[2]string]int
+
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	watches  prometheus.Gauge
@@ -46,6 +50,26 @@ func newMetrics(tp string) *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.watches)
 	return m
+}
+
+func (m *metrics) count(verb, res string, code int) {
+	m.requests.WithLabelValues(verb, res, strconv.Itoa(code)).Inc()
+	m.mu.Lock()
+	if m.counts == nil {
+		m.counts = map[[2]string]int{}
+	}
+	m.counts[[2]string{verb, res}]++
+	m.mu.Unlock()
+}
+
+// RequestCount returns how many requests of verb ("get", "list", "watch",
+// "create", "update", "patch", "delete", "deletecollection") on resource
+// ("pods", "pods/status", ...) the TP has answered, whatever their outcome.
+// Tests use it to see that a client relisted or re-watched.
+func (tp *TP) RequestCount(verb, resource string) int {
+	tp.metrics.mu.Lock()
+	defer tp.metrics.mu.Unlock()
+	return tp.metrics.counts[[2]string{verb, resource}]
 }
 
 // codeRecorder remembers the status code for metrics and lets watches flush.
@@ -97,7 +121,7 @@ func (tp *TP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, errors.New("internal error"))
 			}
 		}
-		tp.metrics.requests.WithLabelValues(verb, res, strconv.Itoa(rec.code)).Inc()
+		tp.metrics.count(verb, res, rec.code)
 	}()
 	if tp.outage.Load() == int32(OutageUnavailable) {
 		writeError(rec, errUnavailable("fake-tp "+tp.name+" is in an injected outage"))
