@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
@@ -115,28 +116,33 @@ func FuzzGetPodDNS(f *testing.F) {
 		host                 string
 		tenantScope, legacy  bool
 		clusterDNS, override bool
+		serviceIP            string
 	}
 	for _, s := range []seed{
-		{"baz", "bar", 0, false, "", "", "", "", "nameserver 8.8.8.8\nsearch host.domain\n", false, false, true, false},
-		{"baz", "bar", 0, false, "1.1.1.1", "my.domain", "ndots", "2", "search a b c d e f g\n", true, true, true, true},
-		{"system", "kube-system", 1, true, "", "", "edns0", "", "", false, false, true, false},
-		{"", "default", 2, false, "", "", "", "", "nameserver 8.8.8.8\noptions ndots:1\n", false, true, false, false},
-		{"baz", "bar", 3, false, "203.0.113.1", "x.example", "debug", "", "", false, false, false, false},
-		{"baz", "bar", 0, false, "", "", "", "", "", false, true, false, false},
-		{"baz\nnameserver 6.6.6.6", "bar", 0, false, "", "", "", "", "", false, false, true, false},
-		{"baz", "bar options", 0, false, "", "", "", "", "", false, false, true, false},
-		{"all", "bar", 0, false, "", "", "", "", "", false, false, true, false},
-		{"Baz", "BAR", 4, false, "", "", "", "", "", false, false, true, false},
-		{"baz", "bar", 0, false, "1.1.1.1\n", "a b", "a:b", "1 2", "", false, false, true, false},
-		{"baz", "bar", 0, false, "", "", "", "", "nameserver\n", false, false, true, false},
-		{"baz", "bar", 2, false, "", "", "", "", "nameserver dns.example\nsearch #x\n", false, false, true, false},
-		{strings.Repeat("t", 63), strings.Repeat("n", 63), 0, false, "", strings.Repeat("s", 250), "", "", "search " + strings.Repeat("h ", 40), false, true, true, false},
+		{"baz", "bar", 0, false, "", "", "", "", "nameserver 8.8.8.8\nsearch host.domain\n", false, false, true, false, ""},
+		{"baz", "bar", 0, false, "1.1.1.1", "my.domain", "ndots", "2", "search a b c d e f g\n", true, true, true, true, ""},
+		{"system", "kube-system", 1, true, "", "", "edns0", "", "", false, false, true, false, ""},
+		{"", "default", 2, false, "", "", "", "", "nameserver 8.8.8.8\noptions ndots:1\n", false, true, false, false, ""},
+		{"baz", "bar", 3, false, "203.0.113.1", "x.example", "debug", "", "", false, false, false, false, ""},
+		{"baz", "bar", 0, false, "", "", "", "", "", false, true, false, false, ""},
+		{"qux", "bar", 0, false, "", "", "", "", "", false, false, true, false, "10.7.0.10"},
+		{"qux", "bar", 0, false, "", "", "", "", "", false, false, false, false, "fd00::10"},
+		{"qux", "bar", 0, false, "", "", "", "", "", false, false, true, false, "10.7.0.10\nsearch evil"},
+		{"qux", "bar", 0, false, "", "", "", "", "", false, false, false, false, "None"},
+		{"baz\nnameserver 6.6.6.6", "bar", 0, false, "", "", "", "", "", false, false, true, false, ""},
+		{"baz", "bar options", 0, false, "", "", "", "", "", false, false, true, false, ""},
+		{"all", "bar", 0, false, "", "", "", "", "", false, false, true, false, ""},
+		{"Baz", "BAR", 4, false, "", "", "", "", "", false, false, true, false, ""},
+		{"baz", "bar", 0, false, "1.1.1.1\n", "a b", "a:b", "1 2", "", false, false, true, false, ""},
+		{"baz", "bar", 0, false, "", "", "", "", "nameserver\n", false, false, true, false, ""},
+		{"baz", "bar", 2, false, "", "", "", "", "nameserver dns.example\nsearch #x\n", false, false, true, false, ""},
+		{strings.Repeat("t", 63), strings.Repeat("n", 63), 0, false, "", strings.Repeat("s", 250), "", "", "search " + strings.Repeat("h ", 40), false, true, true, false, ""},
 	} {
-		f.Add(s.tenant, s.namespace, s.policy, s.hostNetwork, s.nameserver, s.search, s.optName, s.optValue, s.host, s.tenantScope, s.legacy, s.clusterDNS, s.override)
+		f.Add(s.tenant, s.namespace, s.policy, s.hostNetwork, s.nameserver, s.search, s.optName, s.optValue, s.host, s.tenantScope, s.legacy, s.clusterDNS, s.override, s.serviceIP)
 	}
 	policies := []v1.DNSPolicy{v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone, "Bogus"}
 
-	f.Fuzz(func(t *testing.T, tenant, namespace string, policy uint8, hostNetwork bool, nameserver, search, optName, optValue, host string, tenantScope, legacy, clusterDNS, override bool) {
+	f.Fuzz(func(t *testing.T, tenant, namespace string, policy uint8, hostNetwork bool, nameserver, search, optName, optValue, host string, tenantScope, legacy, clusterDNS, override bool, serviceIP string) {
 		o := Options{ClusterDomain: "cluster.local"}
 		if clusterDNS {
 			o.ClusterDNS = ips("10.0.0.10")
@@ -146,6 +152,12 @@ func FuzzGetPodDNS(f *testing.F) {
 		}
 		if legacy {
 			o.Limits = LegacyLimits
+		}
+		if serviceIP != "" {
+			// Every regular tenant has a DNS service whose cluster IP is
+			// serviceIP, whatever it holds.
+			o.Services = serviceIPFunc(func() []string { return []string{serviceIP} })
+			o.PartitionOf = func(types.UID) (string, bool) { return "tp1", true }
 		}
 		if override {
 			o.Overrides = []NameserverOverride{{Tenant: "baz", Nameservers: []string{"10.9.0.10"}}, {Tenant: "baz", Namespace: "bar", Nameservers: []string{"10.9.1.10", "10.9.1.11"}}}
@@ -212,6 +224,16 @@ func FuzzGetPodDNS(f *testing.F) {
 			t.Fatalf("round trip: %+v, %v; want %+v", back, err, got.ResolvConf)
 		}
 		typ, _ := podDNSTypeOf(pod)
+		overridden := override && effTenant == "baz"
+		if typ == dnsCluster && serviceIP != "" && !tenancy.IsSystem(effTenant) && !overridden {
+			if validateNameserver(serviceIP) == nil {
+				if len(got.Nameservers) == 0 || got.Nameservers[0] != serviceIP {
+					t.Fatalf("nameservers %q do not start with the tenant's DNS service %q", got.Nameservers, serviceIP)
+				}
+			} else if !hasReason(got.Warnings, ReasonTenantDNSService) {
+				t.Fatalf("service IP %q unusable but no warning: %+v", serviceIP, got)
+			}
+		}
 		if typ == dnsCluster && !hasReason(got.Warnings, ReasonMissingClusterDNS) {
 			first := namespace + ".svc.cluster.local"
 			if !tenancy.IsSystem(effTenant) {
@@ -231,4 +253,12 @@ func hasReason(ws []Warning, reason string) bool {
 		}
 	}
 	return false
+}
+
+// serviceIPFunc is a ServiceIPLookup that finds every service, with the
+// cluster IPs it returns.
+type serviceIPFunc func() []string
+
+func (f serviceIPFunc) ServiceIPs(context.Context, string, string, string, string) ([]string, bool, error) {
+	return f(), true, nil
 }
