@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/cache"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/netif"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
@@ -234,17 +236,25 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 	if err != nil {
 		return err
 	}
+	// The sockets of partition-dns: per IP, one UDP socket per core
+	// sharing the port (SO_REUSEPORT) and one TCP socket.
 	var addrs []string
+	var listeners []*server.Listener
 	for _, ip := range o.LocalIPs {
-		addrs = append(addrs, net.JoinHostPort(ip.String(), strconv.Itoa(o.DNSPort)))
-	}
-	srv, err := cache.Listen(addrs, h)
-	if err != nil {
-		setupErrs.WithLabelValues("listen").Inc()
-		if nif != nil && !o.SkipTeardown {
-			_ = nif.Teardown()
+		addr := net.JoinHostPort(ip.String(), strconv.Itoa(o.DNSPort))
+		l, err := server.Listen(addr, runtime.GOMAXPROCS(0))
+		if err != nil {
+			setupErrs.WithLabelValues("listen").Inc()
+			for _, l := range listeners {
+				l.Close()
+			}
+			if nif != nil && !o.SkipTeardown {
+				_ = nif.Teardown()
+			}
+			return err
 		}
-		return err
+		addrs = append(addrs, addr)
+		listeners = append(listeners, l)
 	}
 	klog.InfoS("NodeLocal cache serving", "addresses", addrs, "upstream", upstreamTCP.String(), "hostResolvers", o.UpstreamServers)
 
@@ -310,7 +320,9 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 			}
 		}()
 	}
-	serve(func() error { return srv.Serve(runCtx) })
+	for _, l := range listeners {
+		serve(func() error { return server.Serve(runCtx, l, h) })
+	}
 	if o.MetricsAddress != "" {
 		ln, err := net.Listen("tcp", o.MetricsAddress)
 		if err != nil {

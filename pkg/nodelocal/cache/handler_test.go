@@ -12,6 +12,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 )
 
 // upstream is a real DNS server on loopback that answers by name and counts
@@ -117,15 +119,14 @@ func newFixture(t *testing.T, mutate func(*HandlerConfig)) *fixture {
 		t.Fatal(err)
 	}
 	f.h = h
-	srv, err := Listen([]string{"127.0.0.1:0"}, h)
+	l, err := server.Listen("127.0.0.1:0", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrs := srv.Addrs()
-	f.udpAddr, f.tcpAddr = addrs[0].String(), addrs[1].String()
+	f.udpAddr, f.tcpAddr = l.Addr(), l.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
+	go func() { done <- server.Serve(ctx, l, h) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
