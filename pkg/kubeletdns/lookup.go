@@ -54,7 +54,8 @@ type ServiceIPLookup interface {
 }
 
 // ClientLookup is a ServiceIPLookup that GETs the service from its
-// partition's API server, on the tenant's Arktos path.
+// partition's API server, on the tenant's Arktos path. A service that comes
+// back carrying another tenant is an error, never another tenant's server.
 type ClientLookup struct {
 	// Client returns the clientset of a partition, built with
 	// tenancy.WrapConfig (pkg/partition's Partition.Client is).
