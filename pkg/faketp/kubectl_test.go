@@ -139,7 +139,7 @@ func TestKubectlCRUDApplyAndWatch(t *testing.T) {
 	k.must("create", "namespace", "kt")
 
 	cases := []struct {
-		res, name string
+		res, name  string
 		namespaced bool
 		v1, v2     string
 		// jsonpath shows the field that v2 changes, and its values.
