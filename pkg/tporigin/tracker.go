@@ -132,7 +132,7 @@ type Tracker struct {
 	db   *bolt.DB // nil without a file
 
 	mu        sync.RWMutex
-	entries   map[string]entry
+	entries   index
 	tpNames   []string
 	tpIDs     map[string]uint16
 	tpRank    []int
@@ -169,7 +169,7 @@ func Open(o Options) (*Tracker, error) {
 	}
 	t := &Tracker{
 		opts:      o,
-		entries:   make(map[string]entry),
+		entries:   newIndex(),
 		tpIDs:     make(map[string]uint16),
 		tenNames:  []string{tenancy.SystemTenant},
 		tenIDs:    map[string]uint32{tenancy.SystemTenant: 0},
@@ -214,13 +214,13 @@ func Open(o Options) (*Tracker, error) {
 		return nil, err
 	}
 	t.db = db
-	klog.InfoS("Loaded TP-origin database", "path", o.Path, "entries", len(t.entries), "duration", time.Since(start).Round(time.Millisecond))
+	klog.InfoS("Loaded TP-origin database", "path", o.Path, "entries", t.entries.len(), "duration", time.Since(start).Round(time.Millisecond))
 	return t, nil
 }
 
 // resetState forgets a partial load before a rebuild.
 func (t *Tracker) resetState(o Options) {
-	t.entries = make(map[string]entry)
+	t.entries = newIndex()
 	for i := range t.counts {
 		t.counts[i] = [numKinds]int{}
 	}
@@ -246,7 +246,7 @@ func (t *Tracker) load(db *bolt.DB) error {
 				ten = t.internTenant(string(tenant))
 			}
 		}
-		t.entries[string(uid)] = entry{tp: tp, kind: kind, tenant: ten}
+		t.entries.setBytes(uid, entry{tp: tp, kind: kind, tenant: ten})
 		t.counts[tp][kind]++
 		if ten != 0 {
 			t.tenantCount(t.tenNames[ten], tp, +1)
@@ -292,7 +292,7 @@ func (t *Tracker) less(a, b uint16) bool {
 // tracker does not know: there is no default TP.
 func (t *Tracker) OriginOf(uid types.UID) (partition string, found bool) {
 	t.mu.RLock()
-	e, ok := t.entries[string(uid)]
+	e, ok := t.entries.get(string(uid))
 	if ok {
 		partition = t.tpNames[e.tp]
 	}
@@ -304,7 +304,7 @@ func (t *Tracker) OriginOf(uid types.UID) (partition string, found bool) {
 func (t *Tracker) Origin(uid types.UID) (Origin, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	e, ok := t.entries[string(uid)]
+	e, ok := t.entries.get(string(uid))
 	if !ok {
 		return Origin{}, false
 	}
@@ -335,7 +335,7 @@ func (t *Tracker) PartitionOfTenant(tenant string) (string, bool) {
 func (t *Tracker) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.entries)
+	return t.entries.len()
 }
 
 // Partitions returns the TPs that have at least one origin, in flag order.
@@ -407,7 +407,7 @@ func (t *Tracker) Observe(o Observation) (Result, error) {
 		return 0, ErrClosed
 	}
 	uid := string(o.UID)
-	if e, ok := t.entries[uid]; ok {
+	if e, ok := t.entries.get(uid); ok {
 		if t.tpNames[e.tp] == o.Partition {
 			t.mu.Unlock()
 			return Known, nil
@@ -432,9 +432,11 @@ func (t *Tracker) tenantID(tenant string) uint32 {
 }
 
 func (t *Tracker) addLocked(uid string, e entry, changes []Change) []Change {
-	t.entries[uid] = e
+	t.entries.set(uid, e)
 	t.counts[e.tp][e.kind]++
-	t.q.enqueue(uid, encodeRecord(record{kind: e.kind, partition: t.tpNames[e.tp], tenant: normTenant(t.tenNames[e.tenant])}))
+	if t.opts.Path != "" {
+		t.q.enqueue(uid, encodeRecord(record{kind: e.kind, partition: t.tpNames[e.tp], tenant: normTenant(t.tenNames[e.tenant])}))
+	}
 	changes = append(changes, Change{Op: OriginAdded, UID: types.UID(uid), Kind: e.kind, Partition: t.tpNames[e.tp], Tenant: t.tenNames[e.tenant]})
 	if e.tenant != 0 {
 		changes = t.tenantCountChanges(t.tenNames[e.tenant], e.tp, +1, changes)
@@ -443,9 +445,11 @@ func (t *Tracker) addLocked(uid string, e entry, changes []Change) []Change {
 }
 
 func (t *Tracker) removeLocked(uid string, e entry, changes []Change) []Change {
-	delete(t.entries, uid)
+	t.entries.del(uid)
 	t.counts[e.tp][e.kind]--
-	t.q.enqueue(uid, nil)
+	if t.opts.Path != "" {
+		t.q.enqueue(uid, nil)
+	}
 	changes = append(changes, Change{Op: OriginRemoved, UID: types.UID(uid), Kind: e.kind, Partition: t.tpNames[e.tp], Tenant: t.tenNames[e.tenant]})
 	if e.tenant != 0 {
 		changes = t.tenantCountChanges(t.tenNames[e.tenant], e.tp, -1, changes)
@@ -491,7 +495,7 @@ func (t *Tracker) forgetLocked(uid, partition string, changes []Change) ([]Chang
 	if !ok {
 		return changes, false
 	}
-	e, ok := t.entries[uid]
+	e, ok := t.entries.get(uid)
 	if !ok {
 		return changes, false
 	}
@@ -546,11 +550,11 @@ func (t *Tracker) Prune(partition string, kind Kind, live func(types.UID) bool) 
 	tp, ok := t.tpIDs[partition]
 	var candidates, conflicted []string
 	if ok {
-		for uid, e := range t.entries {
+		t.entries.each(func(uid string, e entry) {
 			if e.tp == tp && e.kind == kind {
 				candidates = append(candidates, uid)
 			}
-		}
+		})
 		for uid, others := range t.conflicts {
 			for _, c := range others {
 				if c.tp == tp && c.kind == kind {

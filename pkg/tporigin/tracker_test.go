@@ -375,3 +375,47 @@ func TestRunCommitsWithoutFlush(t *testing.T) {
 		t.Fatalf("file holds %v", uids)
 	}
 }
+
+func TestUUIDKeysRoundTrip(t *testing.T) {
+	cases := []struct {
+		uid  string
+		uuid bool
+	}{
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", true},
+		{"00000000-0000-0000-0000-000000000000", true},
+		{"0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", false}, // upper case: kept as a string
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f", false},
+		{"0f1e2d3c44b5a-6978-8796-a5b4c3d2e1f0", false},
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1fg", false},
+		{"pod-1", false},
+	}
+	tr := mustOpen(t, Options{Path: filepath.Join(t.TempDir(), "o.db")})
+	for _, c := range cases {
+		k, ok := parseUUID(c.uid)
+		if ok != c.uuid {
+			t.Errorf("parseUUID(%q) ok = %v", c.uid, ok)
+		}
+		if ok && k.String() != c.uid {
+			t.Errorf("parseUUID(%q).String() = %q", c.uid, k.String())
+		}
+		observe(t, tr, c.uid, "tp1", "", KindPod)
+	}
+	n, err := tr.Prune("tp1", KindPod, func(uid types.UID) bool {
+		for _, c := range cases {
+			if string(uid) == c.uid {
+				return true
+			}
+		}
+		t.Errorf("Prune asked about %q, which was never observed", uid)
+		return false
+	})
+	if err != nil || n != 0 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	path := tr.opts.Path
+	tr.Close()
+	tr2 := mustOpen(t, Options{Path: path})
+	for _, c := range cases {
+		wantOrigin(t, tr2, c.uid, "tp1")
+	}
+}
