@@ -1,0 +1,149 @@
+package tporigin_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+)
+
+func pod(tenant, ns, name, uid, node string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	tenancy.SetTenant(p, tenant)
+	return p
+}
+
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if t.Context().Err() != nil {
+			t.Fatalf("test ended waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestWireAgainstFakeTPs feeds a tracker from two fake TPs through a
+// partition set: node-filtered pods and services, a UID reported by both,
+// an origin that a TP no longer has (pruned after sync), a delete, and a
+// restart from the file.
+func TestWireAgainstFakeTPs(t *testing.T) {
+	cluster := faketp.StartT(t, faketp.Options{Partitions: 2})
+	tp1, tp2 := cluster.TP("tp1"), cluster.TP("tp2")
+	const (
+		uidA     = "0a000000-0000-4000-8000-00000000000a" // in tp1 and (conflict) tp2
+		uidB     = "0b000000-0000-4000-8000-00000000000b" // tp1, another node
+		uidC     = "0c000000-0000-4000-8000-00000000000c" // tp2, tenant t1
+		uidStale = "0d000000-0000-4000-8000-00000000000d" // in the file, gone from tp1
+		uidS     = "0e000000-0000-4000-8000-00000000000e" // service in tp1
+	)
+	if err := tp1.Seed(
+		pod("system", "kube-system", "ds-x", uidA, "n1"),
+		pod("system", "kube-system", "ds-y", uidB, "n2"),
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns", UID: uidS}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp2.Seed(
+		pod("system", "kube-system", "ds-x", uidA, "n1"),
+		pod("t1", "default", "web", uidC, "n1"),
+	); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the node knew before this run: A and a pod since deleted.
+	path := filepath.Join(t.TempDir(), "origins.db")
+	names := []string{"tp1", "tp2"}
+	pre, err := tporigin.Open(tporigin.Options{Path: path, Partitions: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{uidA, uidStale} {
+		if _, err := pre.Record(t.Context(), tporigin.Observation{UID: types.UID(u), Kind: tporigin.KindPod, Partition: "tp1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pre.Close()
+
+	tr, err := tporigin.Open(tporigin.Options{Path: path, Partitions: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// Known before any TP is reachable.
+	if tp, ok := tr.OriginOf(uidStale); !ok || tp != "tp1" {
+		t.Fatalf("origin of a pod from the file = %q, %v", tp, ok)
+	}
+	set, err := partition.NewFromConfigs(names, []*rest.Config{tp1.RESTConfig(), tp2.RESTConfig()}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go tr.Run(ctx)
+	set.Start(ctx)
+	w.Start(ctx)
+	until(t, "the wiring to sync", w.HasSynced)
+
+	want := map[string]string{uidA: "tp1", uidC: "tp2", uidS: "tp1", uidB: "", uidStale: ""}
+	for u, tp := range want {
+		got, ok := tr.OriginOf(types.UID(u))
+		if tp == "" && ok || tp != "" && got != tp {
+			t.Errorf("OriginOf(%s) = %q, %v; want %q", u, got, ok, tp)
+		}
+	}
+	if o, _ := tr.Origin(uidS); o.Kind != tporigin.KindService {
+		t.Errorf("service origin = %+v", o)
+	}
+	if tp, ok := tr.PartitionOfTenant("t1"); !ok || tp != "tp2" {
+		t.Errorf("PartitionOfTenant(t1) = %q, %v", tp, ok)
+	}
+
+	// tp1 deletes A: tp2, which reports it too, becomes its origin.
+	if err := set.Partitions()[0].Client.CoreV1().Pods("kube-system").Delete(ctx, "ds-x", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "A to move to tp2", func() bool { tp, _ := tr.OriginOf(uidA); return tp == "tp2" })
+	// tp2 deletes its tenant pod: forgotten.
+	if err := set.Partitions()[1].Client.CoreV1().Pods("default").Delete(tenancy.WithTenant(ctx, "t1"), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "C to be forgotten", func() bool { _, ok := tr.OriginOf(uidC); return !ok })
+	if _, ok := tr.PartitionOfTenant("t1"); ok {
+		t.Error("t1 still has a partition after its only object was deleted")
+	}
+
+	cancel()
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tr.Close()
+	again, err := tporigin.Open(tporigin.Options{Path: path, Partitions: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.Len() != 2 {
+		t.Fatalf("after restart: %d origins, want 2 (A from tp2, the service)", again.Len())
+	}
+	if tp, _ := again.OriginOf(uidA); tp != "tp2" {
+		t.Fatalf("after restart A is from %q", tp)
+	}
+}
