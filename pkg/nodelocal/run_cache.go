@@ -54,6 +54,8 @@ func ParseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		getenv = os.Getenv
 	}
 	fs := flag.NewFlagSet("node-cache", flag.ContinueOnError)
+	// klog's flags (--v, --vmodule, ...) are accepted in every mode.
+	klog.InitFlags(fs)
 	def := cache.DefaultConfig()
 	host, _ := os.Hostname()
 	var (

@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/watch"
@@ -35,6 +36,8 @@ type WatchOptions struct {
 // ParseWatchFlags parses the node-cache-watch arguments.
 func ParseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, error) {
 	fs := flag.NewFlagSet("node-cache-watch", flag.ContinueOnError)
+	// klog's flags (--v, --vmodule, ...) are accepted in every mode.
+	klog.InitFlags(fs)
 	def := watch.Defaults()
 	var (
 		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "The cache's --local-ip: the rule set covers each; the NOTRACK rules of the non-link-local ones (the kube-dns service IP) are the switch.")
