@@ -56,31 +56,43 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	switch {
 	case r.Method == http.MethodGet && watch:
 		verb = "watch"
-		tp.serveWatch(w, r, t)
 	case r.Method == http.MethodGet && t.kind == targetCollection:
 		verb = "list"
-		tp.serveList(w, r, t)
 	case r.Method == http.MethodGet:
 		verb = "get"
-		tp.serveGet(w, t)
 	case r.Method == http.MethodPost && t.kind == targetCollection:
 		verb = "create"
-		tp.serveCreate(w, r, t)
 	case r.Method == http.MethodPut && t.kind == targetObject:
 		verb = "update"
-		tp.serveUpdate(w, r, t)
 	case r.Method == http.MethodPatch && t.kind == targetObject:
 		verb = "patch"
-		tp.servePatch(w, r, t)
 	case r.Method == http.MethodDelete && t.kind == targetObject:
 		verb = "delete"
-		tp.serveDelete(w, r, t)
 	case r.Method == http.MethodDelete && t.kind == targetCollection:
 		verb = "deletecollection"
-		tp.serveDeleteCollection(w, r, t)
 	default:
-		verb = "other"
 		writeError(w, errMethodNotAllowed(r.Method, res))
+		return "other", res
+	}
+	// Counted when the request starts, so a test can see a watch open.
+	tp.metrics.started(verb, res)
+	switch verb {
+	case "watch":
+		tp.serveWatch(w, r, t)
+	case "list":
+		tp.serveList(w, r, t)
+	case "get":
+		tp.serveGet(w, t)
+	case "create":
+		tp.serveCreate(w, r, t)
+	case "update":
+		tp.serveUpdate(w, r, t)
+	case "patch":
+		tp.servePatch(w, r, t)
+	case "delete":
+		tp.serveDelete(w, r, t)
+	case "deletecollection":
+		tp.serveDeleteCollection(w, r, t)
 	}
 	return verb, res
 }

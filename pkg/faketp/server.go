@@ -54,6 +54,9 @@ func newMetrics(tp string) *metrics {
 
 func (m *metrics) count(verb, res string, code int) {
 	m.requests.WithLabelValues(verb, res, strconv.Itoa(code)).Inc()
+}
+
+func (m *metrics) started(verb, res string) {
 	m.mu.Lock()
 	if m.counts == nil {
 		m.counts = map[[2]string]int{}
@@ -64,7 +67,8 @@ func (m *metrics) count(verb, res string, code int) {
 
 // RequestCount returns how many requests of verb ("get", "list", "watch",
 // "create", "update", "patch", "delete", "deletecollection") on resource
-// ("pods", "pods/status", ...) the TP has answered, whatever their outcome.
+// ("pods", "pods/status", ...) the TP has started to serve, whatever their
+// outcome.
 // Tests use it to see that a client relisted or re-watched.
 func (tp *TP) RequestCount(verb, resource string) int {
 	tp.metrics.mu.Lock()

@@ -1,0 +1,53 @@
+package faketp_test
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/admission"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+func kubernetesFor(cfg *rest.Config) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(tenancy.WrapConfig(cfg))
+}
+
+// recordingPlugin records every admission call and rejects objects named
+// "deny-me".
+type recordingPlugin struct {
+	mu   sync.Mutex
+	seen []admission.Record
+}
+
+func (p *recordingPlugin) Handles(admission.Operation) bool { return true }
+
+func (p *recordingPlugin) Validate(_ context.Context, a admission.Attributes) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, admission.Record{
+		Operation: a.GetOperation(), Kind: a.GetKind(), Resource: a.GetResource(), Subresource: a.GetSubresource(),
+		Tenant: a.GetTenant(), Namespace: a.GetNamespace(), Name: a.GetName(),
+		Object: a.GetObject(), OldObject: a.GetOldObject(), User: a.GetUserInfo(),
+	})
+	if a.GetName() == "deny-me" {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: a.GetResource().Resource}, a.GetName(), errDenied)
+	}
+	return nil
+}
+
+func (p *recordingPlugin) records() []admission.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]admission.Record(nil), p.seen...)
+}
+
+type deniedError struct{}
+
+func (deniedError) Error() string { return "denied by the test plugin" }
+
+var errDenied = deniedError{}
