@@ -51,7 +51,7 @@ func TestCacheOwnRulesAndLeftovers(t *testing.T) {
 		return true
 	}
 	args := []string{"--local-ip=" + linkLocal + "," + kubeDNS, "--upstream-svc-ip=" + upstreamEP,
-		"--upstream-servers=" + upstreamEP, "--sync-interval=100ms", "--metrics-listen-address="}
+		"--upstream-servers=" + upstreamEP, "--sync-interval=100ms", "--metrics-listen-address=", "--drain-duration=500ms"}
 	answered := func() bool {
 		a, _ := query(ns, kubeDNS+":53", probeQuestion, time.Second)
 		return a == viaCache

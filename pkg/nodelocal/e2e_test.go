@@ -460,7 +460,36 @@ func testHASwitch(t *testing.T, bin string) {
 	t.Logf("RESULT backend=%s failover=%v lost_during_failover=%d failback=%v lost_during_failback=%d probe_every=10ms",
 		bin, failover.Round(time.Millisecond), lostFail, failback.Round(time.Millisecond), lostBack)
 
-	// 4. Teardown: the watcher removes every rule; the cache its addresses.
+	// 4. A graceful stop (SIGTERM, as in a rolling update) drains: the cache
+	// fails the watcher's probe while it still answers, so the traffic
+	// moves to the endpoint before its sockets close.
+	p = startProber(ns)
+	time.Sleep(300 * time.Millisecond)
+	t2 := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- cacheProc.stop(syscall.SIGTERM) }()
+	var drainSwitch time.Duration
+	waitFor(t, "a graceful stop to move the traffic to the endpoint", func() bool {
+		var ok bool
+		drainSwitch, _, ok = p.since(t2, viaEndpoint)
+		return ok
+	})
+	if err := <-stopped; err != nil {
+		t.Errorf("cache exit after SIGTERM: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	p.halt()
+	_, lostAfter, _ := p.since(t2, viaEndpoint)
+	t.Logf("RESULT backend=%s graceful_stop_switch=%v lost_during_graceful_stop=%d",
+		bin, drainSwitch.Round(time.Millisecond), lostAfter)
+	cacheProc = startChild(t, ns, "cache", cacheArgs...)
+	waitFor(t, "the restarted cache to answer again", func() bool {
+		a, _ := query(ns, kubeDNS+":53", probeQuestion, time.Second)
+		return a == viaCache
+	})
+	waitFor(t, "the switch rules to return", func() bool { return exact(set) == nil })
+
+	// 5. Teardown: the watcher removes every rule; the cache its addresses.
 	if err := watcher.stop(syscall.SIGTERM); err != nil {
 		t.Errorf("watcher exit: %v", err)
 	}

@@ -46,6 +46,7 @@ type CacheOptions struct {
 	MetricsAddress  string
 	Identity        string
 	IPCommand       string
+	DrainDuration   time.Duration
 }
 
 // ParseCacheFlags parses the node-cache arguments.
@@ -84,6 +85,7 @@ func ParseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		healthPort   = fs.Int("health-port", 8080, "Port for /healthz on each local IP; 0 disables.")
 		metricsAddr  = fs.String("metrics-listen-address", "0.0.0.0:9253", "Address for /metrics, /healthz and /readyz; empty disables.")
 		identity     = fs.String("identity", host, "Answer to CHAOS TXT id.server. (the watcher's probe).")
+		drain        = fs.Duration("drain-duration", 3*time.Second, "On SIGTERM (without --skip-teardown), how long to keep serving while failing the watcher's probe, so it moves the kube-dns traffic away first; longer than the watcher's failure-threshold x interval + probe-timeout.")
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -102,7 +104,7 @@ func ParseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		SetupInterface: *setupIface, InterfaceName: *ifaceName, FallbackIface: *fallback,
 		SetupIptables: *setupIpt, IptablesBinary: *iptBin, SyncInterval: *syncInterval,
 		SkipTeardown: *skipTeardown, HealthPort: *healthPort, MetricsAddress: *metricsAddr,
-		Identity: *identity, IPCommand: "ip",
+		Identity: *identity, IPCommand: "ip", DrainDuration: *drain,
 	}
 	var err error
 	if o.LocalIPs, err = ParseIPList(*localIPs); err != nil {
@@ -162,6 +164,8 @@ func ParseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		return nil, errors.New("cache durations cannot be negative")
 	case o.Cache.PrefetchAmount < 0 || o.Cache.PrefetchPercentage < 0 || o.Cache.PrefetchPercentage > 100:
 		return nil, errors.New("--prefetch-amount must be >= 0 and --prefetch-percentage in 0..100")
+	case o.DrainDuration < 0:
+		return nil, errors.New("--drain-duration cannot be negative")
 	case o.UpstreamTimeout <= 0 || o.SyncInterval <= 0:
 		return nil, errors.New("--upstream-timeout and --sync-interval must be positive")
 	}
@@ -308,22 +312,26 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 		return lastSync
 	})
 
-	runCtx, cancel := context.WithCancel(ctx)
+	// The servers outlive ctx by the drain period: they stop when
+	// serveCtx ends.
+	serveCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
+	failed := make(chan struct{})
+	var failOnce sync.Once
 	serve := func(f func() error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := f(); err != nil {
 				errc <- err
-				cancel()
+				failOnce.Do(func() { close(failed) })
 			}
 		}()
 	}
 	for _, l := range listeners {
-		serve(func() error { return server.Serve(runCtx, l, h) })
+		serve(func() error { return server.Serve(serveCtx, l, h) })
 	}
 	if o.MetricsAddress != "" {
 		ln, err := net.Listen("tcp", o.MetricsAddress)
@@ -333,7 +341,7 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 			wg.Wait()
 			return fmt.Errorf("metrics listener: %w", err)
 		}
-		serve(func() error { return opsSrv.ServeListener(runCtx, ln) })
+		serve(func() error { return opsSrv.ServeListener(serveCtx, ln) })
 	}
 	if o.HealthPort > 0 {
 		for _, ip := range o.LocalIPs {
@@ -345,7 +353,7 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 				klog.ErrorS(err, "Health listener", "ip", ip)
 				continue
 			}
-			serve(func() error { return opsSrv.ServeListener(runCtx, ln) })
+			serve(func() error { return opsSrv.ServeListener(serveCtx, ln) })
 		}
 	}
 	// Rules only once the cache is serving, so they never point traffic at
@@ -353,30 +361,52 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 	syncNet()
 	t := time.NewTicker(o.SyncInterval)
 	defer t.Stop()
+	graceful := false
 loop:
 	for {
 		select {
-		case <-runCtx.Done():
+		case <-ctx.Done():
+			graceful = true
+			break loop
+		case <-failed:
 			break loop
 		case <-t.C:
 			syncNet()
 		}
 	}
+	var errs []error
+	if graceful && !o.SkipTeardown {
+		// Move the traffic away before the sockets close, so a graceful
+		// stop loses no query: fail the watcher's probe and keep serving
+		// while it removes the switch rules, or remove our own rules first.
+		h.SetDraining(true)
+		if ipt != nil {
+			res, err := ipt.Teardown(families(o.LocalIPs)...)
+			klog.InfoS("Removed iptables rules", "count", res.Removed)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			ipt = nil
+		}
+		if o.DrainDuration > 0 {
+			klog.InfoS("Draining: failing the watcher's probe while still serving", "duration", o.DrainDuration)
+			select {
+			case <-time.After(o.DrainDuration):
+			case <-failed:
+			}
+		}
+	}
 	cancel()
 	wg.Wait()
 	h.Wait()
-	var runErr error
 	select {
-	case runErr = <-errc:
+	case err := <-errc:
+		errs = append(errs, err)
 	default:
 	}
 	if o.SkipTeardown {
 		klog.InfoS("Leaving the interface and the iptables rules in place (--skip-teardown)")
-		return runErr
-	}
-	var errs []error
-	if runErr != nil {
-		errs = append(errs, runErr)
+		return errors.Join(errs...)
 	}
 	if ipt != nil {
 		res, err := ipt.Teardown(families(o.LocalIPs)...)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -48,6 +49,7 @@ type Handler struct {
 
 	prefetchSem chan struct{}
 	flight      flightGroup
+	draining    atomic.Bool
 	wg          sync.WaitGroup
 }
 
@@ -87,6 +89,11 @@ func NewHandler(cfg HandlerConfig, reg prometheus.Registerer) (*Handler, error) 
 
 // Store returns the handler's cache, for inspection.
 func (h *Handler) Store() *Store { return h.store }
+
+// SetDraining makes the identity probe fail (REFUSED) while every other
+// query is still answered: a stopping cache tells the watcher to move the
+// traffic away before its sockets close.
+func (h *Handler) SetDraining(d bool) { h.draining.Store(d) }
 
 // Wait waits for background prefetches to finish.
 func (h *Handler) Wait() { h.wg.Wait() }
@@ -305,7 +312,7 @@ func (h *Handler) fail(w dns.ResponseWriter, req *dns.Msg, rcode int) {
 func (h *Handler) chaos(w dns.ResponseWriter, req *dns.Msg) {
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
-	if q.Qtype != dns.TypeTXT || (name != "id.server." && name != "hostname.bind.") {
+	if q.Qtype != dns.TypeTXT || (name != "id.server." && name != "hostname.bind.") || h.draining.Load() {
 		h.fail(w, req, dns.RcodeRefused)
 		return
 	}

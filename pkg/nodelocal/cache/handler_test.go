@@ -388,3 +388,28 @@ func TestHandlerTruncatesForUDP(t *testing.T) {
 		t.Errorf("TCP answer: truncated=%v answers=%d", r.Truncated, len(r.Answer))
 	}
 }
+
+func TestHandlerDrainingFailsOnlyTheProbe(t *testing.T) {
+	f := newFixture(t, nil)
+	probe := func() int {
+		c := &dns.Client{Net: "udp", Timeout: 3 * time.Second}
+		m := new(dns.Msg)
+		m.SetQuestion("id.server.", dns.TypeTXT)
+		m.Question[0].Qclass = dns.ClassCHAOS
+		r, _, err := c.Exchange(m, f.udpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Rcode
+	}
+	if rc := probe(); rc != dns.RcodeSuccess {
+		t.Fatalf("probe before draining: %s", dns.RcodeToString[rc])
+	}
+	f.h.SetDraining(true)
+	if rc := probe(); rc != dns.RcodeRefused {
+		t.Errorf("probe while draining: %s, want REFUSED", dns.RcodeToString[rc])
+	}
+	if r := f.query(t, "udp", "web.default.svc.cluster.local.", dns.TypeA); aValue(r) != "10.2.2.2" {
+		t.Errorf("query while draining: %v", r)
+	}
+}
