@@ -20,6 +20,11 @@ import (
 // 3 MiB, and a review can carry an object and its old version.
 const MaxBodyBytes = 7 << 20
 
+// BodyReadTimeout bounds reading a review body, so a client that trickles
+// bytes cannot hold a connection and its goroutine: the API server sends the
+// whole review at once and gives up after at most 30 s anyway.
+const BodyReadTimeout = 10 * time.Second
+
 // Metrics are the webhook's Prometheus metrics. Build them with NewMetrics.
 type Metrics struct {
 	requests *prometheus.CounterVec
@@ -50,6 +55,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // Handler serves AdmissionReview POSTs by running a plugin (usually an
 // admission.Chain). It is safe for concurrent use.
 type Handler struct {
+	// ReadTimeout bounds reading one review body; BodyReadTimeout when zero.
+	// Set it before serving.
+	ReadTimeout time.Duration
+
 	plugin  admission.ValidationInterface
 	metrics *Metrics
 	logger  klog.Logger
@@ -74,6 +83,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// Not every ResponseWriter supports deadlines (httptest's does not);
+	// the real servers do, on HTTP/1.1 and HTTP/2.
+	readTimeout := h.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = BodyReadTimeout
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(start.Add(readTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -1,14 +1,18 @@
 package webhook
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -206,5 +210,32 @@ func BenchmarkHandler(b *testing.B) {
 			b.Fatal(w.Code, w.Body.String())
 		}
 		i++
+	}
+}
+
+// TestHandlerSlowBody: a client that sends headers and then trickles (here:
+// stops sending) the body is cut off by the read deadline instead of holding
+// the connection forever.
+func TestHandlerSlowBody(t *testing.T) {
+	h := NewHandler(defaultChain(), nil, klog.Background())
+	h.ReadTimeout = 100 * time.Millisecond
+	srv := httptest.NewUnstartedServer(h)
+	srv.StartTLS() // HTTP/1.1, so the test can write a partial request by hand
+	defer srv.Close()
+	conn, err := tls.Dial("tcp", srv.Listener.Addr().String(), srv.Client().Transport.(*http.Transport).TLSClientConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A failsafe only: the server must end the exchange long before this.
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	fmt.Fprintf(conn, "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\":")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("server closed without a response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "reading body") {
+		t.Fatalf("got %d %q, want 400 reading body", resp.StatusCode, b)
 	}
 }
