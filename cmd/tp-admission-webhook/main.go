@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,7 @@ type options struct {
 	adminOnly       bool
 	adminGroups     string
 	tenantNames     bool
+	shutdownDelay   time.Duration
 }
 
 func main() {
@@ -84,6 +86,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.adminOnly, "admin-only", false, "Let only cluster admins (--admin-groups, or users of the system tenant) create, update or delete DaemonSets.")
 	fs.StringVar(&o.adminGroups, "admin-groups", daemonset.DefaultAdminGroup, "Comma-separated groups whose members are cluster admins for --admin-only.")
 	fs.BoolVar(&o.tenantNames, "tenant-name-admission", true, "Also check tenant creation and deletion (DNS-1123 names, not all; system is permanent).")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "After SIGTERM, fail /readyz but keep serving this long before shutting down, "+
+		"so that API servers stop sending reviews to this replica first (failurePolicy Fail turns a refused connection into a refused write).")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -128,8 +132,37 @@ func serve(ctx context.Context, o options, listening func(net.Addr)) error {
 	if listening != nil {
 		listening(ln.Addr())
 	}
+
+	// Serving ends shutdownDelay after ctx does; readiness fails at once.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	var draining atomic.Bool
+	srv.AddReadyz("shutdown", func() error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-serveCtx.Done():
+			return
+		}
+		draining.Store(true)
+		if o.shutdownDelay > 0 {
+			logger.Info("Draining before shutdown", "delay", o.shutdownDelay.String())
+			t := time.NewTimer(o.shutdownDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-serveCtx.Done():
+			}
+		}
+		stopServing()
+	}()
 	start := time.Now()
-	err = srv.ServeListener(ctx, tls.NewListener(ln, keyPair.TLSConfig()))
+	err = srv.ServeListener(serveCtx, tls.NewListener(ln, keyPair.TLSConfig()))
 	logger.Info("Stopped", "servedFor", time.Since(start).Round(time.Millisecond).String())
 	return err
 }

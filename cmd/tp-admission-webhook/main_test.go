@@ -293,3 +293,37 @@ func TestGracefulSIGTERM(t *testing.T) {
 		t.Errorf("logs do not show a graceful stop:\n%s", logs.String())
 	}
 }
+
+// TestShutdownDelay: after the signal, /readyz fails at once so endpoints
+// drop the replica, while reviews are still answered until the delay ends.
+func TestShutdownDelay(t *testing.T) {
+	s := startServer(t, "--shutdown-delay", "5s")
+	get := func(path string) int {
+		resp, err := s.client.Get(s.base + path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/readyz"); code != 200 {
+		t.Fatalf("readyz before shutdown: %d", code)
+	}
+	s.cancel()
+	for get("/readyz") != http.StatusServiceUnavailable {
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, out, raw := s.review(t, reviewBody("late", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", "object", ds("t1"), admin))
+	if code != 200 || out.Response.Allowed {
+		t.Fatalf("review while draining: %d %s", code, raw)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(s.done) // startServer's cleanup sees the server already stopped
+	case <-time.After(time.Minute):
+		t.Fatal("server did not stop after the delay")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -95,5 +96,19 @@ func TestManifests(t *testing.T) {
 	slices.Sort(resources)
 	if !slices.Equal(resources, []string{"daemonsets", "tenants"}) {
 		t.Errorf("rules cover %v", resources)
+	}
+}
+
+func TestManifestGracePeriodCoversShutdown(t *testing.T) {
+	var d appsv1.Deployment
+	readManifest(t, "deployment.yaml", &d)
+	o, err := parseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+	// ops' graceful shutdown takes up to 5 s after the delay.
+	if o.shutdownDelay <= 0 || grace == nil || time.Duration(*grace)*time.Second < o.shutdownDelay+5*time.Second {
+		t.Fatalf("shutdown delay %v and grace period %v: the kubelet would kill the pod mid-shutdown", o.shutdownDelay, grace)
 	}
 }
