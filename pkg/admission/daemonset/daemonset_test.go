@@ -275,3 +275,61 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+// TestEveryCombination crosses every operation, tenant, user and mode, with
+// the expected outcome stated per axis rather than computed by the plugin.
+func TestEveryCombination(t *testing.T) {
+	ops := []admission.Operation{admission.Create, admission.Update, admission.Delete, admission.Connect}
+	tenants := []struct {
+		name     string
+		isSystem bool
+	}{{"", true}, {"system", true}, {"t1", false}, {"all", false}}
+	users := []struct {
+		name    string
+		u       admission.UserInfo
+		isAdmin bool
+	}{
+		{"none", noUser, false},
+		{"system:masters", master, true},
+		{"system tenant via extra", sysExtra, true},
+		{"system tenant via GetTenant", sysArktos, true},
+		{"t1 via extra", t1Extra, false},
+		{"t1 via GetTenant", t1Arktos, false},
+		{"no tenant", noTenant, false},
+		{"ambiguous tenant", twoTenants, false},
+		{"ops group", opsGroup, false},
+	}
+	for _, adminOnly := range []bool{false, true} {
+		p := New(Config{AdminOnly: adminOnly})
+		for _, op := range ops {
+			for _, tn := range tenants {
+				for _, u := range users {
+					expected := allow
+					switch {
+					case op == admission.Connect:
+					case (op == admission.Create || op == admission.Update) && !tn.isSystem:
+						expected = denyTenant
+					case adminOnly && !u.isAdmin:
+						expected = denyUser
+					}
+					err := admission.Chain{p}.Validate(context.Background(), record(op, tn.name, u.u))
+					var got want
+					switch {
+					case err == nil:
+						got = allow
+					case !apierrors.IsForbidden(err):
+						t.Errorf("adminOnly=%v %s tenant=%q user=%s: not Forbidden: %v", adminOnly, op, tn.name, u.name, err)
+						continue
+					case strings.Contains(err.Error(), Message):
+						got = denyTenant
+					default:
+						got = denyUser
+					}
+					if got != expected {
+						t.Errorf("adminOnly=%v %s tenant=%q user=%s: got %v (%v), want %v", adminOnly, op, tn.name, u.name, got, err, expected)
+					}
+				}
+			}
+		}
+	}
+}
