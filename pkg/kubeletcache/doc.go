@@ -1,0 +1,26 @@
+// Package kubeletcache serves pods' configmaps and secrets in Arktos
+// scale-out, where a node's pods come from several tenant partitions (TPs)
+// and the same tenant/namespace/name can exist in two of them. It is shaped
+// like kubelet's configmap and secret managers (RegisterPod, UnregisterPod,
+// GetConfigMap/GetSecret) with the three upstream strategies: Get (ask the TP
+// every time), Cache (keep an answer for a TTL) and Watch (one reflector per
+// object, metadata.name field selector).
+//
+// Invariants:
+//   - Every object is keyed by TP, tenant, namespace and name, and is fetched
+//     from the TP of the pod that references it: the pod's recorded origin
+//     (pkg/tporigin), else for a regular tenant its tenant's TP. A pod whose
+//     TP is unknown is an error at RegisterPod; there is no default TP.
+//   - Reading for a pod that is not registered, or a name the pod does not
+//     reference, is a clear error.
+//   - When a TP cannot be reached, the last known object is served and
+//     Freshness (and the metrics) say how old it is and why. NotFound from
+//     the TP stays NotFound; it is never masked by an older object.
+//   - A reflector runs only while some registered pod references its object:
+//     UnregisterPod of the last such pod stops it. An immutable object stops
+//     its reflector once listed. Run stops reflectors idle for MaxIdle; the
+//     next read restarts them.
+//   - Objects returned are shared with the cache and must not be modified.
+//   - Construction starts nothing. Reflectors start at RegisterPod (Watch)
+//     and stop at UnregisterPod, RecycleIdle or Close.
+package kubeletcache

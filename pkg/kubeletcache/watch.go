@@ -1,0 +1,189 @@
+package kubeletcache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// startLocked starts it's reflector on its TP. Called with it.mu held.
+func (m *manager[T]) startLocked(it *item[T]) {
+	if it.running || it.immutable {
+		return
+	}
+	c, err := m.client(it.key.tp)
+	if err != nil {
+		it.lastErr = err
+		return
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", it.key.name).String()
+	tenant, ns := it.key.tenant, it.key.ns
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			obj, err := m.k.list(requestContext(ctx, tenant), c, ns, o)
+			if err != nil {
+				m.markDown(it, err)
+			}
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			w, err := m.k.watch(requestContext(ctx, tenant), c, ns, o)
+			if err != nil {
+				m.markDown(it, err)
+			} else {
+				m.markUp(it)
+			}
+			return w, err
+		},
+	}
+	r := cache.NewReflectorWithOptions(lw, m.k.empty(), &itemStore[T]{m: m, it: it}, cache.ReflectorOptions{
+		Name:            "kubeletcache " + m.k.resource + " " + it.key.String(),
+		TypeDescription: m.k.resource,
+	})
+	ctx, cancel := context.WithCancel(m.base)
+	done := make(chan struct{})
+	it.running, it.synced, it.up = true, false, false
+	it.syncCh = make(chan struct{})
+	it.cancel, it.done = cancel, done
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(done)
+		r.RunWithContext(ctx)
+	}()
+}
+
+// stopLocked stops it's reflector, keeping the last known object. It does
+// not wait: the reflector may be inside it's store, waiting for it.mu.
+func (m *manager[T]) stopLocked(it *item[T]) {
+	if !it.running {
+		return
+	}
+	it.cancel()
+	it.running, it.synced, it.up = false, false, false
+}
+
+func (m *manager[T]) markDown(it *item[T], err error) {
+	it.mu.Lock()
+	it.up, it.lastErr = false, err
+	it.mu.Unlock()
+}
+
+func (m *manager[T]) markUp(it *item[T]) {
+	now := m.o.Now()
+	it.mu.Lock()
+	it.up, it.lastErr, it.asOf = true, nil, now
+	it.mu.Unlock()
+}
+
+// getWatched serves from the reflector's store. A new (or restarted)
+// reflector is waited for up to SyncTimeout; then the last known object is
+// served if there is one.
+func (m *manager[T]) getWatched(it *item[T]) (T, error) {
+	var zero T
+	it.mu.Lock()
+	if !it.running && !it.immutable {
+		m.startLocked(it) // recycled while idle
+	}
+	synced, ch := it.synced || it.immutable, it.syncCh
+	it.mu.Unlock()
+	if !synced && ch != nil {
+		timer := time.NewTimer(m.o.SyncTimeout)
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-m.base.Done():
+		}
+		timer.Stop()
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	switch {
+	case it.have:
+		if !it.immutable && !(it.synced && it.up) {
+			m.m.servedStale(it.key.tp).Inc()
+		}
+		return it.obj, nil
+	case it.notFound && (it.synced || it.immutable):
+		return zero, apierrors.NewNotFound(m.gr, it.key.name)
+	}
+	err := it.lastErr
+	if err == nil {
+		err = fmt.Errorf("no answer within %v", m.o.SyncTimeout)
+	}
+	return zero, fmt.Errorf("kubeletcache: waiting for %s %s from its partition: %w", m.k.resource, it.key, err)
+}
+
+// itemStore is the reflector's store for one object: the field selector
+// means at most one object arrives.
+type itemStore[T runtime.Object] struct {
+	m  *manager[T]
+	it *item[T]
+}
+
+func (s *itemStore[T]) set(obj any) error {
+	o, ok := obj.(T)
+	if !ok {
+		return fmt.Errorf("kubeletcache: reflector delivered %T", obj)
+	}
+	now := s.m.o.Now()
+	it := s.it
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.obj, it.have, it.notFound, it.asOf = o, true, false, now
+	if s.m.k.immutable(o) && !it.immutable {
+		// An immutable object cannot change: stop watching it.
+		it.immutable = true
+		if it.synced {
+			s.m.stopLocked(it)
+		}
+		klog.V(4).InfoS("Immutable object; its reflector stops", "resource", s.m.k.resource, "key", it.key.String())
+	}
+	return nil
+}
+
+func (s *itemStore[T]) Add(obj any) error    { return s.set(obj) }
+func (s *itemStore[T]) Update(obj any) error { return s.set(obj) }
+
+func (s *itemStore[T]) Delete(any) error {
+	var zero T
+	now := s.m.o.Now()
+	s.it.mu.Lock()
+	s.it.obj, s.it.have, s.it.notFound, s.it.asOf, s.it.immutable = zero, false, true, now, false
+	s.it.mu.Unlock()
+	return nil
+}
+
+func (s *itemStore[T]) Replace(list []any, _ string) error {
+	if len(list) > 0 {
+		if err := s.set(list[len(list)-1]); err != nil {
+			return err
+		}
+	} else if err := s.Delete(nil); err != nil {
+		return err
+	}
+	it := s.it
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.up, it.lastErr, it.asOf = true, nil, s.m.o.Now()
+	if it.running && !it.synced {
+		it.synced = true
+		close(it.syncCh)
+		if it.immutable {
+			s.m.stopLocked(it)
+		}
+	}
+	return nil
+}
+
+func (s *itemStore[T]) Resync() error { return nil }
