@@ -145,7 +145,7 @@ func (k objKey) String() string {
 // podEntry is a registered pod and what it references.
 type podEntry struct {
 	tp, tenant, ns, name string
-	names              []string
+	names                []string
 }
 
 // item is one referenced object.
