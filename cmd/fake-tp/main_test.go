@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags([]string{"--partitions", "3", "--listen", "127.0.0.1:7000", "--kubeconfig-dir", "/k", "--seed", "/s",
+		"--data-dir", "/d", "--generate", "100", "--disable-admission-plugins", "DaemonSetSystemTenant", "--admin-listen", "[::1]:7999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opts.Partitions != 3 || c.opts.Listen != "127.0.0.1:7000" || c.opts.KubeconfigDir != "/k" || c.seed != "/s" ||
+		c.opts.DataDir != "/d" || c.generate != 100 || len(c.opts.DisablePlugins) != 1 || c.adminListen != "[::1]:7999" {
+		t.Fatalf("parsed %+v", c)
+	}
+	for _, bad := range [][]string{
+		{"--partitions", "0"},
+		{"--generate", "-1"},
+		{"--admin-listen", "0.0.0.0:7999"},
+		{"--admin-listen", "10.0.0.1:7999"},
+		{"--admin-listen", "nonsense"},
+		{"extra-arg"},
+		{"--no-such-flag"},
+	} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	if _, err := parseFlags([]string{"--partitions", "0", "--partition-names", "a,b"}); err != nil {
+		t.Errorf("--partition-names without --partitions: %v", err)
+	}
+}
+
+// program is a running fake-tp binary.
+type program struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  []string
+	done chan error
+}
+
+var buildOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fake-tp-bin-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "fake-tp")
+		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", buildOnce.path, ".").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	return buildOnce.path
+}
+
+func start(t *testing.T, args ...string) *program {
+	t.Helper()
+	p := &program{cmd: exec.Command(binary(t), args...), done: make(chan error, 1)}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log = append(p.log, sc.Text())
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		<-read
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+func (p *program) lines(substr string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.log {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (p *program) waitLog(t *testing.T, substr string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if l := p.lines(substr); len(l) >= n {
+			return l
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("fake-tp exited (%v) before logging %q:\n%s", err, substr, strings.Join(p.lines(""), "\n"))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d log lines with %q:\n%s", n, substr, strings.Join(p.lines(""), "\n"))
+		}
+	}
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (p *program) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("fake-tp exited with %v after SIGTERM:\n%s", err, strings.Join(p.lines(""), "\n"))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("fake-tp did not stop on SIGTERM")
+	}
+	if len(p.lines(`"Stopped"`)) != 1 {
+		t.Fatalf("no clean-stop log line:\n%s", strings.Join(p.lines(""), "\n"))
+	}
+}
+
+// freeBase finds n consecutive free loopback ports.
+func freeBase(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		ok := base+n < 65535
+		for i := 0; ok && i < n; i++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no consecutive free ports")
+	return 0
+}
+
+func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(tenancy.WrapConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+var adminAddr = regexp.MustCompile(`"Serving operational endpoints" address="([^"]+)"`)
+
+func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
+	dir := t.TempDir()
+	kc, seed, data := filepath.Join(dir, "kc"), filepath.Join(dir, "seed"), filepath.Join(dir, "data")
+	if err := os.MkdirAll(filepath.Join(seed, "tp1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(filepath.Join(seed, p), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("common.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: everywhere, namespace: kube-system}\ndata: {a: b}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: web, tenant: acme}\n")
+	write("tp1/own.json", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"only-tp1","namespace":"web","tenant":"acme"},"spec":{"ports":[{"port":80}]}}`)
+
+	base := freeBase(t, 3)
+	args := []string{"--partitions", "3", "--listen", "127.0.0.1:" + strconv.Itoa(base), "--kubeconfig-dir", kc,
+		"--seed", seed, "--data-dir", data, "--admin-listen", "127.0.0.1:0", "--generate", "200"}
+	p := start(t, args...)
+	ready := p.waitLog(t, `"Serving tenant partition"`, 3)
+	for i, l := range ready {
+		name := fmt.Sprintf("tp%d", i+1)
+		if !strings.Contains(l, `tp="`+name+`"`) || !strings.Contains(l, fmt.Sprintf("127.0.0.1:%d", base+i)) {
+			t.Fatalf("ready line %d: %s", i, l)
+		}
+	}
+	ctx := context.Background()
+	clients := map[string]kubernetes.Interface{}
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("tp%d", i)
+		path := filepath.Join(kc, name+".kubeconfig")
+		cfg, err := clientcmd.LoadFromFile(path)
+		if err != nil || cfg.CurrentContext != name || cfg.Clusters[name].Server != fmt.Sprintf("http://127.0.0.1:%d", base+i-1) {
+			t.Fatalf("%s: %v %+v", path, err, cfg)
+		}
+		clients[name] = clientFor(t, path)
+	}
+	for name, cs := range clients {
+		if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "everywhere", metav1.GetOptions{}); err != nil {
+			t.Fatalf("%s lacks the common seed: %v", name, err)
+		}
+		_, err := cs.CoreV1().Services("web").Get(tenancy.WithTenant(ctx, "acme"), "only-tp1", metav1.GetOptions{})
+		if (err == nil) != (name == "tp1") {
+			t.Fatalf("%s: only-tp1 service: %v", name, err)
+		}
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 200 {
+			t.Fatalf("%s: generated pods: %v %d", name, err, len(pods.Items))
+		}
+	}
+
+	// The admin endpoint: a 503 outage on tp2, then back.
+	m := adminAddr.FindStringSubmatch(strings.Join(p.waitLog(t, "Serving operational endpoints", 1), ""))
+	if m == nil {
+		t.Fatal("no admin address in the log")
+	}
+	admin := "http://" + m[1]
+	post := func(path string) {
+		t.Helper()
+		res, err := http.Post(admin+path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("POST %s: %d %s", path, res.StatusCode, b)
+		}
+	}
+	post("/tps/tp2/outage?mode=503")
+	if _, err := clients["tp2"].CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "outage") {
+		t.Fatalf("tp2 during a 503 outage: %v", err)
+	}
+	res, err := http.Get(admin + "/readyz")
+	if err != nil || res.StatusCode != 503 {
+		t.Fatalf("admin readyz during an outage: %v %v", err, res)
+	}
+	res.Body.Close()
+	post("/tps/tp2/outage?mode=none")
+	if _, err := clients["tp2"].CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatalf("tp2 after the outage: %v", err)
+	}
+	post("/tps/tp3/outage?mode=refuse")
+	if _, err := clients["tp3"].CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("tp3 refusing: %v", err)
+	}
+	post("/tps/tp3/outage?mode=none")
+	post("/tps/tp1/latency?duration=1ms")
+	post("/tps/tp1/close-watches")
+	post("/tps/tp1/compact")
+	res, err = http.Get(admin + "/tps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var infos []struct{ Name, Outage, Latency string }
+	if err := json.NewDecoder(res.Body).Decode(&infos); err != nil || len(infos) != 3 || infos[0].Latency != "1ms" || infos[2].Outage != "none" {
+		t.Fatalf("admin listing: %v %+v", err, infos)
+	}
+	res.Body.Close()
+
+	// A change, a clean stop, and a new process on the same data.
+	if _, err := clients["tp1"].CoreV1().ConfigMaps("web").Create(tenancy.WithTenant(ctx, "acme"),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.stop(t)
+	p2 := start(t, "--partitions", "3", "--listen", "127.0.0.1:"+strconv.Itoa(base), "--kubeconfig-dir", kc, "--data-dir", data, "--admin-listen", "")
+	p2.waitLog(t, `"Serving tenant partition"`, 3)
+	cm, err := clients["tp1"].CoreV1().ConfigMaps("web").Get(tenancy.WithTenant(ctx, "acme"), "written", metav1.GetOptions{})
+	if err != nil || tenancy.TenantOf(cm) != "acme" {
+		t.Fatalf("after a restart on --data-dir: %v", err)
+	}
+	p2.stop(t)
+}
