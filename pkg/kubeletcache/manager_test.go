@@ -84,7 +84,9 @@ type env struct {
 	podGhost *corev1.Pod // origin unknown
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvTB(t) }
+
+func newEnvTB(t testing.TB) *env {
 	t.Helper()
 	e := &env{cluster: faketp.StartT(t, faketp.Options{Partitions: 2}), clock: &clock{}}
 	tp1, tp2 := e.cluster.TP("tp1"), e.cluster.TP("tp2")
