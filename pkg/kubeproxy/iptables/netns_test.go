@@ -33,7 +33,7 @@ type netnsEnv struct {
 	client, backends string
 }
 
-func requireNetns(t *testing.T) {
+func requireNetns(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("skipping network-namespace test: needs root")
@@ -48,7 +48,7 @@ func requireNetns(t *testing.T) {
 	}
 }
 
-func run(t *testing.T, args ...string) string {
+func run(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -57,7 +57,7 @@ func run(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func newNetnsEnv(t *testing.T) *netnsEnv {
+func newNetnsEnv(t testing.TB) *netnsEnv {
 	t.Helper()
 	var b [3]byte
 	_, _ = rand.Read(b[:])
