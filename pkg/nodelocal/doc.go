@@ -14,6 +14,13 @@
 // cache stops answering, so kube-proxy's DNAT sends that traffic to the
 // kube-dns endpoints, and restores them when it answers again.
 //
+// A graceful stop of the cache (SIGTERM) loses no query: the cache first
+// makes the watcher's probe fail while it keeps answering (--drain-duration),
+// so the watcher moves the kube-dns traffic to the endpoints before the
+// cache's sockets close; a cache that owns its rules removes them first
+// instead. A crash (kill -9, OOM) loses the queries of the detection window,
+// about FailureThreshold x Interval.
+//
 // Invariants: each Run function parses only its own arguments, owns its
 // Prometheus registry, and returns when ctx ends, after tearing down what it
 // set up unless --skip-teardown. With the watcher deployed, the watcher is the
