@@ -93,7 +93,7 @@ func (r *recorder) lastOf(key string) runtime.Object {
 }
 
 // tpClient is a tenant-preserving clientset for one TP.
-func tpClient(t *testing.T, tp *faketp.TP) kubernetes.Interface {
+func tpClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(tenancy.WrapConfig(tp.RESTConfig()))
 	if err != nil {
