@@ -76,6 +76,7 @@ func BenchmarkOriginOfParallel(b *testing.B) {
 	tr := mustOpen(b, Options{Partitions: []string{"tp1", "tp2"}})
 	uids := fill(b, tr, 100_000)
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {

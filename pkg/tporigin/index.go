@@ -18,7 +18,7 @@ func newIndex() index {
 func (x *index) len() int { return len(x.uuids) + len(x.other) }
 
 func (x *index) get(uid string) (entry, bool) {
-	if k, ok := parseUUID(uid); ok {
+	if k, ok := parseUUIDString(uid); ok {
 		e, ok := x.uuids[k]
 		return e, ok
 	}
@@ -78,6 +78,26 @@ var unhex = func() (t [256]byte) {
 
 // uuidGroups are the offsets of the hex pairs in xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
 var uuidPairs = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+
+// parseUUIDString is parseUUID for the lookup path, written out so that the
+// compiler drops the bounds checks.
+func parseUUIDString(s string) (k uuidKey, ok bool) {
+	if len(s) != 36 {
+		return k, false
+	}
+	s = s[:36]
+	if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return k, false
+	}
+	var bad byte
+	for i := 0; i < 16; i++ {
+		p := int(uuidPairs[i])
+		hi, lo := unhex[s[p]], unhex[s[p+1]]
+		bad |= hi | lo
+		k[i] = hi<<4 | lo
+	}
+	return k, bad < 16
+}
 
 // parseUUID accepts only the canonical lowercase form, so that String gives
 // back the same string.
