@@ -120,8 +120,8 @@ func BenchmarkNetnsApply(b *testing.B) {
 			k := 0 // alternates across the runs of the sub-benchmark
 			b.Run("one-service", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					k++
 					v.OnEndpointSliceUpdate("tp2", nil, states[k%2])
+					k++
 					ch := v.Apply(s)
 					var res Result
 					if err := in(ns, func() (err error) { res, err = p.Apply(context.Background(), s, ch); return err }); err != nil {
