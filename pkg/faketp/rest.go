@@ -122,7 +122,7 @@ func (t target) listOptions() store.ListOptions {
 }
 
 func (tp *TP) serveGet(w http.ResponseWriter, t target) {
-	o, ok := tp.store.Get(t.key(t.name))
+	o, ok := tp.st().Get(t.key(t.name))
 	if !ok {
 		writeError(w, apierrors.NewNotFound(t.res.gvr.GroupResource(), t.name))
 		return
@@ -264,13 +264,13 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 		cont = &tok
 		lo.After = &store.Key{Tenant: tok.Tenant, Namespace: tok.Namespace, Name: tok.Name}
 	}
-	objs, rv, more := tp.store.List(t.res.storeName(), lo)
+	objs, rv, more := tp.st().List(t.res.storeName(), lo)
 	if cont != nil {
 		// A continued list reads the current state but reports the first
 		// page's version; the watch that follows from there replays every
 		// change since, so the client converges. Versions lost to
 		// compaction cannot be replayed: 410, as kube-apiserver answers.
-		if cont.RV < tp.store.Oldest() {
+		if cont.RV < tp.st().Oldest() {
 			writeError(w, errGone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."))
 			return
 		}
@@ -487,10 +487,10 @@ func (tp *TP) create(ctx context.Context, t target, o obj, wo writeOptions) (*st
 		}
 	}
 	if wo.dryRun {
-		data, err := encoder(o)(tp.store.RV())
+		data, err := encoder(o)(tp.st().RV())
 		return &store.Object{Key: k, Data: data}, err
 	}
-	created, err := tp.store.Create(k, r.index(o), encoder(o))
+	created, err := tp.st().Create(k, r.index(o), encoder(o))
 	if err != nil {
 		return nil, storeError(err, r, k.Name)
 	}
@@ -666,7 +666,7 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 	r := t.res
 	k := t.key(t.name)
 	for attempt := 0; ; attempt++ {
-		stored, ok := tp.store.Get(k)
+		stored, ok := tp.st().Get(k)
 		if !ok {
 			return nil, apierrors.NewNotFound(r.gvr.GroupResource(), t.name)
 		}
@@ -711,7 +711,7 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 			data, err := encoder(o)(stored.RV)
 			return &store.Object{Key: k, Data: data}, err
 		}
-		updated, err := tp.store.Update(k, expect, r.index(o), encoder(o))
+		updated, err := tp.st().Update(k, expect, r.index(o), encoder(o))
 		if errors.Is(err, store.ErrConflict) && !precondition && attempt < 10 {
 			continue
 		}
@@ -873,7 +873,7 @@ func (tp *TP) serveDelete(w http.ResponseWriter, r *http.Request, t target) {
 // a tenant's namespaces and objects), as Arktos's controllers would.
 func (tp *TP) delete(ctx context.Context, t target, k store.Key, pre *metav1.Preconditions, wo writeOptions) (*store.Object, error) {
 	r := t.res
-	stored, ok := tp.store.Get(k)
+	stored, ok := tp.st().Get(k)
 	if !ok {
 		return nil, apierrors.NewNotFound(r.gvr.GroupResource(), k.Name)
 	}
@@ -902,7 +902,7 @@ func (tp *TP) delete(ctx context.Context, t target, k store.Key, pre *metav1.Pre
 	if wo.dryRun {
 		return stored, nil
 	}
-	deleted, err := tp.store.Delete(k, expect, encoder(oldO))
+	deleted, err := tp.st().Delete(k, expect, encoder(oldO))
 	if err != nil {
 		return nil, storeError(err, r, k.Name)
 	}
@@ -925,13 +925,13 @@ func (tp *TP) cascade(k store.Key) {
 		if r.scope == scopeCluster || (k.Resource == "namespaces" && r.scope != scopeNamespace) {
 			continue
 		}
-		objs, _, _ := tp.store.List(r.storeName(), lo)
+		objs, _, _ := tp.st().List(r.storeName(), lo)
 		for _, o := range objs {
 			old, err := decodeObject(o.Data)
 			if err != nil {
 				continue
 			}
-			if _, err := tp.store.Delete(o.Key, 0, encoder(old)); err == nil {
+			if _, err := tp.st().Delete(o.Key, 0, encoder(old)); err == nil {
 				tp.cascade(o.Key)
 			}
 		}
@@ -946,7 +946,7 @@ func (tp *TP) serveDeleteCollection(w http.ResponseWriter, r *http.Request, t ta
 	}
 	lo := t.listOptions()
 	lo.Match = sel.match
-	objs, rv, _ := tp.store.List(t.res.storeName(), lo)
+	objs, rv, _ := tp.st().List(t.res.storeName(), lo)
 	wo := requestOptions(r)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%d"},"items":[`, t.res.kind, t.res.apiVersion(), rv)

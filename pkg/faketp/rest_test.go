@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -526,5 +527,122 @@ func TestAdmissionSeesTenantUserAndObject(t *testing.T) {
 	}
 	if _, err := faketp.Start(context.Background(), faketp.Options{DisablePlugins: []string{"nope"}}); err == nil {
 		t.Fatal("disabling an unknown plugin was accepted")
+	}
+}
+
+func TestFaultsFromGoAndAdminHTTP(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 2})
+	tp1, tp2 := c.TPs()[0], c.TPs()[1]
+	admin := httptest.NewServer(faketp.AdminHandler(c))
+	defer admin.Close()
+	post := func(path string, want int) {
+		t.Helper()
+		res, err := http.Post(admin.URL+path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Fatalf("POST %s: %d, want %d", path, res.StatusCode, want)
+		}
+	}
+	// Latency: a request takes at least the added delay (a lower bound,
+	// which cannot flake), and only on that TP.
+	post("/tps/tp1/latency?duration=300ms", 200)
+	start := time.Now()
+	if r := do(t, tp1, "GET", "/api/v1/namespaces/default", "", ""); r.code != 200 {
+		t.Fatal(r.code)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("request with 300ms added latency took %v", d)
+	}
+	tp1.SetLatency(0)
+	// 503 outage on one TP; the other serves.
+	post("/tps/tp1/outage?mode=503", 200)
+	if r := do(t, tp1, "GET", "/api/v1/namespaces", "", ""); r.code != 503 || r.status.Reason != metav1.StatusReasonServiceUnavailable {
+		t.Fatalf("during a 503 outage: %d %s", r.code, r.status.Reason)
+	}
+	if r := do(t, tp2, "GET", "/api/v1/namespaces", "", ""); r.code != 200 {
+		t.Fatalf("the other TP: %d", r.code)
+	}
+	if tp1.OutageMode() != faketp.OutageUnavailable {
+		t.Fatalf("outage mode %v", tp1.OutageMode())
+	}
+	post("/tps/tp1/outage?mode=none", 200)
+	// Refusing connections keeps the port and the data.
+	url := tp1.URL()
+	if err := tp1.SetOutage(context.Background(), faketp.OutageRefuse); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(url + "/api/v1/namespaces"); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("during a refuse outage: %v", err)
+	}
+	if tp1.OutageMode() != faketp.OutageRefuse {
+		t.Fatalf("outage mode %v", tp1.OutageMode())
+	}
+	post("/tps/tp1/outage?mode=none", 200)
+	if tp1.URL() != url {
+		t.Fatalf("port moved: %s -> %s", url, tp1.URL())
+	}
+	if r := do(t, tp1, "GET", "/api/v1/namespaces/kube-system", "", ""); r.code != 200 {
+		t.Fatalf("after the outage: %d", r.code)
+	}
+	// Bad admin requests.
+	post("/tps/tp9/compact", 404)
+	post("/tps/tp1/outage?mode=sideways", 400)
+	post("/tps/tp1/latency?duration=-1s", 400)
+	post("/tps/tp1/explode", 404)
+	post("/tps/tp1/compact", 200)
+	post("/tps/tp1/close-watches", 200)
+	post("/tps/tp1/restart", 200)
+	if r := do(t, tp1, "GET", "/healthz", "", ""); r.code != 200 {
+		t.Fatalf("healthz after restart: %d", r.code)
+	}
+	if r := do(t, tp1, "GET", "/readyz", "", ""); r.code != 200 {
+		t.Fatalf("readyz: %d", r.code)
+	}
+	res, err := http.Get(tp1.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !bytes.Contains(b, []byte(`faketp_requests_total{code="200",resource="namespaces",tp="tp1",verb="get"}`)) {
+		t.Fatalf("metrics lack the request counter:\n%s", b)
+	}
+}
+
+func TestImpersonationAndTokens(t *testing.T) {
+	rec := &recordingPlugin{}
+	c := faketp.StartT(t, faketp.Options{Plugins: []faketp.Plugin{{Name: "rec", Plugin: rec}}})
+	tp := c.TPs()[0]
+	body := `{"metadata":{"name":"%s"}}`
+	if r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, fmt.Sprintf(body, "a"),
+		"Impersonate-User", "bob", "Impersonate-Group", "g1", "Impersonate-Group", "g2", "Impersonate-Extra-Tenant", "acme"); r.code != 201 {
+		t.Fatalf("impersonated create: %d %s", r.code, r.body)
+	}
+	u := rec.records()[0].User
+	if u.GetName() != "bob" || len(u.GetGroups()) != 2 || admission.UserTenant(u) != "acme" {
+		t.Fatalf("impersonated user: %+v", u)
+	}
+	// A non-admin may not impersonate.
+	path, cfg, err := tp.KubeconfigFor(faketp.Identity{Name: "eve", Tenant: "acme"})
+	if err != nil || !strings.HasSuffix(path, ".kubeconfig") {
+		t.Fatal(path, err)
+	}
+	if r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, fmt.Sprintf(body, "b"),
+		"Authorization", "Bearer "+cfg.BearerToken, "Impersonate-User", "admin"); r.code != 403 {
+		t.Fatalf("non-admin impersonation: %d", r.code)
+	}
+	if r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, fmt.Sprintf(body, "c"),
+		"Authorization", "Bearer "+cfg.BearerToken); r.code != 201 {
+		t.Fatalf("token create: %d", r.code)
+	}
+	recs := rec.records()
+	if u := recs[len(recs)-1].User; u.GetName() != "eve" || admission.UserTenant(u) != "acme" {
+		t.Fatalf("token user: %+v", u)
+	}
+	if r := do(t, tp, "GET", "/api/v1/pods", "", "", "Authorization", "Basic Zm9vOmJhcg=="); r.code != 401 {
+		t.Fatalf("basic auth: %d", r.code)
 	}
 }

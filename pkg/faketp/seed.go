@@ -110,7 +110,11 @@ func (tp *TP) seedObjects(objs []obj) error {
 		}
 		puts = append(puts, store.Put{Key: k, Meta: t.res.index(o), Encode: encoder(o)})
 	}
-	return tp.store.Load(puts)
+	st := tp.st()
+	if st == nil {
+		return fmt.Errorf("faketp %s: not started", tp.name)
+	}
+	return st.Load(puts)
 }
 
 // seedTarget is the target a manifest object is created under.

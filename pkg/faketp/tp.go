@@ -118,8 +118,13 @@ type TP struct {
 	latency          atomic.Int64
 	outage           atomic.Int32
 
+	// storeP is read without mu by request handlers; it is replaced only
+	// when a stopped TP with a data file starts again. A closed store
+	// answers reads from memory and fails writes with ErrClosed.
+	storeP    atomic.Pointer[store.Store]
+	storeOpen bool
+
 	mu       sync.Mutex
-	store    *store.Store
 	addr     string // fixed after the first start
 	srv      *http.Server
 	serving  chan struct{} // closed when srv.Serve returns
@@ -157,7 +162,7 @@ func NewTP(o TPOptions) (*TP, error) {
 	tp.ops.AddReadyz("store", func() error {
 		tp.mu.Lock()
 		defer tp.mu.Unlock()
-		if tp.store == nil {
+		if !tp.storeOpen {
 			return errors.New("store not open")
 		}
 		return nil
@@ -199,12 +204,12 @@ func (tp *TP) RESTConfig() *rest.Config {
 	return &rest.Config{Host: tp.URL(), BearerToken: tp.adminTok, QPS: 1000, Burst: 2000}
 }
 
-// Store returns the TP's store (nil while stopped with a data file).
-func (tp *TP) Store() *store.Store {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return tp.store
-}
+// Store returns the TP's store: nil before the first Start, closed (reads
+// only) while a TP with a data file is stopped.
+func (tp *TP) Store() *store.Store { return tp.storeP.Load() }
+
+// st is the store for request handlers.
+func (tp *TP) st() *store.Store { return tp.storeP.Load() }
 
 // Start opens the store (loading the data file) and serves. Restarts reuse
 // the port of the first start.
@@ -214,7 +219,7 @@ func (tp *TP) Start(ctx context.Context) error {
 	if tp.running {
 		return nil
 	}
-	if tp.store == nil {
+	if !tp.storeOpen {
 		if tp.opts.DataFile != "" {
 			if err := os.MkdirAll(filepath.Dir(tp.opts.DataFile), 0o755); err != nil {
 				return err
@@ -224,7 +229,8 @@ func (tp *TP) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("faketp %s: %w", tp.name, err)
 		}
-		tp.store = s
+		tp.storeP.Store(s)
+		tp.storeOpen = true
 		if err := tp.bootstrap(); err != nil {
 			return err
 		}
@@ -266,11 +272,11 @@ func (tp *TP) Start(ctx context.Context) error {
 // default, kube-system and kube-public namespaces.
 func (tp *TP) bootstrap() error {
 	var objs []obj
-	if _, ok := tp.store.Get(store.Key{Resource: "tenants", Name: tenancy.SystemTenant}); !ok {
+	if _, ok := tp.st().Get(store.Key{Resource: "tenants", Name: tenancy.SystemTenant}); !ok {
 		objs = append(objs, obj{"apiVersion": "v1", "kind": "Tenant", "metadata": obj{"name": tenancy.SystemTenant}, "spec": obj{}, "status": obj{"phase": "Active"}})
 	}
 	for _, ns := range []string{"default", "kube-system", "kube-public"} {
-		if _, ok := tp.store.Get(store.Key{Resource: "namespaces", Tenant: tenancy.SystemTenant, Name: ns}); !ok {
+		if _, ok := tp.st().Get(store.Key{Resource: "namespaces", Tenant: tenancy.SystemTenant, Name: ns}); !ok {
 			objs = append(objs, obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns, "tenant": tenancy.SystemTenant}, "status": obj{"phase": "Active"}})
 		}
 	}
@@ -294,14 +300,14 @@ func (tp *TP) stopLocked(closeStore bool) error {
 		<-tp.serving
 		tp.running = false
 	}
-	if tp.store == nil {
+	s := tp.st()
+	if s == nil || !tp.storeOpen {
 		return nil
 	}
-	tp.store.CloseWatches()
+	s.CloseWatches()
 	if closeStore {
-		err := tp.store.Close()
-		tp.store = nil
-		return err
+		tp.storeOpen = false
+		return s.Close()
 	}
 	return nil
 }

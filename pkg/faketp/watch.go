@@ -92,16 +92,16 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 	var snapshot []*store.Object
 	if initial {
 		var rv uint64
-		snapshot, rv, _ = tp.store.List(t.res.storeName(), lo)
+		snapshot, rv, _ = tp.st().List(t.res.storeName(), lo)
 		if from > rv {
 			writeError(w, errGone(fmt.Sprintf("too large resource version: %d, current: %d", from, rv)))
 			return
 		}
 		from = rv
 	}
-	watcher, err := tp.store.Watch(t.res.storeName(), from)
+	watcher, err := tp.st().Watch(t.res.storeName(), from)
 	if errors.Is(err, store.ErrGone) {
-		writeError(w, errGone(fmt.Sprintf("too old resource version: %d (%d)", from, tp.store.Oldest())))
+		writeError(w, errGone(fmt.Sprintf("too old resource version: %d (%d)", from, tp.st().Oldest())))
 		return
 	}
 	if err != nil {
