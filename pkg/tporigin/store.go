@@ -12,7 +12,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // The file layout. Changing the record encoding or the buckets means a new
@@ -88,22 +87,7 @@ func decodeRecord(v []byte) (kind Kind, partition, tenant []byte, err error) {
 	return kind, v[2 : 2+n], v[2+n:], nil
 }
 
-// validRecordFields rejects what Observe would have rejected, so a file
-// edited by hand or damaged in a way bbolt cannot see is still reported.
-func validRecordFields(uid, partition, tenant []byte) error {
-	if len(uid) == 0 {
-		return errors.New("empty UID")
-	}
-	if err := tenancy.ValidatePartitionName(string(partition)); err != nil {
-		return err
-	}
-	if len(tenant) > 0 {
-		if err := tenancy.ValidateTenantName(string(tenant)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+
 
 // openFile opens (or creates) the bbolt file and checks it is ours. A file
 // that is empty or holds no bucket at all is new. Anything else that is not
@@ -212,7 +196,7 @@ func truncate(b []byte) string {
 
 // loadFile calls fn for every record, in key order. A record that does not
 // decode stops the load with a *CorruptError naming the key.
-func loadFile(db *bolt.DB, path string, fn func(uid, partition, tenant []byte, kind Kind)) (err error) {
+func loadFile(db *bolt.DB, path string, sizeHint func(n int), fn func(uid, partition, tenant []byte, kind Kind) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: path, Reason: fmt.Sprintf("bbolt failed reading it (%v)", r)}
@@ -220,6 +204,11 @@ func loadFile(db *bolt.DB, path string, fn func(uid, partition, tenant []byte, k
 	}()
 	return db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOrigins)
+		if sizeHint != nil {
+			// Stats reads page headers only: cheap next to the load, and
+			// it spares the maps their growth.
+			sizeHint(b.Stats().KeyN)
+		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if v == nil {
@@ -227,12 +216,11 @@ func loadFile(db *bolt.DB, path string, fn func(uid, partition, tenant []byte, k
 			}
 			kind, p, t, err := decodeRecord(v)
 			if err == nil {
-				err = validRecordFields(k, p, t)
+				err = fn(k, p, t, kind)
 			}
 			if err != nil {
 				return &CorruptError{Path: path, Reason: fmt.Sprintf("record %q does not decode", truncate(k)), Err: err}
 			}
-			fn(k, p, t, kind)
 		}
 		return nil
 	})

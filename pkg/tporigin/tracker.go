@@ -233,25 +233,56 @@ func (t *Tracker) resetState(o Options) {
 }
 
 func (t *Tracker) load(db *bolt.DB) error {
-	return loadFile(db, t.opts.Path, func(uid, partition, tenant []byte, kind Kind) {
-		// Map lookups with string(b) do not allocate; only new names and
-		// the UID key itself are copied.
+	sizeHint := func(n int) {
+		if t.entries.len() == 0 && n > 0 {
+			t.entries.uuids = make(map[uuidKey]entry, n)
+		}
+	}
+	err := loadFile(db, t.opts.Path, sizeHint, func(uid, partition, tenant []byte, kind Kind) error {
+		// Reject what Observe would have rejected, so that a file edited
+		// by hand or damaged where bbolt cannot see is still reported.
+		// Names are few: each is checked once, when it is interned. Map
+		// lookups with string(b) do not allocate.
+		if len(uid) == 0 {
+			return errors.New("empty UID")
+		}
 		tp, ok := t.tpIDs[string(partition)]
 		if !ok {
+			if err := tenancy.ValidatePartitionName(string(partition)); err != nil {
+				return err
+			}
 			tp = t.internTP(string(partition))
 		}
 		var ten uint32
 		if len(tenant) > 0 {
 			if ten, ok = t.tenIDs[string(tenant)]; !ok {
+				if err := tenancy.ValidateTenantName(string(tenant)); err != nil {
+					return err
+				}
 				ten = t.internTenant(string(tenant))
 			}
 		}
 		t.entries.setBytes(uid, entry{tp: tp, kind: kind, tenant: ten})
 		t.counts[tp][kind]++
 		if ten != 0 {
-			t.tenantCount(t.tenNames[ten], tp, +1)
+			name := t.tenNames[ten]
+			st := t.tenants[name]
+			if st == nil {
+				st = &tenantState{counts: make(map[uint16]int, 1)}
+				t.tenants[name] = st
+			}
+			st.counts[tp]++
 		}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// Answers and conflicts once, after every count is in.
+	for tenant := range t.tenants {
+		t.updateTenantLocked(tenant)
+	}
+	return nil
 }
 
 func (t *Tracker) internTP(name string) uint16 {
@@ -594,11 +625,6 @@ func (t *Tracker) Prune(partition string, kind Kind, live func(types.UID) bool) 
 	klog.InfoS("Pruned origins that a tenant partition no longer reports", "partition", partition, "kind", kind, "removed", removed)
 	t.notify(changes)
 	return removed, nil
-}
-
-// tenantCount adjusts a regular tenant's count of origins in tp.
-func (t *Tracker) tenantCount(tenant string, tp uint16, delta int) {
-	_ = t.tenantCountChanges(tenant, tp, delta, nil)
 }
 
 func (t *Tracker) tenantCountChanges(tenant string, tp uint16, delta int, changes []Change) []Change {

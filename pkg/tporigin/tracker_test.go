@@ -368,7 +368,7 @@ func TestRunCommitsWithoutFlush(t *testing.T) {
 	<-done
 	// Read the file while tr still holds it open: via a read-only view.
 	var uids []string
-	if err := loadFile(tr.db, path, func(uid, _, _ []byte, _ Kind) { uids = append(uids, string(uid)) }); err != nil {
+	if err := loadFile(tr.db, path, nil, func(uid, _, _ []byte, _ Kind) error { uids = append(uids, string(uid)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(uids, []string{"u1", "u2"}) {
