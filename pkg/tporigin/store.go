@@ -11,7 +11,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
 )
 
 // The file layout. Changing the record encoding or the buckets means a new
@@ -86,8 +85,6 @@ func decodeRecord(v []byte) (kind Kind, partition, tenant []byte, err error) {
 	}
 	return kind, v[2 : 2+n], v[2+n:], nil
 }
-
-
 
 // openFile opens (or creates) the bbolt file and checks it is ours. A file
 // that is empty or holds no bucket at all is new. Anything else that is not
