@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +70,8 @@ type config struct {
 	cacheMaxTTL      time.Duration
 	cacheMaxNegative time.Duration
 	forwardTimeout   time.Duration
+	profiling        bool
+	gcPercent        int
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -94,6 +98,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
 	fs.DurationVar(&c.cacheMaxNegative, "cache-max-negative-ttl", 30*time.Second, "Longest a forwarded NXDOMAIN or NODATA is cached.")
 	fs.DurationVar(&c.forwardTimeout, "forward-timeout", 2*time.Second, "Time allowed to one upstream for one query.")
+	fs.IntVar(&c.gcPercent, "gc-percent", 50, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
+	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -180,6 +186,9 @@ func run(c *config) error {
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
 
+	if c.gcPercent >= 0 && os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(c.gcPercent)
+	}
 	set, err := partition.New(c.part)
 	if err != nil {
 		return err
@@ -275,6 +284,12 @@ func run(c *config) error {
 				fmt.Fprintf(w, "%s: %s\n", st.Name, state)
 			}
 		}))
+		if c.profiling {
+			hs.Handle("/debug/pprof/", http.HandlerFunc(pprof.Index))
+			hs.Handle("/debug/pprof/profile", http.HandlerFunc(pprof.Profile))
+			hs.Handle("/debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
+			hs.Handle("/debug/pprof/trace", http.HandlerFunc(pprof.Trace))
+		}
 		go func() { errc <- hs.Serve(ctx, c.healthListen) }()
 	}
 
@@ -293,6 +308,8 @@ func run(c *config) error {
 		}
 		b.Publish()
 		h.MarkSynced()
+		// The initial lists are decoded all at once; give that memory back.
+		debug.FreeOSMemory()
 		if all {
 			klog.InfoS("All tenant partitions synced; answering", "partitions", len(parts))
 			return

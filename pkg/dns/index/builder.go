@@ -21,9 +21,26 @@ type nsKey struct{ tenant, ns string }
 type nsRec struct {
 	object      bool
 	services    map[string]*Service
-	slicesBySvc map[string]map[string]*EndpointSlice
-	sliceSvc    map[string]string // slice name → service name
+	slicesBySvc map[string][]*EndpointSlice // few per service: a slice beats a map
+	sliceSvc    map[string]string           // slice name → service name
 	pods        map[string]*Pod
+}
+
+// removeSlice drops slice name from service svc's list.
+func (r *nsRec) removeSlice(svc, name string) {
+	l := r.slicesBySvc[svc]
+	out := l[:0]
+	for _, e := range l {
+		if e.Name != name {
+			out = append(out, e)
+		}
+	}
+	clear(l[len(out):])
+	if len(out) == 0 {
+		delete(r.slicesBySvc, svc)
+		return
+	}
+	r.slicesBySvc[svc] = out
 }
 
 func (r *nsRec) empty() bool {
@@ -59,8 +76,6 @@ type Builder struct {
 	tps    []map[nsKey]*nsRec
 	dirty  map[dirtyKey]*pending
 	oldest time.Time
-	revM   [shards]map[netip.Addr][]PTR
-	srcM   [shards]map[netip.Addr][]srcOwner
 	notify chan struct{}
 
 	pubMu sync.Mutex // serialises Publish
@@ -81,10 +96,6 @@ func NewBuilder(o Options) *Builder {
 	for i, name := range o.Partitions {
 		b.tps[i] = map[nsKey]*nsRec{}
 		s.TPs = append(s.TPs, &TPView{Name: name, Index: i, Tenants: map[string]*TenantView{}})
-	}
-	for i := range b.revM {
-		b.revM[i] = map[netip.Addr][]PTR{}
-		b.srcM[i] = map[netip.Addr][]srcOwner{}
 	}
 	b.cur.Store(s)
 	return b
@@ -177,24 +188,18 @@ func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
-	if old, ok := r.sliceSvc[e.Name]; ok && old != e.Service {
-		delete(r.slicesBySvc[old], e.Name)
-		if len(r.slicesBySvc[old]) == 0 {
-			delete(r.slicesBySvc, old)
+	if old, ok := r.sliceSvc[e.Name]; ok {
+		r.removeSlice(old, e.Name)
+		if old != e.Service {
+			p.addService(old)
 		}
-		p.addService(old)
 	}
 	if r.sliceSvc == nil {
 		r.sliceSvc = map[string]string{}
-		r.slicesBySvc = map[string]map[string]*EndpointSlice{}
+		r.slicesBySvc = map[string][]*EndpointSlice{}
 	}
 	r.sliceSvc[e.Name] = e.Service
-	m := r.slicesBySvc[e.Service]
-	if m == nil {
-		m = map[string]*EndpointSlice{}
-		r.slicesBySvc[e.Service] = m
-	}
-	m[e.Name] = e
+	r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], e)
 	p.addService(e.Service)
 }
 
@@ -211,10 +216,7 @@ func (b *Builder) DeleteEndpointSlice(tp int, tenant, ns, name string) {
 		return
 	}
 	delete(r.sliceSvc, name)
-	delete(r.slicesBySvc[svc], name)
-	if len(r.slicesBySvc[svc]) == 0 {
-		delete(r.slicesBySvc, svc)
-	}
+	r.removeSlice(svc, name)
 	p.addService(svc)
 }
 
@@ -290,8 +292,7 @@ func (b *Builder) Publish() bool {
 		tenant string
 	}
 	clonedTenant := map[tpTenant]bool{}
-	dirtyRev := [shards]bool{}
-	dirtySrc := [shards]bool{}
+	w := &ipWriter{rev: &s.rev, src: &s.src}
 	tenantsChanged := false
 
 	for dk, p := range b.dirty {
@@ -301,7 +302,7 @@ func (b *Builder) Publish() bool {
 		if tv := tpv.Tenants[dk.tenant]; tv != nil {
 			oldNS = tv.Namespaces[dk.ns]
 		}
-		newNS := b.buildNamespace(dk, oldNS, rec, p, &dirtyRev, &dirtySrc)
+		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
 		}
@@ -338,14 +339,6 @@ func (b *Builder) Publish() bool {
 				tenantsChanged = true
 			}
 			tv.Namespaces[dk.ns] = newNS
-		}
-	}
-	for i := range dirtyRev {
-		if dirtyRev[i] {
-			s.rev[i] = maps.Clone(b.revM[i])
-		}
-		if dirtySrc[i] {
-			s.src[i] = b.sources(i)
 		}
 	}
 	if tenantsChanged || old.home == nil {
@@ -392,40 +385,17 @@ func homes(tps []*TPView) (map[string]int, []string) {
 	return home, conflicts
 }
 
-// sources resolves each address of shard i to one source: the lowest
-// partition, preferring pods that are not on the host network.
-func (b *Builder) sources(i int) map[netip.Addr]Source {
-	out := make(map[netip.Addr]Source, len(b.srcM[i]))
-	for a, owners := range b.srcM[i] {
-		best := -1
-		for j, o := range owners {
-			if best < 0 {
-				best = j
-				continue
-			}
-			bo := owners[best]
-			if (o.notHostNetwrk && !bo.notHostNetwrk) || (o.notHostNetwrk == bo.notHostNetwrk && o.tp < bo.tp) {
-				best = j
-			}
-		}
-		if best >= 0 && owners[best].notHostNetwrk {
-			out[a] = Source{TP: owners[best].tp, Tenant: owners[best].tenant}
-		}
-	}
-	return out
-}
-
 // buildNamespace returns the new view of one namespace (nil when it is
 // gone), reusing every unchanged service view, and updates the IP maps.
-func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p *pending, dirtyRev, dirtySrc *[shards]bool) *NamespaceView {
+func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p *pending, w *ipWriter) *NamespaceView {
 	if rec == nil || rec.empty() {
 		if old == nil {
 			return nil
 		}
 		for name, sv := range old.Services {
-			b.unindexService(dk, name, sv, dirtyRev)
+			w.unindexService(dk, name, sv)
 		}
-		b.unindexPods(dk, old, dirtySrc)
+		w.unindexPods(dk, old)
 		return nil
 	}
 	n := &NamespaceView{Object: rec.object}
@@ -439,7 +409,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		}
 		for name := range p.services {
 			if ov := n.Services[name]; ov != nil {
-				b.unindexService(dk, name, ov, dirtyRev)
+				w.unindexService(dk, name, ov)
 			}
 			sv := buildService(rec.services[name], rec.slicesBySvc[name])
 			if sv == nil {
@@ -447,12 +417,12 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 				continue
 			}
 			n.Services[name] = sv
-			b.indexService(dk, name, sv, dirtyRev)
+			w.indexService(dk, name, sv)
 		}
 	}
 	if p.pods {
 		if old != nil {
-			b.unindexPods(dk, old, dirtySrc)
+			w.unindexPods(dk, old)
 		}
 		n.Pods = make(map[netip.Addr]bool, len(rec.pods))
 		for _, pod := range rec.pods {
@@ -460,12 +430,12 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 				n.Pods[a] = n.Pods[a] || !pod.HostNetwork
 			}
 		}
-		b.indexPods(dk, n, dirtySrc)
+		w.indexPods(dk, n)
 	}
 	return n
 }
 
-func buildService(s *Service, slices map[string]*EndpointSlice) *ServiceView {
+func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
 	if s == nil {
 		return nil
 	}
@@ -473,26 +443,28 @@ func buildService(s *Service, slices map[string]*EndpointSlice) *ServiceView {
 	if s.Type == ExternalName {
 		return sv
 	}
-	names := make([]string, 0, len(slices))
-	for n := range slices {
-		names = append(names, n)
+	slices = slices[:len(slices):len(slices)]
+	if len(slices) > 1 {
+		slices = append([]*EndpointSlice(nil), slices...)
+		sort.Slice(slices, func(i, j int) bool { return slices[i].Name < slices[j].Name }) // a stable answer order
 	}
-	sort.Strings(names) // a stable order of answers between publishes
-	for _, n := range names {
-		e := slices[n]
+	n := 0
+	for _, e := range slices {
+		for _, ep := range e.Endpoints {
+			n += len(ep.Addrs)
+		}
+	}
+	if n > 0 {
+		sv.Endpoints = make([]EndpointView, 0, n)
+	}
+	for _, e := range slices {
 		for _, ep := range e.Endpoints {
 			for _, a := range ep.Addrs {
 				sv.Endpoints = append(sv.Endpoints, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), Ports: e.Ports})
 			}
 		}
 	}
-	seen := make(map[netip.Addr]struct{}, len(sv.Endpoints))
-	for _, e := range sv.Endpoints {
-		if _, dup := seen[e.Addr]; !dup {
-			seen[e.Addr] = struct{}{}
-			sv.Addrs = append(sv.Addrs, e.Addr)
-		}
-	}
+	sv.Addrs = distinctAddrs(sv.Endpoints)
 	if len(sv.Endpoints) > manyEndpoints {
 		sv.hosts = make(map[string][]int32, len(sv.Endpoints))
 		for i, e := range sv.Endpoints {
@@ -502,14 +474,44 @@ func buildService(s *Service, slices map[string]*EndpointSlice) *ServiceView {
 	return sv
 }
 
-func (b *Builder) indexService(dk dirtyKey, name string, sv *ServiceView, dirty *[shards]bool) {
+// ipWriter edits the IP maps of the snapshot being built, cloning each
+// shard the first time it changes, so published shards are never touched and
+// unchanged shards are shared with the previous snapshot.
+type ipWriter struct {
+	rev                  *[shards]map[netip.Addr][]PTR
+	src                  *[shards]map[netip.Addr][]srcOwner
+	revCloned, srcCloned [shards]bool
+}
+
+func (w *ipWriter) revShard(i int) map[netip.Addr][]PTR {
+	if !w.revCloned[i] {
+		w.rev[i] = maps.Clone(w.rev[i])
+		if w.rev[i] == nil {
+			w.rev[i] = map[netip.Addr][]PTR{}
+		}
+		w.revCloned[i] = true
+	}
+	return w.rev[i]
+}
+
+func (w *ipWriter) srcShard(i int) map[netip.Addr][]srcOwner {
+	if !w.srcCloned[i] {
+		w.src[i] = maps.Clone(w.src[i])
+		if w.src[i] == nil {
+			w.src[i] = map[netip.Addr][]srcOwner{}
+		}
+		w.srcCloned[i] = true
+	}
+	return w.src[i]
+}
+
+func (w *ipWriter) indexService(dk dirtyKey, name string, sv *ServiceView) {
 	add := func(a netip.Addr, host string) {
-		i := shardOf(a)
-		dirty[i] = true
-		old := b.revM[i][a]
+		m := w.revShard(shardOf(a))
+		old := m[a]
 		n := make([]PTR, len(old), len(old)+1)
 		copy(n, old)
-		b.revM[i][a] = append(n, PTR{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns, Service: name, Host: host})
+		m[a] = append(n, PTR{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns, Service: name, Host: host})
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs {
@@ -521,14 +523,14 @@ func (b *Builder) indexService(dk dirtyKey, name string, sv *ServiceView, dirty 
 	}
 }
 
-func (b *Builder) unindexService(dk dirtyKey, name string, sv *ServiceView, dirty *[shards]bool) {
+func (w *ipWriter) unindexService(dk dirtyKey, name string, sv *ServiceView) {
 	del := func(a netip.Addr) {
 		i := shardOf(a)
-		old := b.revM[i][a]
-		if len(old) == 0 {
+		if len(w.rev[i][a]) == 0 {
 			return
 		}
-		dirty[i] = true
+		m := w.revShard(i)
+		old := m[a]
 		n := make([]PTR, 0, len(old))
 		for _, p := range old {
 			if p.TP == dk.tp && p.Tenant == dk.tenant && p.Namespace == dk.ns && p.Service == name {
@@ -537,10 +539,10 @@ func (b *Builder) unindexService(dk dirtyKey, name string, sv *ServiceView, dirt
 			n = append(n, p)
 		}
 		if len(n) == 0 {
-			delete(b.revM[i], a)
+			delete(m, a)
 			return
 		}
-		b.revM[i][a] = n
+		m[a] = n
 	}
 	for _, a := range sv.ClusterIPs {
 		del(a)
@@ -550,22 +552,20 @@ func (b *Builder) unindexService(dk dirtyKey, name string, sv *ServiceView, dirt
 	}
 }
 
-func (b *Builder) indexPods(dk dirtyKey, n *NamespaceView, dirty *[shards]bool) {
+func (w *ipWriter) indexPods(dk dirtyKey, n *NamespaceView) {
 	for a, notHost := range n.Pods {
-		i := shardOf(a)
-		dirty[i] = true
-		old := b.srcM[i][a]
+		m := w.srcShard(shardOf(a))
+		old := m[a]
 		c := make([]srcOwner, len(old), len(old)+1)
 		copy(c, old)
-		b.srcM[i][a] = append(c, srcOwner{tp: dk.tp, tenant: dk.tenant, ns: dk.ns, notHostNetwrk: notHost})
+		m[a] = append(c, srcOwner{tp: dk.tp, tenant: dk.tenant, ns: dk.ns, notHostNetwrk: notHost})
 	}
 }
 
-func (b *Builder) unindexPods(dk dirtyKey, n *NamespaceView, dirty *[shards]bool) {
+func (w *ipWriter) unindexPods(dk dirtyKey, n *NamespaceView) {
 	for a := range n.Pods {
-		i := shardOf(a)
-		old := b.srcM[i][a]
-		dirty[i] = true
+		m := w.srcShard(shardOf(a))
+		old := m[a]
 		c := make([]srcOwner, 0, len(old))
 		for _, o := range old {
 			if o.tp == dk.tp && o.tenant == dk.tenant && o.ns == dk.ns {
@@ -574,9 +574,37 @@ func (b *Builder) unindexPods(dk dirtyKey, n *NamespaceView, dirty *[shards]bool
 			c = append(c, o)
 		}
 		if len(c) == 0 {
-			delete(b.srcM[i], a)
+			delete(m, a)
 			continue
 		}
-		b.srcM[i][a] = c
+		m[a] = c
 	}
+}
+
+// distinctAddrs lists the endpoint addresses without repeats, in order.
+func distinctAddrs(eps []EndpointView) []netip.Addr {
+	if len(eps) == 0 {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(eps))
+	if len(eps) <= manyEndpoints {
+	next:
+		for _, e := range eps {
+			for _, a := range out {
+				if a == e.Addr {
+					continue next
+				}
+			}
+			out = append(out, e.Addr)
+		}
+		return out
+	}
+	seen := make(map[netip.Addr]struct{}, len(eps))
+	for _, e := range eps {
+		if _, dup := seen[e.Addr]; !dup {
+			seen[e.Addr] = struct{}{}
+			out = append(out, e.Addr)
+		}
+	}
+	return out
 }

@@ -17,7 +17,7 @@ type Snapshot struct {
 	Serial uint32
 
 	rev [shards]map[netip.Addr][]PTR
-	src [shards]map[netip.Addr]Source
+	src [shards]map[netip.Addr][]srcOwner
 }
 
 // TPView is one partition's records by tenant.
@@ -145,14 +145,29 @@ func (s *Snapshot) PTRs(a netip.Addr) []PTR {
 	return m[a]
 }
 
-// Source returns the partition and tenant of the pod with address a.
+// Source returns the partition and tenant of the pod with address a. When
+// several pods have it, a pod off the host network wins, then the lowest
+// partition; host-network pods alone say nothing (the address is a node's).
 func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
 	m := s.src[shardOf(a)]
 	if m == nil {
 		return Source{}, false
 	}
-	src, ok := m[a]
-	return src, ok
+	best := -1
+	owners := m[a]
+	for j := range owners {
+		o := &owners[j]
+		if !o.notHostNetwrk {
+			continue
+		}
+		if best < 0 || o.tp < owners[best].tp {
+			best = j
+		}
+	}
+	if best < 0 {
+		return Source{}, false
+	}
+	return Source{TP: owners[best].tp, Tenant: owners[best].tenant}, true
 }
 
 // Counts returns the number of services and pod addresses in partition tp.

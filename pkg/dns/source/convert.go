@@ -121,56 +121,59 @@ func toPod(p *corev1.Pod) *index.Pod {
 	return out
 }
 
-// trimMeta keeps the fields the index and the informer need.
-func trimMeta(m *metav1.ObjectMeta) {
-	t := tenancy.TenantOf(m)
-	*m = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion, Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp}
-	if !tenancy.IsSystem(t) {
-		m.Annotations = map[string]string{tenancy.TenantAnnotation: t}
-	}
+// object is what the informer caches instead of an API object: the key
+// fields, and the small index record. The embedded metav1.Object is a shared
+// empty ObjectMeta, so the informer's key functions work (they read only the
+// name and the namespace) while the cache holds a few dozen bytes per object
+// instead of a decoded API struct.
+type object struct {
+	metav1.Object
+	name, ns string
 }
 
-// trim is the informer transform: it drops everything DNS does not read, so
-// the informer caches stay small.
-func trim(obj any) (any, error) {
+var emptyMeta = &metav1.ObjectMeta{}
+
+func newObject(m metav1.Object) object {
+	return object{Object: emptyMeta, name: m.GetName(), ns: m.GetNamespace()}
+}
+
+func (o *object) GetName() string      { return o.name }
+func (o *object) GetNamespace() string { return o.ns }
+
+type serviceObj struct {
+	object
+	rec *index.Service
+}
+
+type sliceObj struct {
+	object
+	tenant, namespace string
+	rec               *index.EndpointSlice // nil: not a service's slice
+}
+
+type podObj struct {
+	object
+	tenant, namespace string
+	rec               *index.Pod // nil: no address, or ended
+}
+
+type namespaceObj struct {
+	object
+	tenant string
+}
+
+// transform is the informer transform: it turns each API object into its
+// small record once, at the informer boundary.
+func transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
-		trimMeta(&o.ObjectMeta)
-		o.Labels = nil
-		o.Spec = corev1.ServiceSpec{Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, ClusterIPs: o.Spec.ClusterIPs, ExternalName: o.Spec.ExternalName, Ports: trimPorts(o.Spec.Ports)}
-		o.Status = corev1.ServiceStatus{}
+		return &serviceObj{object: newObject(o), rec: toService(o)}, nil
 	case *discoveryv1.EndpointSlice:
-		trimMeta(&o.ObjectMeta)
-		if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" {
-			o.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
-		} else {
-			o.Labels = nil
-		}
-		for i := range o.Endpoints {
-			ep := &o.Endpoints[i]
-			*ep = discoveryv1.Endpoint{Addresses: ep.Addresses, Conditions: discoveryv1.EndpointConditions{Ready: ep.Conditions.Ready}, Hostname: ep.Hostname}
-		}
+		return &sliceObj{object: newObject(o), tenant: tenantOf(o), namespace: realNamespace(o.Namespace), rec: toSlice(o)}, nil
 	case *corev1.Pod:
-		trimMeta(&o.ObjectMeta)
-		o.Labels = nil
-		o.Spec = corev1.PodSpec{HostNetwork: o.Spec.HostNetwork}
-		o.Status = corev1.PodStatus{Phase: o.Status.Phase, PodIP: o.Status.PodIP, PodIPs: o.Status.PodIPs}
+		return &podObj{object: newObject(o), tenant: tenantOf(o), namespace: realNamespace(o.Namespace), rec: toPod(o)}, nil
 	case *corev1.Namespace:
-		trimMeta(&o.ObjectMeta)
-		o.Labels = nil
-		o.Spec = corev1.NamespaceSpec{}
-		o.Status = corev1.NamespaceStatus{}
+		return &namespaceObj{object: newObject(o), tenant: tenantOf(o)}, nil
 	}
 	return obj, nil
-}
-
-func trimPorts(ps []corev1.ServicePort) []corev1.ServicePort {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]corev1.ServicePort, len(ps))
-	for i, p := range ps {
-		out[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port}
-	}
-	return out
 }

@@ -143,7 +143,7 @@ func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.Re
 	var regs []cache.ResourceEventHandlerRegistration
 	mk := func(lw cache.ListerWatcher, obj runtime.Object, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
 		inf := cache.NewSharedIndexInformer(lw, obj, s.opts.Resync, cache.Indexers{})
-		_ = inf.SetTransform(trim)
+		_ = inf.SetTransform(transform)
 		if reg, err := inf.AddEventHandler(h); err == nil {
 			regs = append(regs, reg)
 		}
@@ -204,11 +204,11 @@ func tombstone(obj any) any {
 }
 
 func (s *Source) onService(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*corev1.Service)
+	o, ok := tombstone(obj).(*serviceObj)
 	if !ok {
 		return
 	}
-	r := toService(o)
+	r := o.rec
 	if !s.exposed(r.Tenant, r.Namespace) {
 		return
 	}
@@ -220,48 +220,37 @@ func (s *Source) onService(tp int, obj any, deleted bool) {
 }
 
 func (s *Source) onSlice(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*discoveryv1.EndpointSlice)
-	if !ok {
+	o, ok := tombstone(obj).(*sliceObj)
+	if !ok || !s.exposed(o.tenant, o.namespace) {
 		return
 	}
-	tenant, ns := tenantOf(o), realNamespace(o.Namespace)
-	if !s.exposed(tenant, ns) {
+	if deleted || o.rec == nil {
+		s.b.DeleteEndpointSlice(tp, o.tenant, o.namespace, o.name)
 		return
 	}
-	r := toSlice(o)
-	if deleted || r == nil {
-		s.b.DeleteEndpointSlice(tp, tenant, ns, o.Name)
-		return
-	}
-	s.b.SetEndpointSlice(tp, r)
+	s.b.SetEndpointSlice(tp, o.rec)
 }
 
 func (s *Source) onPod(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*corev1.Pod)
+	o, ok := tombstone(obj).(*podObj)
 	if !ok {
 		return
 	}
-	tenant, ns := tenantOf(o), realNamespace(o.Namespace)
 	// Pods of every tenant are kept, scope or not: they say which TP and
 	// tenant a querier belongs to.
-	r := toPod(o)
-	if deleted || r == nil {
-		s.b.DeletePod(tp, tenant, ns, o.Name)
+	if deleted || o.rec == nil {
+		s.b.DeletePod(tp, o.tenant, o.namespace, o.name)
 		return
 	}
-	s.b.SetPod(tp, r)
+	s.b.SetPod(tp, o.rec)
 }
 
 func (s *Source) onNamespace(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*corev1.Namespace)
-	if !ok {
+	o, ok := tombstone(obj).(*namespaceObj)
+	if !ok || !s.exposed(o.tenant, o.name) {
 		return
 	}
-	tenant := tenantOf(o)
-	if !s.exposed(tenant, o.Name) {
-		return
-	}
-	s.b.SetNamespace(tp, tenant, o.Name, !deleted)
+	s.b.SetNamespace(tp, o.tenant, o.name, !deleted)
 }
 
 // Start runs every informer until ctx ends.

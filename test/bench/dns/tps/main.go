@@ -1,0 +1,172 @@
+// Command tps starts the fake tenant partitions of make bench-dns in one
+// process and fills them: per TP, --services services (half ClusterIP, half
+// headless with an EndpointSlice of two ready endpoints) and --pods pods,
+// split between the system tenant (a fifth) and one regular tenant per TP.
+// It writes TP kubeconfigs and a dnsperf query file mixing tenant names,
+// legacy names, misses and SRV, prints READY, and serves until SIGTERM.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/ops"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+const namespaces = 20
+
+func main() {
+	dir := flag.String("dir", ".", "Directory for tpN.kubeconfig and queries.txt.")
+	tpsN := flag.Int("partitions", 3, "Tenant partitions.")
+	services := flag.Int("services", 10000, "Services per TP.")
+	pods := flag.Int("pods", 10000, "Pods per TP.")
+	queries := flag.Int("queries", 100000, "Lines in queries.txt.")
+	flag.Parse()
+	ctx, cancel := ops.SignalContext(context.Background())
+	defer cancel()
+	c, err := faketp.Start(ctx, faketp.Options{Partitions: *tpsN, KubeconfigDir: *dir, Plugins: []faketp.Plugin{}})
+	if err != nil {
+		fail(err)
+	}
+	defer c.Stop()
+	for i, tp := range c.TPs() {
+		if err := seed(tp, i, *services, *pods); err != nil {
+			fail(err)
+		}
+	}
+	if err := writeQueries(filepath.Join(*dir, "queries.txt"), *tpsN, *services, *queries); err != nil {
+		fail(err)
+	}
+	fmt.Println("READY")
+	<-ctx.Done()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "tps:", err)
+	os.Exit(1)
+}
+
+func tenantOf(tp, i int) string {
+	if i%5 == 0 {
+		return "system"
+	}
+	return fmt.Sprintf("tenant%d", tp)
+}
+
+func ip(a, b, i int) string { return fmt.Sprintf("10.%d.%d.%d", a+b, (i>>8)&255, i&255) }
+
+func seed(tp *faketp.TP, t, services, pods int) error {
+	var objs []any
+	flush := func() error {
+		err := tp.Seed(objs...)
+		objs = objs[:0]
+		return err
+	}
+	for _, tenant := range []string{"system", fmt.Sprintf("tenant%d", t)} {
+		for n := 0; n < namespaces; n++ {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns%d", n)}}
+			tenancy.SetTenant(ns, tenant)
+			objs = append(objs, ns)
+		}
+	}
+	for i := 0; i < pods; i++ {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod%d", i), Namespace: fmt.Sprintf("ns%d", i%namespaces)},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip(200, t, i), PodIPs: []corev1.PodIP{{IP: ip(200, t, i)}}}}
+		tenancy.SetTenant(p, tenantOf(t, i))
+		objs = append(objs, p)
+		if len(objs) >= 2000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	port := []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}
+	for i := 0; i < services; i++ {
+		ns := fmt.Sprintf("ns%d", i%namespaces)
+		tenant := tenantOf(t, i)
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc%d", i), Namespace: ns}, Spec: corev1.ServiceSpec{Ports: port}}
+		if i%2 == 0 {
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = ip(100, t, i), []string{ip(100, t, i)}
+		} else {
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+			ready := true
+			e := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc%d-1", i), Namespace: ns,
+				Labels: map[string]string{discoveryv1.LabelServiceName: s.Name}}, AddressType: discoveryv1.AddressTypeIPv4,
+				Ports: []discoveryv1.EndpointPort{{Name: &port[0].Name, Port: &port[0].Port, Protocol: &port[0].Protocol}},
+				Endpoints: []discoveryv1.Endpoint{
+					{Addresses: []string{ip(200, t, i%pods)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+					{Addresses: []string{ip(200, t, (i+1)%pods)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+				}}
+			tenancy.SetTenant(e, tenant)
+			objs = append(objs, e)
+		}
+		tenancy.SetTenant(s, tenant)
+		objs = append(objs, s)
+		if len(objs) >= 2000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// writeQueries mixes 45% tenant-form A, 20% legacy (system) A, 15% misses,
+// 10% SRV and 10% headless A.
+func writeQueries(path string, tps, services, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	r := rand.New(rand.NewSource(1))
+	for q := 0; q < n; q++ {
+		t := r.Intn(tps)
+		i := r.Intn(services)
+		ns := fmt.Sprintf("ns%d", i%namespaces)
+		for i%5 == 0 { // a regular tenant's service
+			i = r.Intn(services)
+			ns = fmt.Sprintf("ns%d", i%namespaces)
+		}
+		sys := r.Intn(services/5) * 5
+		sysNS := fmt.Sprintf("ns%d", sys%namespaces)
+		switch x := r.Intn(100); {
+		case x < 45:
+			i &^= 1
+			if i%5 == 0 {
+				i += 2
+			}
+			ns = fmt.Sprintf("ns%d", i%namespaces)
+			fmt.Fprintf(w, "svc%d.%s.tenant%d.svc.cluster.local A\n", i, ns, t)
+		case x < 65:
+			fmt.Fprintf(w, "svc%d.%s.svc.cluster.local A\n", sys, sysNS)
+		case x < 80:
+			fmt.Fprintf(w, "missing%d.%s.tenant%d.svc.cluster.local A\n", i, ns, t)
+		case x < 90:
+			fmt.Fprintf(w, "_http._tcp.svc%d.%s.tenant%d.svc.cluster.local SRV\n", i, ns, t)
+		default:
+			i |= 1
+			if i%5 == 0 {
+				i += 2
+			}
+			ns = fmt.Sprintf("ns%d", i%namespaces)
+			fmt.Fprintf(w, "svc%d.%s.tenant%d.svc.cluster.local A\n", i, ns, t)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
