@@ -64,6 +64,14 @@ type program struct {
 	done chan error
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.path != "" {
+		_ = os.RemoveAll(filepath.Dir(buildOnce.path))
+	}
+	os.Exit(code)
+}
+
 var buildOnce struct {
 	sync.Once
 	path string

@@ -133,7 +133,9 @@ func (tp *TP) Generate(o GenerateOptions) error {
 	return flush(true)
 }
 
-// podIP is a distinct IP in 10.244.0.0/14 for pod i.
+// podIP is a distinct IP in 10.244.0.0/14 for pod i, skipping the .0
+// network address of the first /24.
 func podIP(i int) string {
-	return fmt.Sprintf("10.%d.%d.%d", 244+(i>>16)&3, (i>>8)&255, i&255)
+	n := i + 2
+	return fmt.Sprintf("10.%d.%d.%d", 244+(n>>16)&3, (n>>8)&255, n&255)
 }
