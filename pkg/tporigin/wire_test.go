@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -49,6 +50,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		uidC     = "0c000000-0000-4000-8000-00000000000c" // tp2, tenant t1
 		uidStale = "0d000000-0000-4000-8000-00000000000d" // in the file, gone from tp1
 		uidS     = "0e000000-0000-4000-8000-00000000000e" // service in tp1
+		uidE     = "0f000000-0000-4000-8000-00000000000f" // endpointslice in tp2
 	)
 	if err := tp1.Seed(
 		pod("system", "kube-system", "ds-x", uidA, "n1"),
@@ -60,6 +62,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err := tp2.Seed(
 		pod("system", "kube-system", "ds-x", uidA, "n1"),
 		pod("t1", "default", "web", uidC, "n1"),
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns-abc", UID: uidE}, AddressType: discoveryv1.AddressTypeIPv4},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true})
+	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true, EndpointSlices: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +105,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	w.Start(ctx)
 	until(t, "the wiring to sync", w.HasSynced)
 
-	want := map[string]string{uidA: "tp1", uidC: "tp2", uidS: "tp1", uidB: "", uidStale: ""}
+	want := map[string]string{uidA: "tp1", uidC: "tp2", uidS: "tp1", uidE: "tp2", uidB: "", uidStale: ""}
 	for u, tp := range want {
 		got, ok := tr.OriginOf(types.UID(u))
 		if tp == "" && ok || tp != "" && got != tp {
@@ -111,6 +114,9 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	}
 	if o, _ := tr.Origin(uidS); o.Kind != tporigin.KindService {
 		t.Errorf("service origin = %+v", o)
+	}
+	if o, _ := tr.Origin(uidE); o.Kind != tporigin.KindEndpointSlice {
+		t.Errorf("endpointslice origin = %+v", o)
 	}
 	if tp, ok := tr.PartitionOfTenant("t1"); !ok || tp != "tp2" {
 		t.Errorf("PartitionOfTenant(t1) = %q, %v", tp, ok)
@@ -140,8 +146,8 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if again.Len() != 2 {
-		t.Fatalf("after restart: %d origins, want 2 (A from tp2, the service)", again.Len())
+	if again.Len() != 3 {
+		t.Fatalf("after restart: %d origins, want 3 (A from tp2, the service, the endpointslice)", again.Len())
 	}
 	if tp, _ := again.OriginOf(uidA); tp != "tp2" {
 		t.Fatalf("after restart A is from %q", tp)
