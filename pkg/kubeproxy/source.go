@@ -38,7 +38,10 @@ type Source struct {
 // must run before set.Start. It trims the objects the informers cache
 // (managed fields, last-applied annotations), which is safe for other users
 // of the same informers; an informer that has already started keeps its
-// objects whole.
+// objects whole. An informer has one transform: a package that installs
+// its own on the same informers later replaces this one, and must still
+// deliver *v1.Service and *discoveryv1.EndpointSlice objects, or Source
+// ignores them.
 func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointSliceHandler) (*Source, error) {
 	if set == nil {
 		return nil, fmt.Errorf("kubeproxy: nil partition set")

@@ -28,4 +28,10 @@
 //     removed from the configuration leaves no rules behind.
 //   - The Proxier's memory of what is installed advances only when
 //     iptables-restore succeeded.
+//
+// Limits: IPv4 or IPv6 per Proxier (one Renderer.Family), cluster IPs only
+// (no NodePort, external IPs, session affinity or masquerading). TPs are
+// expected to allocate cluster IPs from disjoint ranges; if two TPs' service
+// ports claim the same cluster IP and port, both dispatch rules are
+// installed and the first one in TPKIT-SERVICES takes the traffic.
 package iptables
