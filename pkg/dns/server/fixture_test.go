@@ -99,7 +99,7 @@ func startServer(t testing.TB, snaps Snapshots, o Options) *testServer {
 
 // query sends one question from source address from ("" for 127.0.0.1)
 // over net ("udp" or "tcp").
-func query(t testing.TB, addr, network, from, name string, qtype uint16, edns uint16) *dns.Msg {
+func ask(t testing.TB, addr, network, from, name string, qtype uint16, edns uint16) *dns.Msg {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
@@ -168,7 +168,7 @@ type dnsCase struct {
 func (c dnsCase) check(t *testing.T, addr string, serial uint32) {
 	t.Helper()
 	for _, network := range []string{"udp", "tcp"} {
-		r := query(t, addr, network, c.From, c.Qname, c.Qtype, 0)
+		r := ask(t, addr, network, c.From, c.Qname, c.Qtype, 0)
 		name := network + " " + c.Qname + " " + dns.TypeToString[c.Qtype] + " from " + c.From
 		if r.Rcode != c.Rcode {
 			t.Errorf("%s: rcode %s, want %s\n%v", name, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.Rcode], r)

@@ -204,71 +204,99 @@ func (h *Handler) Respond(r *dns.Msg, src netip.Addr, tcp bool) []byte {
 	return append([]byte(nil), out...)
 }
 
-// respond builds the answer in st. It returns the zone index, or forwarded
-// when the name is not ours, or malformed.
+// query is what the answer needs of a request, read either from a
+// miekg/dns message or straight from the packet (see fast.go).
+type query struct {
+	id            uint16
+	opcode        int
+	rd, cd        bool
+	qtype, qclass uint16
+	n             int // length of the question name in state.qwire
+	edns          bool
+	udpSize       uint16
+	version       uint8
+	do            bool
+}
+
+// respond builds the answer to r in st. It returns the zone index, or
+// forwarded when the name is not ours, or malformed.
 func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool) ([]byte, int, int, uint16) {
 	if len(r.Question) != 1 {
 		return h.formErr(st, r), malformed, dns.RcodeFormatError, 0
 	}
-	q := r.Question[0]
-	n, err := dns.PackDomainName(q.Name, st.qwire[:], 0, nil, false)
+	q := query{id: r.Id, opcode: r.Opcode, rd: r.RecursionDesired, cd: r.CheckingDisabled, qtype: r.Question[0].Qtype, qclass: r.Question[0].Qclass}
+	n, err := dns.PackDomainName(r.Question[0].Name, st.qwire[:], 0, nil, false)
 	if err != nil || n > names.MaxWire {
-		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.Qtype
+		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.qtype
 	}
+	q.n = n
+	if opt := r.IsEdns0(); opt != nil {
+		q.edns, q.udpSize, q.version, q.do = true, opt.UDPSize(), opt.Version(), opt.Do()
+	}
+	out, zi, rcode := h.respondQuery(st, &q, src, tcp)
+	if zi == malformed {
+		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.qtype
+	}
+	return out, zi, rcode, q.qtype
+}
+
+// respondQuery answers q, whose name is in st.qwire. A nil answer means the
+// name is to be forwarded (zi == forwarded) or is malformed.
+func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool) ([]byte, int, int) {
+	n := q.n
 	if names.Lower(st.lw[:], st.qwire[:n]) != n {
-		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.Qtype
+		return nil, malformed, dns.RcodeFormatError
 	}
 	st.nl = names.Split(st.lw[:n], st.offs[:])
 	if st.nl < 0 {
-		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.Qtype
+		return nil, malformed, dns.RcodeFormatError
 	}
 	zi := h.zoneOf(st.lw[:n], st.offs[:st.nl])
 	if zi < 0 {
-		return nil, forwarded, 0, q.Qtype
+		return nil, forwarded, 0
 	}
 	limit := dns.MaxMsgSize
-	opt := r.IsEdns0()
 	if !tcp {
 		limit = dns.MinMsgSize
-		if opt != nil && int(opt.UDPSize()) > limit {
-			limit = int(opt.UDPSize())
+		if q.edns && int(q.udpSize) > limit {
+			limit = int(q.udpSize)
 		}
 	}
-	if opt != nil {
+	if q.edns {
 		limit -= 11 // room for our OPT record
 	}
 	e := &st.enc
 	e.reset(st.buf, limit)
-	flags := uint16(1<<15) | uint16(r.Opcode&0xF)<<11 | 1<<10 | 1<<7 // QR, AA, RA
-	if r.RecursionDesired {
+	flags := uint16(1<<15) | uint16(q.opcode&0xF)<<11 | 1<<10 | 1<<7 // QR, AA, RA
+	if q.rd {
 		flags |= 1 << 8
 	}
-	if r.CheckingDisabled {
+	if q.cd {
 		flags |= 1 << 4
 	}
-	e.header(r.Id, flags)
-	e.question(st.qwire[:n], q.Qtype, q.Qclass)
+	e.header(q.id, flags)
+	e.question(st.qwire[:n], q.qtype, q.qclass)
 	var rcode int
 	var ext uint8
 	switch {
-	case opt != nil && opt.Version() != 0:
+	case q.edns && q.version != 0:
 		rcode, ext = 0, 1 // BADVERS: extended rcode 16
-	case r.Opcode != dns.OpcodeQuery:
+	case q.opcode != dns.OpcodeQuery:
 		rcode = dns.RcodeNotImplemented
 	default:
-		rcode = h.answer(st, zi, q.Qtype, q.Qclass, src)
+		rcode = h.answer(st, zi, q.qtype, q.qclass, src)
 		if rcode == rcodeForward {
-			return nil, forwarded, 0, q.Qtype
+			return nil, forwarded, 0
 		}
 	}
-	if opt != nil {
+	if q.edns {
 		e.limit += 11
-		e.opt(defaultEDNS, ext, opt.Do())
+		e.opt(defaultEDNS, ext, q.do)
 		if ext != 0 {
 			rcode = dns.RcodeBadVers
 		}
 	}
-	return e.finish(rcode), zi, rcode, q.Qtype
+	return e.finish(rcode), zi, rcode
 }
 
 func (h *Handler) formErr(st *state, r *dns.Msg) []byte {

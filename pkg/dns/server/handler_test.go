@@ -112,7 +112,7 @@ func TestRecords(t *testing.T) {
 
 func TestOtherZonesRefusedWithoutForwarder(t *testing.T) {
 	s := startServer(t, fixture(t), Options{})
-	r := query(t, s.addr, "udp", "", "example.org.", dns.TypeA, 0)
+	r := ask(t, s.addr, "udp", "", "example.org.", dns.TypeA, 0)
 	if r.Rcode != dns.RcodeRefused {
 		t.Fatalf("rcode %s, want REFUSED", dns.RcodeToString[r.Rcode])
 	}
@@ -122,11 +122,11 @@ func TestCasePreserved(t *testing.T) {
 	s := startServer(t, fixture(t), Options{})
 	for _, network := range []string{"udp", "tcp"} {
 		q := "KUBE-DNS.Kube-System.SVC.Cluster.Local."
-		r := query(t, s.addr, network, "", q, dns.TypeA, 0)
+		r := ask(t, s.addr, network, "", q, dns.TypeA, 0)
 		if len(r.Answer) != 1 || r.Answer[0].Header().Name != q || r.Question[0].Name != q {
 			t.Fatalf("%s: answer %v for %s", network, r.Answer, q)
 		}
-		r = query(t, s.addr, network, "", "NOPE.Kube-System.SVC.Cluster.Local.", dns.TypeA, 0)
+		r = ask(t, s.addr, network, "", "NOPE.Kube-System.SVC.Cluster.Local.", dns.TypeA, 0)
 		if r.Rcode != dns.RcodeNameError || r.Question[0].Name != "NOPE.Kube-System.SVC.Cluster.Local." {
 			t.Fatalf("%s: %v", network, r)
 		}
@@ -142,19 +142,19 @@ func TestSystemServiceAnsweredFromSourcePartition(t *testing.T) {
 		{"127.0.0.99", "10.0.0.10"}, // unknown: the system partition
 	} {
 		for _, network := range []string{"udp", "tcp"} {
-			r := query(t, s.addr, network, c.from, kdns, dns.TypeA, 0)
+			r := ask(t, s.addr, network, c.from, kdns, dns.TypeA, 0)
 			if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != c.want {
 				t.Errorf("%s from %s: %v, want %s", network, c.from, r.Answer, c.want)
 			}
 		}
 	}
 	s2 := startServer(t, fixture(t), Options{SystemPartition: 1})
-	r := query(t, s2.addr, "udp", "127.0.0.99", kdns, dns.TypeA, 0)
+	r := ask(t, s2.addr, "udp", "127.0.0.99", kdns, dns.TypeA, 0)
 	if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.1.0.10" {
 		t.Errorf("--system-partition=1, unknown source: %v", r.Answer)
 	}
 	// A system service that exists only in tp1 is still found from tp2.
-	r = query(t, s.addr, "udp", "127.0.0.3", "kubernetes.default.svc.cluster.local.", dns.TypeA, 0)
+	r = ask(t, s.addr, "udp", "127.0.0.3", "kubernetes.default.svc.cluster.local.", dns.TypeA, 0)
 	if len(r.Answer) != 1 {
 		t.Errorf("kubernetes from tp2: %v", r)
 	}
@@ -186,14 +186,14 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, network := range []string{"udp", "tcp"} {
-			r := query(t, c.s.addr, network, c.from, c.name, dns.TypeA, 0)
+			r := ask(t, c.s.addr, network, c.from, c.name, dns.TypeA, 0)
 			if r.Rcode != c.rcode {
 				t.Errorf("%s %s from %s: %s, want %s", network, c.name, c.from, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode])
 			}
 		}
 	}
 	// PTR of another tenant's address is hidden too.
-	r := query(t, deny.addr, "udp", "127.0.0.21", "1.1.0.10.in-addr.arpa.", dns.TypePTR, 0)
+	r := ask(t, deny.addr, "udp", "127.0.0.21", "1.1.0.10.in-addr.arpa.", dns.TypePTR, 0)
 	if r.Rcode != dns.RcodeNameError {
 		t.Errorf("PTR of alpha's service from beta: %v", r)
 	}
@@ -214,7 +214,7 @@ func TestServfailBeforeSync(t *testing.T) {
 	go func() { defer close(done); _ = Serve(ctx, l, h) }()
 	defer func() { cancel(); <-done; l.Close() }()
 	for _, network := range []string{"udp", "tcp"} {
-		r := query(t, l.Addr(), network, "", kdns, dns.TypeA, 0)
+		r := ask(t, l.Addr(), network, "", kdns, dns.TypeA, 0)
 		if r.Rcode != dns.RcodeServerFailure {
 			t.Fatalf("%s before sync: %s, want SERVFAIL", network, dns.RcodeToString[r.Rcode])
 		}
@@ -222,11 +222,11 @@ func TestServfailBeforeSync(t *testing.T) {
 	b.SetNamespace(0, "system", "kube-system", true)
 	b.SetService(0, &index.Service{Tenant: "system", Namespace: "kube-system", Name: "kube-dns", ClusterIPs: ips("10.0.0.10"), Ports: []index.Port{{Port: index.NoPort}}})
 	b.Publish()
-	if r := query(t, l.Addr(), "udp", "", kdns, dns.TypeA, 0); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+	if r := ask(t, l.Addr(), "udp", "", kdns, dns.TypeA, 0); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 		t.Fatalf("known name before sync: %v", r)
 	}
 	h.MarkSynced()
-	if r := query(t, l.Addr(), "udp", "", "nope."+kdns[9:], dns.TypeA, 0); r.Rcode != dns.RcodeNameError {
+	if r := ask(t, l.Addr(), "udp", "", "nope."+kdns[9:], dns.TypeA, 0); r.Rcode != dns.RcodeNameError {
 		t.Fatalf("after sync: %v", r)
 	}
 }
@@ -243,24 +243,24 @@ func TestTruncationAndTCP(t *testing.T) {
 	b.Publish()
 	s := startServer(t, b, Options{})
 	name := "big.default.svc.cluster.local."
-	r := query(t, s.addr, "udp", "", name, dns.TypeA, 0)
+	r := ask(t, s.addr, "udp", "", name, dns.TypeA, 0)
 	if !r.Truncated || len(r.Answer) >= 200 {
 		t.Fatalf("udp without EDNS0: truncated=%v answers=%d", r.Truncated, len(r.Answer))
 	}
-	r = query(t, s.addr, "udp", "", name, dns.TypeA, 1232)
+	r = ask(t, s.addr, "udp", "", name, dns.TypeA, 1232)
 	r.Compress = true
 	if !r.Truncated || r.IsEdns0() == nil || r.Len() > 1232 {
 		t.Fatalf("udp with EDNS0 1232: truncated=%v opt=%v len=%d", r.Truncated, r.IsEdns0(), r.Len())
 	}
-	r = query(t, s.addr, "udp", "", name, dns.TypeA, 4096)
+	r = ask(t, s.addr, "udp", "", name, dns.TypeA, 4096)
 	if r.Truncated || len(r.Answer) != 200 || r.IsEdns0() == nil {
 		t.Fatalf("udp with EDNS0 4096: truncated=%v answers=%d", r.Truncated, len(r.Answer))
 	}
-	r = query(t, s.addr, "tcp", "", name, dns.TypeA, 0)
+	r = ask(t, s.addr, "tcp", "", name, dns.TypeA, 0)
 	if r.Truncated || len(r.Answer) != 200 {
 		t.Fatalf("tcp: truncated=%v answers=%d", r.Truncated, len(r.Answer))
 	}
-	r = query(t, s.addr, "tcp", "", name, dns.TypeSRV, 0)
+	r = ask(t, s.addr, "tcp", "", name, dns.TypeSRV, 0)
 	if r.Truncated || len(r.Answer) != 200 || len(r.Extra) != 200 || r.Answer[0].(*dns.SRV).Weight != 1 {
 		t.Fatalf("tcp SRV: truncated=%v answers=%d extra=%d", r.Truncated, len(r.Answer), len(r.Extra))
 	}
@@ -268,7 +268,7 @@ func TestTruncationAndTCP(t *testing.T) {
 
 func TestEDNS(t *testing.T) {
 	s := startServer(t, fixture(t), Options{})
-	r := query(t, s.addr, "udp", "", kdns, dns.TypeA, 1232)
+	r := ask(t, s.addr, "udp", "", kdns, dns.TypeA, 1232)
 	opt := r.IsEdns0()
 	if opt == nil || opt.Version() != 0 || len(r.Answer) != 1 {
 		t.Fatalf("EDNS0 answer: %v", r)
@@ -309,7 +309,7 @@ func TestMalformedPackets(t *testing.T) {
 		_, _ = conn.Write(p)
 	}
 	// The server is still answering.
-	if r := query(t, s.addr, "udp", "", kdns, dns.TypeA, 0); len(r.Answer) != 1 {
+	if r := ask(t, s.addr, "udp", "", kdns, dns.TypeA, 0); len(r.Answer) != 1 {
 		t.Fatalf("after malformed packets: %v", r)
 	}
 	// A packet whose question cannot be read gets FORMERR.

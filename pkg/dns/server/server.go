@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -75,8 +76,14 @@ func (l *Listener) Close() {
 	}
 }
 
-// Serve answers queries on l with h until ctx ends, then shuts down.
+// Serve answers queries on l with h until ctx ends, then shuts down. A
+// *Handler gets the allocation-free UDP path (see fast.go); any other
+// handler is served by miekg/dns alone.
 func Serve(ctx context.Context, l *Listener, h dns.Handler) error {
+	if hh, ok := h.(*Handler); ok {
+		klog.InfoS("Serving DNS", "address", l.Addr(), "udpSockets", len(l.udp))
+		return serveFast(ctx, l, hh, runtime.GOMAXPROCS(0))
+	}
 	var servers []*dns.Server
 	for _, pc := range l.udp {
 		servers = append(servers, &dns.Server{PacketConn: pc, Handler: h, UDPSize: 4096, ReusePort: true})

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// The UDP fast path reads packets itself instead of through miekg/dns: a
+// plain query (one question, uncompressed name, at most an OPT record) for
+// an indexed name is answered without unpacking it into a dns.Msg, so it
+// allocates nothing. Anything else (forwarded names, odd packets) takes the
+// ordinary path: miekg/dns unpacks it and ServeDNS answers, in its own
+// goroutine so a slow upstream never blocks the socket.
+
+// parseQuery reads a plain query from b into q and st.qwire. It returns
+// false when the packet is not a plain query; the caller falls back.
+func parseQuery(b []byte, st *state, q *query) bool {
+	if len(b) < headerLen+5 {
+		return false
+	}
+	flags := binary.BigEndian.Uint16(b[2:])
+	if flags&0x8000 != 0 || (flags>>11)&0xF != 0 {
+		return false
+	}
+	if binary.BigEndian.Uint16(b[4:]) != 1 || binary.BigEndian.Uint16(b[6:]) != 0 || binary.BigEndian.Uint16(b[8:]) != 0 {
+		return false
+	}
+	ar := binary.BigEndian.Uint16(b[10:])
+	if ar > 1 {
+		return false
+	}
+	i := headerLen
+	for {
+		if i >= len(b) || i-headerLen >= 255 {
+			return false
+		}
+		l := int(b[i])
+		if l&0xC0 != 0 {
+			return false
+		}
+		i += 1 + l
+		if l == 0 {
+			break
+		}
+	}
+	if i+4 > len(b) || i-headerLen > 255 {
+		return false
+	}
+	q.n = copy(st.qwire[:], b[headerLen:i])
+	q.id = binary.BigEndian.Uint16(b)
+	q.opcode = 0
+	q.rd, q.cd = flags&0x0100 != 0, flags&0x0010 != 0
+	q.qtype, q.qclass = binary.BigEndian.Uint16(b[i:]), binary.BigEndian.Uint16(b[i+2:])
+	i += 4
+	q.edns, q.udpSize, q.version, q.do = false, 0, 0, false
+	if ar == 1 {
+		if i+11 > len(b) || b[i] != 0 || binary.BigEndian.Uint16(b[i+1:]) != dns.TypeOPT {
+			return false
+		}
+		rdlen := int(binary.BigEndian.Uint16(b[i+9:]))
+		if i+11+rdlen != len(b) {
+			return false
+		}
+		q.edns = true
+		q.udpSize = binary.BigEndian.Uint16(b[i+3:])
+		q.version = b[i+6]
+		q.do = binary.BigEndian.Uint16(b[i+7:])&0x8000 != 0
+		return true
+	}
+	return i == len(b)
+}
+
+// serveUDP reads queries from pc until it is closed.
+func (h *Handler) serveUDP(pc *net.UDPConn) error {
+	buf := make([]byte, 65535)
+	st := &state{buf: make([]byte, 0, dns.MaxMsgSize+512)}
+	var q query
+	for {
+		n, ap, err := pc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			continue
+		}
+		start := time.Now()
+		pkt := buf[:n]
+		src := ap.Addr().Unmap()
+		if parseQuery(pkt, st, &q) {
+			out, zi, rcode := h.respondQuery(st, &q, src, false)
+			if out != nil {
+				_, _ = pc.WriteToUDPAddrPort(out, ap)
+				if m := h.opts.Metrics; m != nil {
+					m.observe(zi+1, h.zones[zi].name, q.qtype, rcode, time.Since(start))
+				}
+				continue
+			}
+		}
+		go h.slowUDP(pc, append([]byte(nil), pkt...), ap)
+	}
+}
+
+// slowUDP answers a packet the fast path does not, the way the miekg/dns
+// server would: unreadable headers and responses are dropped, other
+// unreadable packets get FORMERR.
+func (h *Handler) slowUDP(pc *net.UDPConn, pkt []byte, ap netip.AddrPort) {
+	w := &udpWriter{pc: pc, to: ap}
+	m := new(dns.Msg)
+	if err := m.Unpack(pkt); err != nil {
+		if len(pkt) < headerLen || pkt[2]&0x80 != 0 {
+			return
+		}
+		var hdr dns.Msg
+		hdr.Id = binary.BigEndian.Uint16(pkt)
+		hdr.Response = true
+		hdr.Opcode = int(pkt[2]>>3) & 0xF
+		hdr.Rcode = dns.RcodeFormatError
+		_ = w.WriteMsg(&hdr)
+		return
+	}
+	if m.Response {
+		return
+	}
+	if len(m.Question) != 1 {
+		r := new(dns.Msg)
+		r.SetRcodeFormatError(m)
+		_ = w.WriteMsg(r)
+		return
+	}
+	h.ServeDNS(w, m)
+}
+
+// udpWriter is the dns.ResponseWriter of the slow path.
+type udpWriter struct {
+	pc *net.UDPConn
+	to netip.AddrPort
+}
+
+func (w *udpWriter) LocalAddr() net.Addr { return w.pc.LocalAddr() }
+func (w *udpWriter) RemoteAddr() net.Addr {
+	return net.UDPAddrFromAddrPort(w.to)
+}
+func (w *udpWriter) WriteMsg(m *dns.Msg) error {
+	b, err := m.Pack()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+func (w *udpWriter) Write(b []byte) (int, error) { return w.pc.WriteToUDPAddrPort(b, w.to) }
+func (w *udpWriter) Close() error                { return nil }
+func (w *udpWriter) TsigStatus() error           { return nil }
+func (w *udpWriter) TsigTimersOnly(bool)         {}
+func (w *udpWriter) Hijack()                     {}
+
+// serveFast runs the fast UDP path on every UDP socket, readers goroutines
+// each, and miekg/dns on TCP, until ctx ends.
+func serveFast(ctx context.Context, l *Listener, h *Handler, readers int) error {
+	tcp := &dns.Server{Listener: l.tcp, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }}
+	errc := make(chan error, 1+len(l.udp)*readers)
+	go func() { errc <- tcp.ActivateAndServe() }()
+	for _, pc := range l.udp {
+		u, ok := pc.(*net.UDPConn)
+		if !ok {
+			return errors.New("dns: fast path needs UDP sockets")
+		}
+		for r := 0; r < readers; r++ {
+			go func() { errc <- h.serveUDP(u) }()
+		}
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	for _, pc := range l.udp {
+		_ = pc.Close()
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = tcp.ShutdownContext(sctx)
+	cancel()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
