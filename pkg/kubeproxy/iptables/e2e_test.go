@@ -1,0 +1,113 @@
+package iptables
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+)
+
+// TestNetnsFakeTPEndToEnd is the whole path: two fake TPs with the same
+// system service, real informers, the view, the bounded runner, and the
+// iptables proxier in a network namespace; real connections to each VIP
+// reach only that TP's backend, also after an update made through the API.
+func TestNetnsFakeTPEndToEnd(t *testing.T) {
+	requireNetns(t)
+	e := newNetnsEnv(t)
+	e.backend(t, "tp1", "198.18.0.11")
+	e.backend(t, "tp2", "198.18.0.21")
+	e.backend(t, "tp2", "198.18.0.22")
+
+	c := faketp.StartT(t, faketp.Options{Partitions: 2})
+	tps := c.TPs()
+	seeds := [][]any{
+		{svc("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53), slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.11")},
+		{svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.21")},
+	}
+	var names []string
+	var cfgs []*rest.Config
+	for i, tp := range tps {
+		if err := tp.Seed(seeds[i]...); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tp.Name())
+		cfgs = append(cfgs, tp.RESTConfig())
+	}
+	set, err := partition.NewFromConfigs(names, cfgs, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := kubeproxy.NewView(names, kubeproxy.Options{})
+	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointSliceHandler{view})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.proxier(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = in(e.client, func() error { return p.Cleanup(context.Background()) })
+	})
+	set.Start(ctx)
+	go src.Run(ctx)
+	sync := func(ctx context.Context, s *kubeproxy.Snapshot, c kubeproxy.Changes) error {
+		return in(e.client, func() error { return p.Sync(ctx, s, c) })
+	}
+	go func() {
+		kubeproxy.NewRunner(view, sync, kubeproxy.RunnerOptions{MinInterval: 10 * time.Millisecond, RetryInterval: 50 * time.Millisecond}).Run(ctx)
+		close(done)
+	}()
+
+	waitAnswer := func(addr, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a time limit
+		for {
+			a, err := e.dial(addr)
+			if err == nil && a == want {
+				return
+			}
+			if err == nil && !strings.HasPrefix(a, strings.Fields(want)[0]+" ") {
+				t.Fatalf("%s answered %q: another TP's backend", addr, a)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: waiting for %q, last %q %v", addr, want, a, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitAnswer("198.19.0.10:53", "tp1 198.18.0.11")
+	waitAnswer("198.19.1.10:53", "tp2 198.18.0.21")
+	for addr, want := range map[string]string{"198.19.0.10:53": "tp1 198.18.0.11", "198.19.1.10:53": "tp2 198.18.0.21"} {
+		for a, n := range e.answers(t, addr, 8) {
+			if a != want {
+				t.Fatalf("%s answered %q %d times, want only %q", addr, a, n, want)
+			}
+		}
+	}
+
+	// Move TP2's endpoint through TP2's API: only TP2's service is rewritten.
+	sl, err := set.Partitions()[1].Client.DiscoveryV1().EndpointSlices("kube-system").Get(ctx, "kube-dns-x", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Endpoints[0].Addresses = []string{"198.18.0.22"}
+	if _, err := set.Partitions()[1].Client.DiscoveryV1().EndpointSlices("kube-system").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer("198.19.1.10:53", "tp2 198.18.0.22")
+	if res := p.LastResult(); res.Full || res.Services != 1 {
+		t.Fatalf("the update was synced as %+v, want one service, partial", res)
+	}
+	if got := e.answers(t, "198.19.0.10:53", 4); got["tp1 198.18.0.11"] != 4 {
+		t.Fatalf("TP1's VIP after TP2's update: %v", got)
+	}
+}
