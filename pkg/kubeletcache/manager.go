@@ -170,6 +170,7 @@ type item[T runtime.Object] struct {
 	done      chan struct{}
 	immutable bool
 	up        bool // the reflector's last list or watch succeeded
+	removed   bool // no pod references it any more: never restart
 }
 
 // manager is the shared core of ConfigMapManager and SecretManager.
@@ -311,6 +312,7 @@ func (m *manager[T]) releaseLocked(pe *podEntry) {
 		if it.refs--; it.refs <= 0 {
 			delete(m.items, key)
 			it.mu.Lock()
+			it.removed = true
 			m.stopLocked(it)
 			it.mu.Unlock()
 		}

@@ -16,7 +16,7 @@ import (
 
 // startLocked starts it's reflector on its TP. Called with it.mu held.
 func (m *manager[T]) startLocked(it *item[T]) {
-	if it.running || it.immutable {
+	if it.running || it.immutable || it.removed || m.base.Err() != nil {
 		return
 	}
 	c, err := m.client(it.key.tp)

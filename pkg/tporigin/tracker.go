@@ -3,6 +3,7 @@ package tporigin
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -167,6 +168,9 @@ func Open(o Options) (*Tracker, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	// Own copies: the caller may reuse its slices and maps.
+	o.Partitions = slices.Clone(o.Partitions)
+	o.StaticTenants = maps.Clone(o.StaticTenants)
 	t := &Tracker{
 		opts:      o,
 		entries:   newIndex(),
