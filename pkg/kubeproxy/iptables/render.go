@@ -395,11 +395,35 @@ func writeRule(b *bytes.Buffer, op, chain, spec string) {
 	b.WriteByte('\n')
 }
 
-// sanitize keeps a comment inside its quotes: TP names may hold any
-// character but '/' and whitespace.
+// sanitize makes a name safe inside a quoted comment on one restore line:
+// names come from TPs and are not trusted, so anything but the characters
+// of Kubernetes names and keys becomes '_', and the result is cut to fit
+// iptables' 256-byte comment limit with room for the suffix.
 func sanitize(s string) string {
-	if !strings.ContainsAny(s, `"\`) {
+	const max = 200
+	ok := len(s) <= max
+	for i := 0; ok && i < len(s); i++ {
+		ok = safeCommentByte(s[i])
+	}
+	if ok {
 		return s
 	}
-	return strings.NewReplacer(`"`, "_", `\`, "_").Replace(s)
+	b := []byte(s)
+	if len(b) > max {
+		b = b[:max]
+	}
+	for i, c := range b {
+		if !safeCommentByte(c) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func safeCommentByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._:/@", c) >= 0
 }

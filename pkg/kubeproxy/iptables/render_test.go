@@ -186,3 +186,49 @@ func TestCommentsStayQuoted(t *testing.T) {
 		t.Fatalf("quote not escaped:\n%s", in)
 	}
 }
+
+// TestRenderFamilies: a dual-stack service renders its IPv4 half for
+// iptables and its IPv6 half for ip6tables, never mixed.
+func TestRenderFamilies(t *testing.T) {
+	v := kubeproxy.NewView([]string{"tp1"}, kubeproxy.Options{})
+	s := svc("system", "ns", "web", "10.96.0.5", "http", 80)
+	s.Spec.ClusterIPs = []string{"10.96.0.5", "fd00::5"}
+	v.OnServiceAdd("tp1", s)
+	v.OnEndpointSliceAdd("tp1", slice("system", "ns", "v4", "web", "http", 8080, "192.168.0.1"))
+	v6 := slice("system", "ns", "v6", "web", "http", 8080, "fd00:1::1")
+	v6.AddressType = discoveryv1.AddressTypeIPv6
+	v.OnEndpointSliceAdd("tp1", v6)
+	snap := v.Snapshot()
+
+	in4 := string((&Renderer{}).RenderFull(snap, nil).Input)
+	in6 := string((&Renderer{Family: corev1.IPv6Protocol}).RenderFull(snap, nil).Input)
+	if !strings.Contains(in4, "-d 10.96.0.5/32") || !strings.Contains(in4, "--to-destination 192.168.0.1:8080") || strings.Contains(in4, "fd00") {
+		t.Errorf("IPv4 render:\n%s", in4)
+	}
+	if !strings.Contains(in6, "-d fd00::5/128") || !strings.Contains(in6, "--to-destination [fd00:1::1]:8080") || strings.Contains(in6, "10.96.0.5") || strings.Contains(in6, "192.168") {
+		t.Errorf("IPv6 render:\n%s", in6)
+	}
+}
+
+// FuzzRender: whatever the names, ports and addresses, rendering neither
+// panics nor writes a line that escapes its comment or its chain.
+func FuzzRender(f *testing.F) {
+	f.Add("tp1", "kube-dns", "dns", int32(53), "10.0.0.1", "192.168.0.1")
+	f.Add(`t"p`, "x", `a\b`, int32(1), "::1", "fe80::1")
+	f.Add("tp", "a\nCOMMIT\n", "p\r\n-X", int32(80), "10.0.0.1", "10.0.0.2")
+	f.Fuzz(func(t *testing.T, tp, name, portName string, p int32, vip, ep string) {
+		v := kubeproxy.NewView([]string{tp}, kubeproxy.Options{})
+		v.OnServiceAdd(tp, svc("system", "ns", name, vip, portName, p))
+		v.OnEndpointSliceAdd(tp, slice("system", "ns", "s", name, portName, p, ep))
+		var r Renderer
+		in := string(r.RenderFull(v.Snapshot(), nil).Input)
+		for _, line := range strings.Split(strings.TrimSuffix(in, "\n"), "\n") {
+			if strings.Count(line, `"`)%2 != 0 || len(line) > 1024 {
+				t.Fatalf("unbalanced quotes in %q", line)
+			}
+			if !(strings.HasPrefix(line, "*") || strings.HasPrefix(line, ":TPKIT-") || strings.HasPrefix(line, "-A TPKIT-") || line == "COMMIT") {
+				t.Fatalf("unexpected line %q", line)
+			}
+		}
+	})
+}
