@@ -1,0 +1,182 @@
+package index
+
+import (
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+var a = netip.MustParseAddr
+
+func svc(tenant, ns, name, ip string) *Service {
+	return &Service{Tenant: tenant, Namespace: ns, Name: name, ClusterIPs: []netip.Addr{a(ip)}, Ports: []Port{{Port: NoPort}}}
+}
+
+func TestPublishIsCopyOnWrite(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	b.SetNamespace(0, "system", "default", true)
+	b.SetService(0, svc("system", "default", "web", "10.0.0.1"))
+	if !b.Publish() || b.Publish() {
+		t.Fatal("Publish reports changes wrongly")
+	}
+	s1 := b.Current()
+	web1 := s1.Namespace(0, []byte("system"), []byte("default")).Services["web"]
+	b.SetService(0, svc("system", "default", "web", "10.0.0.2"))
+	b.SetService(0, svc("system", "default", "api", "10.0.0.3"))
+	b.Publish()
+	s2 := b.Current()
+	// The old snapshot is untouched.
+	if got := s1.Namespace(0, []byte("system"), []byte("default")).Services; len(got) != 1 || got["web"] != web1 || web1.ClusterIPs[0] != a("10.0.0.1") {
+		t.Fatalf("old snapshot changed: %v", got)
+	}
+	if len(s1.PTRs(a("10.0.0.2"))) != 0 || len(s1.PTRs(a("10.0.0.1"))) != 1 {
+		t.Fatal("old snapshot's reverse map changed")
+	}
+	if got := s2.Namespace(0, []byte("system"), []byte("default")).Services; len(got) != 2 || got["web"].ClusterIPs[0] != a("10.0.0.2") {
+		t.Fatalf("new snapshot: %v", got)
+	}
+	if len(s2.PTRs(a("10.0.0.1"))) != 0 || len(s2.PTRs(a("10.0.0.2"))) != 1 {
+		t.Fatal("new snapshot's reverse map is wrong")
+	}
+	// Untouched partitions are shared, not copied.
+	if s1.TPs[1] != s2.TPs[1] {
+		t.Fatal("unchanged partition view was copied")
+	}
+}
+
+func TestDeletesAndEmptyNamespaces(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.SetService(0, svc("acme", "web", "api", "10.0.1.1"))
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("127.0.0.11")}})
+	b.Publish()
+	s := b.Current()
+	if !s.Namespace(0, []byte("acme"), []byte("web")).Exists() {
+		t.Fatal("namespace with a service does not exist")
+	}
+	if src, ok := s.Source(a("127.0.0.11")); !ok || src.Tenant != "acme" || src.TP != 0 {
+		t.Fatalf("source: %v %v", src, ok)
+	}
+	if tp, ok := s.Home([]byte("acme")); !ok || tp != 0 {
+		t.Fatal("acme has no home")
+	}
+	b.DeleteService(0, "acme", "web", "api")
+	b.DeletePod(0, "acme", "web", "p")
+	b.Publish()
+	s = b.Current()
+	if s.Namespace(0, []byte("acme"), []byte("web")) != nil || s.Tenant(0, []byte("acme")) != nil {
+		t.Fatal("empty namespace and tenant remain")
+	}
+	if _, ok := s.Source(a("127.0.0.11")); ok {
+		t.Fatal("deleted pod still a source")
+	}
+	if _, ok := s.Home([]byte("acme")); ok {
+		t.Fatal("tenant without objects has a home")
+	}
+	if len(s.PTRs(a("10.0.1.1"))) != 0 {
+		t.Fatal("deleted service still has a PTR")
+	}
+}
+
+func TestEndpointSlicesMoveBetweenServices(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.SetService(0, &Service{Tenant: "system", Namespace: "default", Name: "a", Type: Headless, Ports: []Port{{Port: NoPort}}})
+	b.SetService(0, &Service{Tenant: "system", Namespace: "default", Name: "b", Type: Headless, Ports: []Port{{Port: NoPort}}})
+	e := &EndpointSlice{Tenant: "system", Namespace: "default", Name: "s1", Service: "a", Ports: []Port{{Port: NoPort}},
+		Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.1.0.1")}, Hostname: "h"}, {Addrs: []netip.Addr{a("10.1.0.1")}}}}
+	b.SetEndpointSlice(0, e)
+	b.Publish()
+	ns := b.Current().Namespace(0, []byte("system"), []byte("default"))
+	if sa := ns.Services["a"]; len(sa.Endpoints) != 2 || len(sa.Addrs) != 1 {
+		t.Fatalf("a: %+v", sa)
+	}
+	moved := *e
+	moved.Service = "b"
+	b.SetEndpointSlice(0, &moved)
+	b.Publish()
+	ns = b.Current().Namespace(0, []byte("system"), []byte("default"))
+	if len(ns.Services["a"].Endpoints) != 0 || len(ns.Services["b"].Endpoints) != 2 {
+		t.Fatalf("after the move: a=%d b=%d", len(ns.Services["a"].Endpoints), len(ns.Services["b"].Endpoints))
+	}
+	b.DeleteEndpointSlice(0, "system", "default", "s1")
+	b.Publish()
+	if n := len(b.Current().Namespace(0, []byte("system"), []byte("default")).Services["b"].Endpoints); n != 0 {
+		t.Fatalf("deleted slice left %d endpoints", n)
+	}
+}
+
+func TestConflictsAndHomes(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2", "tp3"}})
+	b.SetNamespace(2, "gamma", "x", true)
+	b.SetNamespace(1, "gamma", "x", true)
+	b.SetNamespace(0, "delta", "y", true)
+	b.SetNamespace(0, "system", "kube-system", true)
+	b.SetNamespace(1, "system", "kube-system", true)
+	b.Publish()
+	s := b.Current()
+	if tp, _ := s.Home([]byte("gamma")); tp != 1 {
+		t.Fatalf("gamma answered from tp%d", tp+1)
+	}
+	if len(s.Conflicts) != 1 || s.Conflicts[0] != "gamma" {
+		t.Fatalf("conflicts %v (system is in every TP and is no conflict)", s.Conflicts)
+	}
+	b.SetNamespace(1, "gamma", "x", false)
+	b.Publish()
+	if s := b.Current(); len(s.Conflicts) != 0 {
+		t.Fatalf("conflict remains: %v", s.Conflicts)
+	} else if tp, _ := s.Home([]byte("gamma")); tp != 2 {
+		t.Fatalf("gamma now in tp%d", tp+1)
+	}
+}
+
+func TestHostNetworkPodsAreNoSource(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	b.SetPod(0, &Pod{Tenant: "system", Namespace: "kube-system", Name: "proxy", IPs: []netip.Addr{a("192.0.2.1")}, HostNetwork: true})
+	b.SetPod(1, &Pod{Tenant: "beta", Namespace: "web", Name: "p", IPs: []netip.Addr{a("192.0.2.2")}})
+	b.SetPod(0, &Pod{Tenant: "alpha", Namespace: "web", Name: "p", IPs: []netip.Addr{a("192.0.2.2")}})
+	b.Publish()
+	s := b.Current()
+	if _, ok := s.Source(a("192.0.2.1")); ok {
+		t.Fatal("a host-network address names a source")
+	}
+	if src, ok := s.Source(a("192.0.2.2")); !ok || src.TP != 0 || src.Tenant != "alpha" {
+		t.Fatalf("shared address: %v (want the lowest TP)", src)
+	}
+}
+
+func TestRunPublishesAndReportsLatency(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Duration
+	b := NewBuilder(Options{Partitions: []string{"tp1"}, ObserveLatency: func(d time.Duration) { mu.Lock(); seen = append(seen, d); mu.Unlock() }})
+	ctx, cancel := contextWithCancel()
+	defer cancel()
+	go b.Run(ctx, time.Millisecond)
+	b.SetService(0, svc("system", "default", "web", "10.0.0.1"))
+	for b.Current().Namespace(0, []byte("system"), []byte("default")) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 || seen[0] < 0 {
+		t.Fatalf("latency observations: %v", seen)
+	}
+}
+
+func TestLookupsAllocateNothing(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.SetService(0, svc("acme", "web", "api", "10.0.1.1"))
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("127.0.0.11")}})
+	b.Publish()
+	s := b.Current()
+	tenant, ns, name := []byte("acme"), []byte("web"), []byte("api")
+	allocs := testing.AllocsPerRun(100, func() {
+		n := s.Namespace(0, tenant, ns)
+		_ = n.Services[string(name)]
+		_, _ = s.Home(tenant)
+		_, _ = s.Source(a("127.0.0.11"))
+		_ = s.PTRs(a("10.0.1.1"))
+	})
+	if allocs != 0 {
+		t.Fatalf("lookups allocate %v times", allocs)
+	}
+}

@@ -1,0 +1,7 @@
+package index
+
+import "context"
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
