@@ -1,0 +1,75 @@
+package source_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+	"github.com/tpkit-dev/tpkit/pkg/dns/server"
+	"github.com/tpkit-dev/tpkit/pkg/dns/source"
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+)
+
+// TestExamples keeps make demo honest: the manifests in examples/tps give the
+// answers the demo prints.
+func TestExamples(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 3})
+	if err := c.SeedDir("../../../examples/tps"); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var cfgs []*rest.Config
+	for _, tp := range c.TPs() {
+		names = append(names, tp.Name())
+		cfgs = append(cfgs, tp.RESTConfig())
+	}
+	set, err := partition.NewFromConfigs(names, cfgs, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := index.NewBuilder(index.Options{Partitions: names})
+	src, err := source.New(source.FromSet(set), b, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	src.Start(ctx)
+	if !src.WaitForSync(ctx, time.Minute) {
+		t.Fatal("no sync")
+	}
+	b.Publish()
+	h, addr := serve(t, b, server.Options{Pods: server.PodsInsecure, Isolation: true, AllowUnknownSources: true})
+	h.MarkSynced()
+	for _, x := range []struct {
+		from, name string
+		qtype      uint16
+		want       string
+	}{
+		{"127.0.0.1", "frontend.web.acme.svc.cluster.local.", dns.TypeA, "10.96.10.1"},
+		{"127.0.0.1", "frontend.web.acme.svc.cluster.local.", dns.TypeAAAA, "fd00:96::10:1"},
+		{"127.0.0.1", "frontend.web.globex.svc.cluster.local.", dns.TypeA, "10.97.10.1"},
+		{"127.0.0.1", "db.web.acme.svc.cluster.local.", dns.TypeA, "10.244.1.10,10.244.1.11"},
+		{"127.0.0.1", "db-0.db.web.acme.svc.cluster.local.", dns.TypeA, "10.244.1.10"},
+		{"127.0.0.1", "search.web.acme.svc.cluster.local.", dns.TypeCNAME, "www.example.com."},
+		{"127.0.0.2", "kube-dns.kube-system.svc.cluster.local.", dns.TypeA, "10.96.0.10"},
+		{"127.0.0.3", "kube-dns.kube-system.svc.cluster.local.", dns.TypeA, "10.97.0.10"},
+		{"127.0.0.1", "metrics-server.kube-system.svc.cluster.local.", dns.TypeA, "10.98.0.20"},
+		{"127.0.0.11", "frontend.web.globex.svc.cluster.local.", dns.TypeA, ""},
+	} {
+		r := ask(t, addr, "udp", x.from, x.name, x.qtype)
+		var got []string
+		for _, rr := range r.Answer {
+			got = append(got, strings.TrimPrefix(rr.String(), rr.Header().String()))
+		}
+		if strings.Join(got, ",") != x.want {
+			t.Errorf("%s %s from %s: %s %v, want %q", x.name, dns.TypeToString[x.qtype], x.from, dns.RcodeToString[r.Rcode], got, x.want)
+		}
+	}
+}
