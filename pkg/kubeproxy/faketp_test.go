@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -300,6 +301,53 @@ func TestFakeTPUpdatesDeletesAndOutage(t *testing.T) {
 	}
 	if err := e.src.RemovePartition("nope"); err == nil {
 		t.Fatal("removing an unknown TP should fail")
+	}
+}
+
+// TestFakeTPChangesDuringOutage: while tp2 is down its last state is kept;
+// what changed there meanwhile (a service deleted, a slice changed, and the
+// watch history compacted, so the informer must relist and deliver the
+// delete as a tombstone) arrives when it is back.
+func TestFakeTPChangesDuringOutage(t *testing.T) {
+	e := start(t, false)
+	waitFor(t, "view synced", e.view.Synced)
+	tp2 := e.cluster.TP("tp2")
+	ctx := context.Background()
+	if err := tp2.SetOutage(ctx, faketp.OutageRefuse); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
+	k := store.Key{Resource: "services", Tenant: "system", Namespace: "kube-system", Name: "kube-dns"}
+	old, ok := tp2.Store().Get(k)
+	if !ok {
+		t.Fatal("tp2 has no kube-dns in its store")
+	}
+	if _, err := tp2.Store().Delete(k, 0, func(uint64) ([]byte, error) { return old.Data, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp2.Seed(service("system", "default", "late", "10.97.0.99")); err != nil {
+		t.Fatal(err)
+	}
+	tp2.Compact()
+	if got := eps(e.view.Snapshot(), dnsName("tp2")); got != "10.244.2.1:5353" {
+		t.Fatalf("tp2's kube-dns during the outage: %q, want its last state", got)
+	}
+	if err := tp2.SetOutage(ctx, faketp.OutageNone); err != nil {
+		t.Fatal(err)
+	}
+	late := kubeproxy.ServicePortName{Service: tenancy.Key{Partition: "tp2", Tenant: "system", Namespace: "default", Name: "late"}, Port: "dns", Protocol: corev1.ProtocolTCP}
+	waitFor(t, "tp2's changes after the outage", func() bool {
+		s := e.view.Snapshot()
+		_, dnsThere := s.Port(dnsName("tp2"))
+		_, lateThere := s.Port(late)
+		return !dnsThere && lateThere
+	})
+	if got := eps(e.view.Snapshot(), dnsName("tp1")); got != "10.244.1.1:5353,10.244.1.2:5353" {
+		t.Fatalf("tp1's kube-dns after tp2's outage: %q", got)
+	}
+	events, _, _ := e.rec.snapshot()
+	if !slices.Contains(events, "delete tp2 system/kube-system/kube-dns 10.97.0.10") {
+		t.Fatalf("the delete missed during the outage never reached the handlers: %v", events)
 	}
 }
 
