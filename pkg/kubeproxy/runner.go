@@ -156,3 +156,24 @@ func (m *Metrics) observe(s *Snapshot, c Changes, err error, d time.Duration) {
 	m.lastError.Set(0)
 	m.lastSync.SetToCurrentTime()
 }
+
+// RegisterViewMetrics registers v's counters on reg: objects skipped as
+// invalid, events dropped from TPs not served, services pending.
+func RegisterViewMetrics(reg prometheus.Registerer, v *View) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tpkit_kubeproxy_skipped_objects_total", Help: "Services and endpoint slices (or parts of them) skipped as invalid.",
+		}, func() float64 { return float64(v.Skipped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tpkit_kubeproxy_dropped_events_total", Help: "Events from tenant partitions the view does not serve.",
+		}, func() float64 { return float64(v.Dropped()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tpkit_kubeproxy_pending_services", Help: "Services changed since the last sync.",
+		}, func() float64 { return float64(v.Pending()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -80,3 +80,30 @@ func TestRunner(t *testing.T) {
 		}
 	}
 }
+
+func TestViewMetrics(t *testing.T) {
+	v := NewView([]string{"tp1"}, Options{})
+	reg := prometheus.NewRegistry()
+	if err := RegisterViewMetrics(reg, v); err != nil {
+		t.Fatal(err)
+	}
+	v.OnServiceAdd("tp9", svcObj("", "ns", "x", "10.0.0.1", port("p", 1)))
+	v.OnServiceAdd("tp1", svcObj("", "ns", "y", "bad-ip", port("p", 1)))
+	v.OnServiceAdd("tp1", svcObj("", "ns", "z", "10.0.0.2", port("p", 1)))
+	want := map[string]float64{"tpkit_kubeproxy_dropped_events_total": 1, "tpkit_kubeproxy_skipped_objects_total": 1, "tpkit_kubeproxy_pending_services": 2}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		got := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		if w, ok := want[mf.GetName()]; !ok || got != w {
+			t.Errorf("%s = %v, want %v", mf.GetName(), got, w)
+		}
+		delete(want, mf.GetName())
+	}
+	if len(want) != 0 {
+		t.Errorf("missing metrics %v", want)
+	}
+}
