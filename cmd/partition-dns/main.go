@@ -130,7 +130,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "partition-dns:", err)
 		os.Exit(2)
 	}
-	if err := run(c); err != nil {
+	ctx, cancel := ops.SignalContext(context.Background())
+	defer cancel()
+	if err := run(ctx, c); err != nil {
 		klog.ErrorS(err, "partition-dns failed")
 		klog.Flush()
 		os.Exit(1)
@@ -182,9 +184,8 @@ func nsAddrs(listen string) []netip.Addr {
 	return out
 }
 
-func run(c *config) error {
-	ctx, cancel := ops.SignalContext(context.Background())
-	defer cancel()
+// run serves until ctx ends.
+func run(ctx context.Context, c *config) error {
 
 	if c.gcPercent >= 0 && os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(c.gcPercent)
