@@ -30,10 +30,7 @@ func floorHandler() dns.Handler {
 // socket per core) and returns the address.
 func serveForBench(b *testing.B, h dns.Handler) string {
 	b.Helper()
-	l, err := server.Listen("127.0.0.1:0", 2)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := listenLoopback(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = server.Serve(ctx, l, h); close(done) }()

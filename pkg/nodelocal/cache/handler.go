@@ -50,6 +50,7 @@ type Handler struct {
 	prefetchSem chan struct{}
 	flight      flightGroup
 	draining    atomic.Bool
+	bufs        sync.Pool // *[]byte answer buffers for the hit path
 	wg          sync.WaitGroup
 }
 
@@ -71,6 +72,7 @@ func NewHandler(cfg HandlerConfig, reg prometheus.Registerer) (*Handler, error) 
 		now:         cfg.Now,
 		prefetchSem: make(chan struct{}, cfg.MaxPrefetches),
 	}
+	h.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	for _, r := range cfg.Routes {
 		r.Zone = dns.CanonicalName(r.Zone)
 		h.routes = append(h.routes, r)
@@ -126,7 +128,11 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if st == Fresh {
 		h.m.hits[e.Kind].Inc()
 		h.maybePrefetch(e, q, do)
-		h.write(w, req, e, ttlSeconds(e.Remaining(h.now())))
+		ttl := ttlSeconds(e.Remaining(h.now()))
+		_, udp := w.RemoteAddr().(*net.UDPAddr)
+		if !h.writeFast(w, req, e, ttl, udp) {
+			h.write(w, req, e, ttl)
+		}
 		return
 	}
 	h.m.misses.Inc()

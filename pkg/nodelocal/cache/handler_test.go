@@ -33,13 +33,22 @@ func startUpstream(t testing.TB, answer string) *upstream {
 	t.Helper()
 	u := &upstream{answer: answer, counts: map[string]int{}}
 	u.ttl.Store(300)
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
+	var pc net.PacketConn
+	var ln net.Listener
+	var err error
+	// UDP and TCP on one kernel-chosen port: retry when another process
+	// holds the TCP side of the port the kernel chose for UDP.
+	for try := 0; ; try++ {
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
+		pc.Close()
+		if try == 20 {
+			t.Fatal(err)
+		}
 	}
 	u.addr = pc.LocalAddr().String()
 	mux := dns.HandlerFunc(u.serve)
@@ -86,6 +95,21 @@ func (u *upstream) serve(w dns.ResponseWriter, r *dns.Msg) {
 	_ = w.WriteMsg(m)
 }
 
+// listenLoopback binds partition-dns's sockets on a free loopback port,
+// retrying when the TCP side of the kernel's chosen port is taken.
+func listenLoopback(t testing.TB) *server.Listener {
+	t.Helper()
+	for try := 0; ; try++ {
+		l, err := server.Listen("127.0.0.1:0", 2)
+		if err == nil {
+			return l
+		}
+		if try == 20 {
+			t.Fatal(err)
+		}
+	}
+}
+
 type fixture struct {
 	h        *Handler
 	reg      *prometheus.Registry
@@ -119,10 +143,7 @@ func newFixture(t *testing.T, mutate func(*HandlerConfig)) *fixture {
 		t.Fatal(err)
 	}
 	f.h = h
-	l, err := server.Listen("127.0.0.1:0", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	f.udpAddr, f.tcpAddr = l.Addr(), l.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -91,6 +91,8 @@ type Entry struct {
 
 	hits        atomic.Int64
 	prefetching atomic.Bool
+
+	plain, edns *template // packed answers for the hit path (wire.go)
 }
 
 // Remaining returns the fresh time left at now (negative when expired).
@@ -289,6 +291,7 @@ func (s *Store) Set(q dns.Question, do bool, m *dns.Msg) (*Entry, Kind) {
 			e.Extra = append(e.Extra, rr)
 		}
 	}
+	e.plain, e.edns = buildTemplate(e, false), buildTemplate(e, true)
 	h := hash(q.Name, q.Qtype, q.Qclass, do)
 	sh := s.shardFor(h)
 	sh.mu.Lock()
