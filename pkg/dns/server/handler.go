@@ -132,7 +132,7 @@ func New(snaps Snapshots, o Options) (*Handler, error) {
 	if len(h.zones) == 0 {
 		return nil, &net.ParseError{Type: "zone", Text: "(none)"}
 	}
-	h.pool.New = func() any { return &state{buf: make([]byte, 0, dns.MaxMsgSize+512)} }
+	h.pool.New = func() any { return &state{buf: make([]byte, 0, dns.MaxMsgSize+512), mayBlock: true} }
 	return h, nil
 }
 
@@ -151,6 +151,11 @@ type state struct {
 	enc    encoder
 	buf    []byte
 	nl     int
+	// mayBlock is false on the UDP fast path, which must not wait for an
+	// upstream; an answer that would (an ExternalName's target) sets
+	// needSlow and is redone on the ordinary path.
+	mayBlock bool
+	needSlow bool
 }
 
 // ServeDNS implements dns.Handler.
@@ -284,8 +289,9 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool) ([
 	case q.opcode != dns.OpcodeQuery:
 		rcode = dns.RcodeNotImplemented
 	default:
+		st.needSlow = false
 		rcode = h.answer(st, zi, q.qtype, q.qclass, src)
-		if rcode == rcodeForward {
+		if rcode == rcodeForward || st.needSlow {
 			return nil, forwarded, 0
 		}
 	}
@@ -879,6 +885,10 @@ func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
 	rd := e.typ(typeCNAME, h.opts.TTL)
 	e.fqdn(svc.ExternalName)
 	if !e.end(r, rd) || h.opts.Forwarder == nil {
+		return
+	}
+	if !st.mayBlock {
+		st.needSlow = true
 		return
 	}
 	m := new(dns.Msg)
