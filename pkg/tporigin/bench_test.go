@@ -45,6 +45,7 @@ func BenchmarkOriginOf(b *testing.B) {
 			uids := fill(b, tr, n)
 			b.ReportAllocs()
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				if _, ok := tr.OriginOf(uids[i]); !ok {
 					b.Fatal("not found")
@@ -54,6 +55,7 @@ func BenchmarkOriginOf(b *testing.B) {
 					i = 0
 				}
 			}
+			cpu.report(b)
 		})
 	}
 }
@@ -64,11 +66,13 @@ func BenchmarkOriginOfNotFound(b *testing.B) {
 	fill(b, tr, 10_000)
 	missing := types.UID(uid(-1))
 	b.ReportAllocs()
+	cpu := startCPU()
 	for b.Loop() {
 		if _, ok := tr.OriginOf(missing); ok {
 			b.Fatal("found")
 		}
 	}
+	cpu.report(b)
 }
 
 // BenchmarkOriginOfParallel is OriginOf from every core at once.
@@ -194,6 +198,7 @@ func BenchmarkBaselineMapLookup(b *testing.B) {
 			}
 			b.ReportAllocs()
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				if _, ok := m[string(uids[i])]; !ok {
 					b.Fatal("not found")
@@ -203,6 +208,34 @@ func BenchmarkBaselineMapLookup(b *testing.B) {
 					i = 0
 				}
 			}
+			cpu.report(b)
 		})
 	}
+}
+
+// BenchmarkParseUUID is the UUID parse on OriginOf's path.
+func BenchmarkParseUUID(b *testing.B) {
+	s := uid(42)
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		if _, ok := parseUUIDString(s); !ok {
+			b.Fatal(s)
+		}
+	}
+	cpu.report(b)
+}
+
+// BenchmarkParseUUIDTable is the plain table-driven parser (used when
+// loading the file), for comparison with the SWAR one in the same run.
+func BenchmarkParseUUIDTable(b *testing.B) {
+	s := uid(42)
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		if _, ok := parseUUID(s); !ok {
+			b.Fatal(s)
+		}
+	}
+	cpu.report(b)
 }

@@ -1,34 +1,38 @@
 package tporigin
 
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
 // index maps UIDs to entries. API servers generate UIDs as canonical,
-// lowercase UUIDs; those are kept as 16 bytes in a map whose slots hold key
-// and value inline, which saves both memory (no string per entry) and a
-// pointer chase per lookup. Any other UID string lives in a second map.
+// lowercase UUIDs; those are kept as 16 bytes in a uuidTable whose slots
+// hold key and value inline, which saves both memory (no string per entry)
+// and a pointer chase per lookup. Any other UID string lives in a map.
 type index struct {
-	uuids map[uuidKey]entry
+	uuids uuidTable
 	other map[string]entry
 }
 
 type uuidKey [16]byte
 
 func newIndex() index {
-	return index{uuids: make(map[uuidKey]entry), other: make(map[string]entry)}
+	return index{other: make(map[string]entry)}
 }
 
-func (x *index) len() int { return len(x.uuids) + len(x.other) }
+func (x *index) len() int { return x.uuids.len() + len(x.other) }
 
 func (x *index) get(uid string) (entry, bool) {
 	if k, ok := parseUUIDString(uid); ok {
-		e, ok := x.uuids[k]
-		return e, ok
+		return x.uuids.get(k)
 	}
 	e, ok := x.other[uid]
 	return e, ok
 }
 
 func (x *index) set(uid string, e entry) {
-	if k, ok := parseUUID(uid); ok {
-		x.uuids[k] = e
+	if k, ok := parseUUIDString(uid); ok {
+		x.uuids.set(k, e)
 		return
 	}
 	x.other[uid] = e
@@ -38,7 +42,7 @@ func (x *index) set(uid string, e entry) {
 // copied to a string.
 func (x *index) setBytes(uid []byte, e entry) {
 	if k, ok := parseUUID(uid); ok {
-		x.uuids[k] = e
+		x.uuids.set(k, e)
 		return
 	}
 	x.other[string(uid)] = e
@@ -46,7 +50,7 @@ func (x *index) setBytes(uid []byte, e entry) {
 
 func (x *index) del(uid string) {
 	if k, ok := parseUUID(uid); ok {
-		delete(x.uuids, k)
+		x.uuids.del(k)
 		return
 	}
 	delete(x.other, uid)
@@ -55,9 +59,7 @@ func (x *index) del(uid string) {
 // each calls fn for every entry; UUID keys are formatted back to the exact
 // string they were parsed from.
 func (x *index) each(fn func(uid string, e entry)) {
-	for k, e := range x.uuids {
-		fn(k.String(), e)
-	}
+	x.uuids.each(func(k uuidKey, e entry) { fn(k.String(), e) })
 	for uid, e := range x.other {
 		fn(uid, e)
 	}
@@ -79,24 +81,62 @@ var unhex = func() (t [256]byte) {
 // uuidGroups are the offsets of the hex pairs in xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
 var uuidPairs = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
 
-// parseUUIDString is parseUUID for the lookup path, written out so that the
-// compiler drops the bounds checks.
+// parseUUIDString is parseUUID for the lookup path. It decodes eight hex
+// digits at a time in a uint64 (SWAR), checking every byte is 0-9 or a-f;
+// FuzzParseUUID checks it against parseUUID.
 func parseUUIDString(s string) (k uuidKey, ok bool) {
 	if len(s) != 36 {
 		return k, false
 	}
-	s = s[:36]
-	if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+	// Read-only view of the string's bytes; nothing writes through it.
+	b := unsafe.Slice(unsafe.StringData(s), 36)
+	if b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
 		return k, false
 	}
-	var bad byte
-	for i := 0; i < 16; i++ {
-		p := int(uuidPairs[i])
-		hi, lo := unhex[s[p]], unhex[s[p+1]]
-		bad |= hi | lo
-		k[i] = hi<<4 | lo
+	le := binary.LittleEndian
+	w0 := le.Uint64(b[0:8])
+	w1 := uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32
+	w2 := uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32
+	w3 := le.Uint64(b[28:36])
+	v0, ok0 := hex8(w0)
+	v1, ok1 := hex8(w1)
+	v2, ok2 := hex8(w2)
+	v3, ok3 := hex8(w3)
+	if !(ok0 && ok1 && ok2 && ok3) {
+		return k, false
 	}
-	return k, bad < 16
+	le.PutUint32(k[0:4], v0)
+	le.PutUint32(k[4:8], v1)
+	le.PutUint32(k[8:12], v2)
+	le.PutUint32(k[12:16], v3)
+	return k, true
+}
+
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// hex8 decodes eight lowercase hex digits, the first in the low byte of w,
+// into four bytes (the first in the low byte of the result).
+func hex8(w uint64) (uint32, bool) {
+	if w&lanes80 != 0 {
+		return 0, false
+	}
+	// Per byte x < 0x80: x >= lo has the lane's top bit in x+(0x80-lo);
+	// x > hi has it in x+(0x7f-hi). No lane carries into the next.
+	ge := func(lo uint64) uint64 { return (w + lanes01*(0x80-lo)) & lanes80 }
+	gt := func(hi uint64) uint64 { return (w + lanes01*(0x7f-hi)) & lanes80 }
+	digit := ge('0') &^ gt('9')
+	lower := ge('a') &^ gt('f')
+	if digit|lower != lanes80 {
+		return 0, false
+	}
+	v := w&(lanes01*0x0f) + (lower>>7)*9 // each byte is its digit's value
+	t := (v&0x00ff00ff00ff00ff)<<4 | (v>>8)&0x00ff00ff00ff00ff
+	t = (t | t>>8) & 0x0000ffff0000ffff
+	t = (t | t>>16) & 0x00000000ffffffff
+	return uint32(t), true
 }
 
 // parseUUID accepts only the canonical lowercase form, so that String gives

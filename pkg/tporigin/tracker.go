@@ -238,9 +238,7 @@ func (t *Tracker) resetState(o Options) {
 
 func (t *Tracker) load(db *bolt.DB) error {
 	sizeHint := func(n int) {
-		if t.entries.len() == 0 && n > 0 {
-			t.entries.uuids = make(map[uuidKey]entry, n)
-		}
+		t.entries.uuids.reserve(n)
 	}
 	err := loadFile(db, t.opts.Path, sizeHint, func(uid, partition, tenant []byte, kind Kind) error {
 		// Reject what Observe would have rejected, so that a file edited
