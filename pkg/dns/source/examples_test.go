@@ -16,9 +16,8 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 )
 
-// TestExamples keeps make demo honest: the manifests in examples/tps give the
-// answers the demo prints.
-func TestExamples(t *testing.T) {
+// startExamples runs the source over 3 fake TPs seeded from examples/tps.
+func startExamples(t *testing.T, o source.Options) *index.Builder {
 	c := faketp.StartT(t, faketp.Options{Partitions: 3})
 	if err := c.SeedDir("../../../examples/tps"); err != nil {
 		t.Fatal(err)
@@ -34,7 +33,7 @@ func TestExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := index.NewBuilder(index.Options{Partitions: names})
-	src, err := source.New(source.FromSet(set), b, source.Options{})
+	src, err := source.New(source.FromSet(set), b, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +44,32 @@ func TestExamples(t *testing.T) {
 		t.Fatal("no sync")
 	}
 	b.Publish()
+	return b
+}
+
+// TestNamespaceScope: --dns-namespace serves those namespaces and default.
+func TestNamespaceScope(t *testing.T) {
+	b := startExamples(t, source.Options{Namespaces: []string{"kube-system"}})
+	h, addr := serve(t, b, server.Options{})
+	h.MarkSynced()
+	for name, rcode := range map[string]int{
+		"kube-dns.kube-system.svc.cluster.local.": dns.RcodeSuccess,
+		"kubernetes.default.svc.cluster.local.":   dns.RcodeSuccess,
+		"frontend.web.acme.svc.cluster.local.":    dns.RcodeNameError,
+	} {
+		if r := ask(t, addr, "udp", "127.0.0.1", name, dns.TypeA); r.Rcode != rcode {
+			t.Errorf("%s: %s", name, dns.RcodeToString[r.Rcode])
+		}
+	}
+	if _, err := source.New(nil, b, source.Options{Namespaces: []string{"Not_A_Label"}}); err == nil {
+		t.Error("bad --dns-namespace accepted")
+	}
+}
+
+// TestExamples keeps make demo honest: the manifests in examples/tps give the
+// answers the demo prints.
+func TestExamples(t *testing.T) {
+	b := startExamples(t, source.Options{})
 	h, addr := serve(t, b, server.Options{Pods: server.PodsInsecure, Isolation: true, AllowUnknownSources: true})
 	h.MarkSynced()
 	for _, x := range []struct {
