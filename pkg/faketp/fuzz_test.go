@@ -78,17 +78,20 @@ func FuzzServe(f *testing.F) {
 		if c := cts[int(ct)%len(cts)]; c != "" {
 			req.Header.Set("Content-Type", c)
 		}
+		if ct%2 == 1 {
+			req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+		}
 		q := req.URL.Query()
 		if q.Get("watch") != "" {
 			// Keep watches short: fuzzing must not block on a stream.
 			q.Set("timeoutSeconds", "1")
 			req.URL.RawQuery = q.Encode()
 		}
+		// A cancelled context: a watch (by parameter or by /watch/ path)
+		// ends at once; other requests do not look at it.
 		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // a watch ends at once; other requests do not look
-		if q.Get("watch") != "" {
-			req = req.WithContext(ctx)
-		}
+		cancel()
+		req = req.WithContext(ctx)
 		rec := httptest.NewRecorder()
 		tp.ServeHTTP(rec, req)
 		if rec.Code >= 500 {

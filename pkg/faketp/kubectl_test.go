@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -266,6 +267,11 @@ func TestKubectlRawTenantPaths(t *testing.T) {
 		t.Fatalf("tenant-wide list: %v, %d items", err, len(list.Items))
 	}
 	k.fails("NotFound", "get", "--raw", "/api/v1/namespaces/web/configmaps/site")
+	// Server-side printing: -A lists every tenant, and wide output names it.
+	wide := k.must("get", "configmaps", "-A", "-o", "wide")
+	if !regexp.MustCompile(`(?m)^web\s+site\s+1\s+\S+\s+acme$`).MatchString(wide) || !strings.Contains(wide, "TENANT") {
+		t.Fatalf("kubectl get -A -o wide:\n%s", wide)
+	}
 	k.fails("NotFound", "get", "--raw", "/api/v1/tenants/other/namespaces/web/configmaps/site")
 
 	// A body whose tenant contradicts the path is a bad request.

@@ -82,7 +82,7 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	case "list":
 		tp.serveList(w, r, t)
 	case "get":
-		tp.serveGet(w, t)
+		tp.serveGet(w, r, t)
 	case "create":
 		tp.serveCreate(w, r, t)
 	case "update":
@@ -121,10 +121,19 @@ func (t target) listOptions() store.ListOptions {
 	return o
 }
 
-func (tp *TP) serveGet(w http.ResponseWriter, t target) {
+func (tp *TP) serveGet(w http.ResponseWriter, r *http.Request, t target) {
 	o, ok := tp.st().Get(t.key(t.name))
 	if !ok {
 		writeError(w, apierrors.NewNotFound(t.res.gvr.GroupResource(), t.name))
+		return
+	}
+	if tf := tableRequest(r); tf.on {
+		b, err := tf.render(t.res, []*store.Object{o}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(o.RV, 10)}, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeRaw(w, http.StatusOK, b)
 		return
 	}
 	writeRaw(w, http.StatusOK, o.Data)
@@ -275,6 +284,20 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 		rv = cont.RV
+	}
+	if tf := tableRequest(r); tf.on {
+		lm := metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}
+		if more && len(objs) > 0 {
+			last := objs[len(objs)-1]
+			lm.Continue = encodeContinue(continueToken{RV: rv, Tenant: last.Tenant, Namespace: last.Namespace, Name: last.Name})
+		}
+		b, err := tf.render(t.res, objs, lm, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeRaw(w, http.StatusOK, b)
+		return
 	}
 	var b bytes.Buffer
 	size := 128

@@ -646,3 +646,39 @@ func TestImpersonationAndTokens(t *testing.T) {
 		t.Fatalf("basic auth: %d", r.code)
 	}
 }
+
+func TestTables(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 1})
+	tp := c.TPs()[0]
+	if err := tp.Generate(faketp.GenerateOptions{Namespaces: 1, Pods: 3, Services: 1}); err != nil {
+		t.Fatal(err)
+	}
+	accept := "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+	var tbl metav1.Table
+	r := do(t, tp, "GET", "/api/v1/pods?limit=2", "", "", "Accept", accept)
+	if err := json.Unmarshal(r.body, &tbl); err != nil || tbl.Kind != "Table" || len(tbl.Rows) != 2 || tbl.Continue == "" {
+		t.Fatalf("table list: %v %s", err, r.body)
+	}
+	var names []string
+	for _, c := range tbl.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "Name,Ready,Status,Restarts,Age,IP,Node,Tenant" {
+		t.Fatalf("pod columns %v", names)
+	}
+	if row := tbl.Rows[0].Cells; row[0] != "pod-0" || row[2] != "Running" || row[5] != "10.244.0.2" || row[6] != "node-0" || row[7] != "system" {
+		t.Fatalf("pod row %v", row)
+	}
+	if !bytes.Contains(tbl.Rows[0].Object.Raw, []byte(`"PartialObjectMetadata"`)) {
+		t.Fatalf("row object %s", tbl.Rows[0].Object.Raw)
+	}
+	r = do(t, tp, "GET", "/api/v1/namespaces/gen-0/services/svc-0?includeObject=Object", "", "", "Accept", accept)
+	if err := json.Unmarshal(r.body, &tbl); err != nil || len(tbl.Rows) != 1 || tbl.Rows[0].Cells[4] != "80/TCP" || !bytes.Contains(tbl.Rows[0].Object.Raw, []byte(`"kind":"Service"`)) {
+		t.Fatalf("table get: %v %s", err, r.body)
+	}
+	// Plain JSON when the client prefers it.
+	r = do(t, tp, "GET", "/api/v1/namespaces/gen-0/services/svc-0", "", "", "Accept", "application/json, application/json;as=Table;v=v1;g=meta.k8s.io")
+	if !bytes.Contains(r.body, []byte(`"kind":"Service"`)) {
+		t.Fatalf("plain get: %s", r.body)
+	}
+}

@@ -128,8 +128,21 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 		}
 		return true
 	}
+	tf := tableRequest(r)
+	emit := func(typ store.EventType, o *store.Object) {
+		if !tf.on {
+			writeEvent(bw, typ, o.Data)
+			return
+		}
+		b, err := tf.render(t.res, []*store.Object{o}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(o.RV, 10)}, true)
+		if err != nil {
+			b, _ = jsonMarshal(statusOf(err))
+			typ = "ERROR"
+		}
+		writeEvent(bw, typ, b)
+	}
 	for _, o := range snapshot {
-		writeEvent(bw, store.Added, o.Data)
+		emit(store.Added, o)
 	}
 	if sendInitial {
 		writeBookmark(bw, t.res, from, true)
@@ -180,7 +193,7 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 			case !cur:
 				continue
 			}
-			writeEvent(bw, typ, e.Object.Data)
+			emit(typ, e.Object)
 		}
 		if !flush() {
 			return
