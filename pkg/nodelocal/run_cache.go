@@ -338,7 +338,13 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 		if err != nil {
 			setupErrs.WithLabelValues("listen").Inc()
 			cancel()
+			for _, l := range listeners {
+				l.Close()
+			}
 			wg.Wait()
+			if nif != nil && !o.SkipTeardown {
+				_ = nif.Teardown()
+			}
 			return fmt.Errorf("metrics listener: %w", err)
 		}
 		serve(func() error { return opsSrv.ServeListener(serveCtx, ln) })
@@ -397,7 +403,18 @@ loop:
 		}
 	}
 	cancel()
-	wg.Wait()
+	// server.Serve can miss a shutdown that lands before a server has
+	// started; closing the sockets after a grace period ends it for sure.
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		for _, l := range listeners {
+			l.Close()
+		}
+		<-stopped
+	}
 	h.Wait()
 	select {
 	case err := <-errc:

@@ -34,7 +34,7 @@ func serveForBench(b *testing.B, h dns.Handler) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = server.Serve(ctx, l, h); close(done) }()
-	b.Cleanup(func() { cancel(); <-done })
+	b.Cleanup(func() { stopServer(cancel, done, l) })
 	return l.Addr()
 }
 
@@ -93,7 +93,7 @@ func loadUDP(b *testing.B, addr, name string) {
 //	go test -run '^$' -bench UDPFloorVsCacheHit -benchtime 2s ./pkg/nodelocal/cache/
 func BenchmarkUDPFloorVsCacheHit(b *testing.B) {
 	name := "kubernetes.default.svc.cluster.local."
-	for round := 1; round <= 3; round++ {
+	for round := 1; round <= 5; round++ {
 		b.Run(fmt.Sprintf("round%d/floor", round), func(b *testing.B) {
 			loadUDP(b, serveForBench(b, floorHandler()), name)
 		})

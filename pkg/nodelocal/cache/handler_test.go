@@ -110,6 +110,19 @@ func listenLoopback(t testing.TB) *server.Listener {
 	}
 }
 
+// stopServer cancels a server.Serve and waits for it; if it misses the
+// shutdown (a cancel that lands before a server has started), closing the
+// sockets ends it.
+func stopServer(cancel context.CancelFunc, done <-chan struct{}, l *server.Listener) {
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		l.Close()
+		<-done
+	}
+}
+
 type fixture struct {
 	h        *Handler
 	reg      *prometheus.Registry
@@ -146,12 +159,13 @@ func newFixture(t *testing.T, mutate func(*HandlerConfig)) *fixture {
 	l := listenLoopback(t)
 	f.udpAddr, f.tcpAddr = l.Addr(), l.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, l, h) }()
+	done := make(chan struct{})
+	var serveErr error
+	go func() { serveErr = server.Serve(ctx, l, h); close(done) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+		stopServer(cancel, done, l)
+		if serveErr != nil {
+			t.Errorf("serve: %v", serveErr)
 		}
 		h.Wait()
 	})
