@@ -98,7 +98,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
 	fs.DurationVar(&c.cacheMaxNegative, "cache-max-negative-ttl", 30*time.Second, "Longest a forwarded NXDOMAIN or NODATA is cached.")
 	fs.DurationVar(&c.forwardTimeout, "forward-timeout", 2*time.Second, "Time allowed to one upstream for one query.")
-	fs.IntVar(&c.gcPercent, "gc-percent", 50, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
+	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
