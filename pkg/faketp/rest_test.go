@@ -421,6 +421,17 @@ func TestWatchSemantics(t *testing.T) {
 			t.Fatalf("watch%s: %d events", q, len(evs))
 		}
 	}
+	// sendInitialEvents=false at "0": no state, only what happens next.
+	tp.Compact()
+	if evs := watchEvents(t, tp, "/api/v1/pods?watch=1&resourceVersion=0&sendInitialEvents=false&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1", 5); len(evs) != 5 {
+		t.Fatalf("sendInitialEvents=false: %d events", len(evs))
+	} else {
+		for _, e := range evs {
+			if evType(e) != "BOOKMARK" {
+				t.Fatalf("sendInitialEvents=false sent %s", evType(e))
+			}
+		}
+	}
 	// sendInitialEvents: the state, then the initial-events-end bookmark.
 	evs := watchEvents(t, tp, "/api/v1/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1", 3)
 	if len(evs) != 3 || evType(evs[2]) != "BOOKMARK" || !bytes.Contains(evs[2]["object"], []byte(metav1.InitialEventsAnnotationKey)) ||

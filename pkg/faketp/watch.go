@@ -89,6 +89,10 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 	}
+	if !initial && (rvParam == "" || rvParam == "0") {
+		// sendInitialEvents=false without a version: from now on.
+		from = tp.st().RV()
+	}
 	var snapshot []*store.Object
 	if initial {
 		var rv uint64
