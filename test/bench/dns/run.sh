@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# make bench-dns: partition-dns under dnsperf on loopback, against a
+# canned-answer miekg/dns server (the floor) in the same run.
+#
+#   SERVICES=10000 PODS=10000 DURATION=15 ROUNDS=3 LAT_QPS=5000 test/bench/dns/run.sh
+#
+# 3 fake TPs (test/bench/dns/tps) each get SERVICES services (half
+# ClusterIP, half headless with 2 ready endpoints) and PODS pods; a fifth of
+# them are in the system tenant. The query file mixes tenant-form A (45%),
+# legacy system A (20%), misses (15%), SRV (10%) and headless A (10%).
+# Throughput: dnsperf at full speed (100 outstanding), best of ROUNDS,
+# alternating servers. Latency: a second pass at LAT_QPS queries per second
+# with per-query timings (dnsperf -v) for p50 and p99. RSS: partition-dns's
+# VmRSS after the sync and after the load, and its peak (VmHWM).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+
+SERVICES=${SERVICES:-10000}
+PODS=${PODS:-10000}
+DURATION=${DURATION:-15}
+ROUNDS=${ROUNDS:-3}
+LAT_QPS=${LAT_QPS:-5000}
+DNS_PORT=${DNS_PORT:-25553}
+FLOOR_PORT=${FLOOR_PORT:-25554}
+HEALTH_PORT=${HEALTH_PORT:-25580}
+
+command -v dnsperf >/dev/null || { echo "dnsperf is missing: apt-get install -y dnsperf" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+go build -o "$work/partition-dns" ./cmd/partition-dns
+go build -o "$work/floor" ./test/bench/dns/floor
+go build -o "$work/tps" ./test/bench/dns/tps
+
+echo "Seeding 3 fake TPs with $SERVICES services and $PODS pods each..." >&2
+"$work/tps" --dir "$work" --services "$SERVICES" --pods "$PODS" >"$work/tps.out" 2>"$work/tps.err" &
+pids+=($!)
+until grep -q READY "$work/tps.out"; do
+  kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/tps.err" >&2; exit 1; }
+  sleep 0.5
+done
+
+start=$(date +%s.%N)
+"$work/partition-dns" --tenant-server-kubeconfig "$work/tp1.kubeconfig,$work/tp2.kubeconfig,$work/tp3.kubeconfig" \
+  --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --upstream none \
+  >"$work/pdns.log" 2>&1 &
+pdns=$!
+pids+=($pdns)
+until curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1; do
+  kill -0 "$pdns" 2>/dev/null || { cat "$work/pdns.log" >&2; exit 1; }
+  sleep 0.1
+done
+sync_s=$(echo "$(date +%s.%N) - $start" | bc)
+sleep 2
+rss_idle=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
+
+"$work/floor" --listen "127.0.0.1:$FLOOR_PORT" >"$work/floor.log" 2>&1 &
+pids+=($!)
+sleep 0.5
+
+perf() { # perf PORT: prints "qps lost"
+  dnsperf -s 127.0.0.1 -p "$1" -d "$work/queries.txt" -l "$DURATION" 2>&1 |
+    awk '/Queries per second/{q=$4} /Queries lost/{l=$3} END{print q, l}'
+}
+lat() { # lat PORT: prints "p50 p99" in microseconds
+  dnsperf -s 127.0.0.1 -p "$1" -d "$work/queries.txt" -l 5 -Q "$LAT_QPS" -v 2>/dev/null |
+    awk '/^> /{print $NF}' | sort -n |
+    awk '{a[NR]=$1} END{printf "%.0f %.0f\n", a[int(NR*0.5)]*1e6, a[int(NR*0.99)]*1e6}'
+}
+
+best_p=0; best_f=0; lost_p=0; lost_f=0
+for r in $(seq "$ROUNDS"); do
+  read -r q l < <(perf "$FLOOR_PORT"); echo "round $r floor:         $q qps, $l lost" >&2
+  (( $(echo "$q > $best_f" | bc) )) && best_f=$q; lost_f=$((lost_f + l))
+  read -r q l < <(perf "$DNS_PORT"); echo "round $r partition-dns: $q qps, $l lost" >&2
+  (( $(echo "$q > $best_p" | bc) )) && best_p=$q; lost_p=$((lost_p + l))
+done
+read -r p50_f p99_f < <(lat "$FLOOR_PORT")
+read -r p50_p p99_p < <(lat "$DNS_PORT")
+rss_load=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
+hwm=$(awk '/VmHWM/{print $2}' /proc/$pdns/status)
+ratio=$(echo "scale=3; $best_p / $best_f" | bc)
+
+cat <<OUT
+
+| | partition-dns | floor (canned miekg/dns) |
+| --- | --- | --- |
+| QPS (best of $ROUNDS x ${DURATION}s) | $(printf %.0f "$best_p") | $(printf %.0f "$best_f") |
+| ratio to floor | $ratio | 1 |
+| queries lost | $lost_p | $lost_f |
+| p50 / p99 latency at $LAT_QPS qps (µs) | $p50_p / $p99_p | $p50_f / $p99_f |
+
+partition-dns: 3 TPs x ($SERVICES services + $PODS pods), synced and ready in ${sync_s}s;
+RSS after sync $((rss_idle / 1024)) MB, after load $((rss_load / 1024)) MB, peak (VmHWM) $((hwm / 1024)) MB.
+OUT
