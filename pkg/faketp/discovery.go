@@ -135,7 +135,7 @@ func openAPIDoc(gv schema.GroupVersion) map[string]any {
 	}
 	return map[string]any{
 		"openapi": "3.0.0",
-		"info":    map[string]string{"title": "fake-tp", "version": Version.GitVersion},
+		"info":    map[string]string{"title": "fake-tp", "version": serverVersion.GitVersion},
 		"paths":   paths,
 	}
 }

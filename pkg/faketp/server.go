@@ -21,8 +21,10 @@ import (
 // maxBodyBytes caps request bodies, as kube-apiserver's 3 MiB limit does.
 const maxBodyBytes = 3 << 20
 
-// Version is what /version reports.
-var Version = version.Info{
+// ServerVersion returns what /version reports.
+func ServerVersion() version.Info { return serverVersion }
+
+var serverVersion = version.Info{
 	Major: "1", Minor: "37", GitVersion: "v1.37.2-faketp", GitCommit: "faketp", GitTreeState: "clean",
 	BuildDate: "2026-01-01T00:00:00Z", GoVersion: "go1.26", Compiler: "gc", Platform: "linux/amd64",
 }
@@ -152,7 +154,7 @@ func (tp *TP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p == "/version" || p == "/version/":
 		verb = "get"
-		writeJSON(rec, http.StatusOK, Version)
+		writeJSON(rec, http.StatusOK, serverVersion)
 	case p == "/api" || strings.HasPrefix(p, "/api/") || p == "/apis" || strings.HasPrefix(p, "/apis/"):
 		verb, res = tp.serveAPI(rec, r)
 	case strings.HasPrefix(p, "/openapi/"):
