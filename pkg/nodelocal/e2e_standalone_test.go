@@ -1,6 +1,7 @@
 package nodelocal
 
 import (
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,9 @@ import (
 func TestCacheOwnRulesAndLeftovers(t *testing.T) {
 	if why := netns.Available(); why != "" {
 		t.Skipf("skipping: %s", why)
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Skip("skipping: iptables is not installed")
 	}
 	ns := netns.New(t)
 	ns.MustRun(t, "ip", "addr", "add", upstreamEP+"/32", "dev", "lo")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 // TestWatcherFlipsRulesInNetns runs the watcher against a real DNS server and
 // real iptables inside a namespace.
 func TestWatcherFlipsRulesInNetns(t *testing.T) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Skip("skipping: iptables is not installed")
+	}
 	ns := netns.New(t)
 	ns.MustRun(t, "ip", "addr", "add", "169.254.20.10/32", "dev", "lo")
 	var healthy atomic.Bool
