@@ -2,7 +2,9 @@ package source_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"testing"
@@ -58,6 +60,15 @@ func slice(tenant, namespace, service, name string, eps ...discoveryv1.Endpoint)
 	return e
 }
 
+// bigEndpoints are more ready endpoints than fit a 512-byte answer.
+func bigEndpoints() []discoveryv1.Endpoint {
+	var eps []discoveryv1.Endpoint
+	for i := 1; i <= 100; i++ {
+		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.245.0.%d", i)}})
+	}
+	return eps
+}
+
 func port(name string, proto corev1.Protocol, p int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Protocol: proto, Port: p}
 }
@@ -105,6 +116,8 @@ func start(t *testing.T) *env {
 			return s
 		}(),
 		pod("alpha", "web", "client", "127.0.0.11"),
+		svc("alpha", "web", "big", []string{"None"}, port("mysql", corev1.ProtocolTCP, 3306)),
+		slice("alpha", "web", "big", "big-1", bigEndpoints()...),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +151,7 @@ func start(t *testing.T) *env {
 
 func serve(t *testing.T, b *index.Builder, o server.Options) (*server.Handler, string) {
 	o.Zones, o.TTL = []string{"cluster.local", "in-addr.arpa"}, 5
+	o.NSAddrs = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	h, err := server.New(b, o)
 	if err != nil {
 		t.Fatal(err)
@@ -244,6 +258,11 @@ func TestEndToEnd(t *testing.T) {
 		{"127.0.0.1", "dns-version.cluster.local.", dns.TypeTXT, 0, []string{`"1.1.0"`}},
 		{"127.0.0.1", "cluster.local.", dns.TypeSOA, 0, nil},
 		{"127.0.0.1", "nope.web.alpha.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"127.0.0.1", "api.web.alpha.svc.cluster.local.", dns.TypeMX, 0, nil},
+		{"127.0.0.1", "kube-dns.kube-system.svc.cluster.local.", dns.TypeSRV, 0, []string{"0 50 53 kube-dns.kube-system.svc.cluster.local."}},
+		{"127.0.0.1", "10-1-2-3.kube-system.pod.cluster.local.", dns.TypeA, 0, []string{"10.1.2.3"}},
+		{"127.0.0.1", "cluster.local.", dns.TypeNS, 0, []string{"ns.dns.cluster.local."}},
+		{"127.0.0.1", "cluster.local.", dns.TypeAXFR, dns.RcodeRefused, nil},
 		{"127.0.0.1", "web.alpha.svc.cluster.local.", dns.TypeA, 0, nil},
 		// Same names in one TP for two tenants stay apart.
 		{"127.0.0.1", "kubernetes.default.svc.cluster.local.", dns.TypeA, 0, []string{"10.96.0.1"}},
@@ -269,6 +288,14 @@ func TestEndToEnd(t *testing.T) {
 				t.Errorf("%s %s %s from %s: %s %v, want %s %v", network, x.name, dns.TypeToString[x.qtype], x.from, dns.RcodeToString[r.Rcode], got, dns.RcodeToString[x.rcode], x.want)
 			}
 		}
+	}
+
+	// A big headless answer: truncated over UDP, whole over TCP.
+	if r := ask(t, e.addr, "udp", "127.0.0.1", "big.web.alpha.svc.cluster.local.", dns.TypeA); !r.Truncated || len(r.Answer) >= 100 {
+		t.Errorf("udp: truncated=%v, %d answers", r.Truncated, len(r.Answer))
+	}
+	if r := ask(t, e.addr, "tcp", "127.0.0.1", "big.web.alpha.svc.cluster.local.", dns.TypeA); r.Truncated || len(r.Answer) != 100 {
+		t.Errorf("tcp: truncated=%v, %d answers", r.Truncated, len(r.Answer))
 	}
 
 	// Tenant isolation.
