@@ -144,6 +144,10 @@ func (tp *TP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		promhttp.HandlerFor(tp.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, r)
 		return
 	}
+	if tp.st() == nil {
+		writeError(rec, errUnavailable("fake-tp "+tp.name+" has not been started"))
+		return
+	}
 	user, err := tp.authenticate(r)
 	if err != nil {
 		writeError(rec, err)
