@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 
@@ -38,7 +39,16 @@ func FuzzPacket(f *testing.F) {
 		f.Add(p, uint8(0), false)
 		f.Add(p, uint8(11), true)
 	}
+	// The ordinary UDP path (slowUDP) writes to a real socket; its answers
+	// go to a closed port and are lost, which is fine here.
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { pc.Close() })
+	sink := netip.MustParseAddrPort("127.0.0.1:9")
 	f.Fuzz(func(t *testing.T, packet []byte, src uint8, tcp bool) {
+		h.slowUDP(pc, packet, sink)
 		// The UDP fast path reads the raw packet itself.
 		st := h.pool.Get().(*state)
 		var q query
