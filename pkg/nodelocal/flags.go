@@ -72,10 +72,14 @@ func ParseServerList(s string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server %q: not an IP address", f)
 		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 || strings.TrimLeft(port, "0123456789") != "" {
 			return nil, fmt.Errorf("server %q: bad port", f)
 		}
-		out = append(out, net.JoinHostPort(ip.Unmap().String(), port))
+		if ip.Zone() != "" {
+			return nil, fmt.Errorf("server %q: zoned addresses are not supported", f)
+		}
+		out = append(out, net.JoinHostPort(ip.Unmap().String(), strconv.FormatUint(n, 10)))
 	}
 	return out, nil
 }

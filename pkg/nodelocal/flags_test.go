@@ -149,3 +149,15 @@ func TestParseWatchFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestParseServerList(t *testing.T) {
+	got, err := ParseServerList(" 192.0.2.53, [2001:db8::53]:5353,10.0.0.1:053,")
+	if err != nil || !reflect.DeepEqual(got, []string{"192.0.2.53:53", "[2001:db8::53]:5353", "10.0.0.1:53"}) {
+		t.Errorf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"dns.example", "10.0.0.1:+10", "10.0.0.1:0", "10.0.0.1:65536", "[fe80::1%eth0]:53", "10.0.0.1:x"} {
+		if _, err := ParseServerList(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
