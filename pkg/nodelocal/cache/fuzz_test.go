@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -58,6 +59,15 @@ func FuzzServeDNS(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Cached entries, so fuzzed queries reach the template hit path too.
+	for _, do := range []bool{false, true} {
+		q := dns.Question{Name: "a.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
+		h.store.Set(q, do, msg(0, []dns.RR{rr("a.cluster.local. 30 IN A 10.0.0.1")}, nil))
+		q = dns.Question{Name: "nx.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
+		h.store.Set(q, do, msg(dns.RcodeNameError, nil, []dns.RR{rr(fmt.Sprintf(soa, 5))}))
+	}
+	seed("A.cluster.LOCAL.", dns.TypeA, dns.ClassINET, true)
+	seed("nx.cluster.local.", dns.TypeA, dns.ClassINET, false)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req := new(dns.Msg)
 		if err := req.Unpack(b); err != nil {
