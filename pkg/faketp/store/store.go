@@ -122,6 +122,7 @@ type Store struct {
 	rv     uint64
 	objs   map[string]map[Key]*Object
 	sorted map[string][]*Object // per-resource cache, dropped when keys change
+	shared map[string]bool      // the cached slice was handed to a reader
 	ring   []Event              // the event with version r is at r % len(ring)
 	oldest uint64               // watches may start at any version >= oldest
 	notify chan struct{}        // closed and replaced at each change
@@ -146,6 +147,7 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{
 		objs:   map[string]map[Key]*Object{},
 		sorted: map[string][]*Object{},
+		shared: map[string]bool{},
 		ring:   make([]Event, h),
 		notify: make(chan struct{}),
 	}
@@ -251,10 +253,11 @@ type ListOptions struct {
 func (s *Store) List(resource string, o ListOptions) (objs []*Object, rv uint64, more bool) {
 	s.mu.Lock() // the sorted cache may be rebuilt
 	all := s.sortedLocked(resource)
+	s.shared[resource] = true
 	rv = s.rv
 	s.mu.Unlock()
-	// all is immutable once built (rebuilds make new slices), so it is read
-	// without the lock; its objects are immutable too.
+	// all is never modified once handed out (writers copy a shared slice
+	// first), so it is read without the lock; its objects are immutable.
 	start := Key{Tenant: o.Tenant, Namespace: o.Namespace}
 	if o.Tenant == "" {
 		start.Namespace = ""
@@ -306,6 +309,7 @@ func (s *Store) sortedLocked(resource string) []*Object {
 	}
 	sort.Slice(l, func(i, j int) bool { return l[i].Key.less(l[j].Key) })
 	s.sorted[resource] = l
+	s.shared[resource] = false
 	return l
 }
 
@@ -325,10 +329,15 @@ func (s *Store) put(o *Object) {
 		// so lists already handed out stay unchanged.
 		i := sort.Search(len(l), func(i int) bool { return !l[i].Key.less(o.Key) })
 		if i < len(l) && l[i] == old {
-			c := make([]*Object, len(l))
-			copy(c, l)
-			c[i] = o
-			s.sorted[o.Resource] = c
+			// Copy on write, only if a reader holds the slice.
+			if s.shared[o.Resource] {
+				c := make([]*Object, len(l))
+				copy(c, l)
+				l = c
+				s.sorted[o.Resource] = l
+				s.shared[o.Resource] = false
+			}
+			l[i] = o
 		} else {
 			delete(s.sorted, o.Resource)
 		}
