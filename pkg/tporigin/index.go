@@ -83,7 +83,7 @@ var uuidPairs = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32,
 
 // parseUUIDString is parseUUID for the lookup path. It decodes eight hex
 // digits at a time in a uint64 (SWAR), checking every byte is 0-9 or a-f;
-// FuzzParseUUID checks it against parseUUID.
+// FuzzParseUUID checks it against parseUUID. On failure k is garbage.
 func parseUUIDString(s string) (k uuidKey, ok bool) {
 	if len(s) != 36 {
 		return k, false
@@ -94,50 +94,35 @@ func parseUUIDString(s string) (k uuidKey, ok bool) {
 		return k, false
 	}
 	le := binary.LittleEndian
-	w0 := le.Uint64(b[0:8])
-	w1 := uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32
-	w2 := uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32
-	w3 := le.Uint64(b[28:36])
-	v0, ok0 := hex8(w0)
-	v1, ok1 := hex8(w1)
-	v2, ok2 := hex8(w2)
-	v3, ok3 := hex8(w3)
-	if !(ok0 && ok1 && ok2 && ok3) {
-		return k, false
+	w := [4]uint64{
+		le.Uint64(b[0:8]),
+		uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32,
+		uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32,
+		le.Uint64(b[28:36]),
 	}
-	le.PutUint32(k[0:4], v0)
-	le.PutUint32(k[4:8], v1)
-	le.PutUint32(k[8:12], v2)
-	le.PutUint32(k[12:16], v3)
-	return k, true
+	// Eight hex digits per word (SWAR), written out here rather than in a
+	// function the compiler would not inline. For a byte x < 0x80, x >= lo
+	// shows in the top bit of x+(0x80-lo), and x > hi in that of
+	// x+(0x7f-hi); no lane carries into the next.
+	var bad uint64
+	for i, x := range w {
+		bad |= x & lanes80
+		digit := (x + lanes01*(0x80-'0')) &^ (x + lanes01*(0x7f-'9')) & lanes80
+		lower := (x + lanes01*(0x80-'a')) &^ (x + lanes01*(0x7f-'f')) & lanes80
+		bad |= (digit | lower) ^ lanes80
+		v := x&(lanes01*0x0f) + (lower>>7)*9 // each byte is its digit's value
+		t := (v&0x00ff00ff00ff00ff)<<4 | (v>>8)&0x00ff00ff00ff00ff
+		t = (t | t>>8) & 0x0000ffff0000ffff
+		t = (t | t>>16) & 0x00000000ffffffff
+		le.PutUint32(k[4*i:4*i+4], uint32(t))
+	}
+	return k, bad == 0
 }
 
 const (
 	lanes01 = 0x0101010101010101
 	lanes80 = 0x8080808080808080
 )
-
-// hex8 decodes eight lowercase hex digits, the first in the low byte of w,
-// into four bytes (the first in the low byte of the result).
-func hex8(w uint64) (uint32, bool) {
-	if w&lanes80 != 0 {
-		return 0, false
-	}
-	// Per byte x < 0x80: x >= lo has the lane's top bit in x+(0x80-lo);
-	// x > hi has it in x+(0x7f-hi). No lane carries into the next.
-	ge := func(lo uint64) uint64 { return (w + lanes01*(0x80-lo)) & lanes80 }
-	gt := func(hi uint64) uint64 { return (w + lanes01*(0x7f-hi)) & lanes80 }
-	digit := ge('0') &^ gt('9')
-	lower := ge('a') &^ gt('f')
-	if digit|lower != lanes80 {
-		return 0, false
-	}
-	v := w&(lanes01*0x0f) + (lower>>7)*9 // each byte is its digit's value
-	t := (v&0x00ff00ff00ff00ff)<<4 | (v>>8)&0x00ff00ff00ff00ff
-	t = (t | t>>8) & 0x0000ffff0000ffff
-	t = (t | t>>16) & 0x00000000ffffffff
-	return uint32(t), true
-}
 
 // parseUUID accepts only the canonical lowercase form, so that String gives
 // back the same string.
