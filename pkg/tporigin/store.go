@@ -21,6 +21,10 @@ const (
 	SchemaVersion = 1
 
 	fileMagic = "tpkit.dev/tporigin"
+
+	// initialMmapSize is address space, not memory: pages are read in as
+	// they are touched. 1M origins take about 90 MB of file.
+	initialMmapSize = 256 << 20
 )
 
 var (
@@ -112,7 +116,14 @@ func openFile(path string, lockTimeout time.Duration) (db *bolt.DB, err error) {
 			return nil, fmt.Errorf("tporigin: creating the directory of %q: %w", path, err)
 		}
 	}
-	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, FreelistType: bolt.FreelistMapType, OpenFile: openFn})
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      lockTimeout,
+		FreelistType: bolt.FreelistMapType,
+		OpenFile:     openFn,
+		// Map address space up front: every remap while a batch grows the
+		// file makes bbolt copy all the batch's dirty keys and values.
+		InitialMmapSize: initialMmapSize,
+	})
 	if err != nil {
 		switch {
 		case errors.Is(err, bolt.ErrTimeout):
