@@ -24,6 +24,7 @@ type config struct {
 	seed        string
 	generate    int
 	adminListen string
+	watchList   string
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -41,7 +42,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
 	fs.IntVar(&c.opts.History, "watch-history", 0, "Events kept per TP for watch resumption (default 10000).")
 	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
+	fs.StringVar(&c.watchList, "watch-list", "served", "How TPs answer client-go watch-list requests (sendInitialEvents): served; rejected (422, as kube-apiserver with WatchList off: clients fall back to list); ignored (as Arktos: client-go reflectors with WatchListClient on never sync).")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.opts.WatchList, err = faketp.ParseWatchListMode(c.watchList); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -58,6 +58,8 @@ type Options struct {
 	// History and BookmarkInterval: see TPOptions.
 	History          int
 	BookmarkInterval time.Duration
+	// WatchList: see TPOptions.
+	WatchList WatchListMode
 }
 
 // Chain builds the admission chain of o.
@@ -128,7 +130,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	for i, name := range names {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
-			History: o.History, BookmarkInterval: o.BookmarkInterval,
+			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList,
 		}
 		if o.Listen != "" {
 			p := 0

@@ -32,6 +32,13 @@
 // carrying the tenant, namespace, name, typed object (tenant in
 // tenancy.TenantAnnotation; unstructured for tenants) and user.
 //
+// Watch-list (client-go's WatchListClient, on by default since v0.35): a TP
+// serves sendInitialEvents=true properly by default. Options.WatchList can
+// instead reject it (422, as kube-apiserver with the feature off; client-go
+// falls back to list) or ignore it as Arktos (Kubernetes 1.18) does; against
+// such a server a client-go v0.37 reflector with WatchListClient on never
+// syncs, so tpkit's programs must turn the feature off for real TPs.
+//
 // Faults for tests, per TP, from Go (TP.SetOutage, CloseWatches, SetLatency,
 // Compact) and over HTTP (AdminHandler).
 //

@@ -1,6 +1,7 @@
 package faketp_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -460,4 +461,48 @@ func TestRestartWithDataDirKeepsObjectsAndInformerResumes(t *testing.T) {
 	if c2.TPs()[0].Store().RV() < rvBefore {
 		t.Fatal("resourceVersion went backwards in a new process")
 	}
+}
+
+func TestWatchListModes(t *testing.T) {
+	const q = "/api/v1/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
+
+	t.Run("rejected: client-go falls back to list", func(t *testing.T) {
+		clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, true)
+		c := faketp.StartT(t, faketp.Options{WatchList: faketp.WatchListRejected})
+		tp := c.TPs()[0]
+		if err := tp.Seed(pod); err != nil {
+			t.Fatal(err)
+		}
+		if r := do(t, tp, "GET", q, "", ""); r.code != 422 {
+			t.Fatalf("watch-list request: %d", r.code)
+		}
+		rec := startInformers(t, c.TPs())[0]
+		eventually(t, "the pod through the fallback list", func() bool { return rec.saw("pod system/default/p", "add") })
+		if tp.RequestCount("list", "pods") == 0 {
+			t.Fatal("the reflector did not fall back to list")
+		}
+	})
+
+	t.Run("ignored: as Arktos, no initial-events-end bookmark", func(t *testing.T) {
+		c := faketp.StartT(t, faketp.Options{WatchList: faketp.WatchListIgnored, BookmarkInterval: 100 * time.Millisecond})
+		tp := c.TPs()[0]
+		if err := tp.Seed(pod); err != nil {
+			t.Fatal(err)
+		}
+		evs := watchEvents(t, tp, q, 1000)
+		if len(evs) < 2 || evType(evs[0]) != "ADDED" {
+			t.Fatalf("events: %v", evs)
+		}
+		for _, e := range evs {
+			if bytes.Contains(e["object"], []byte(metav1.InitialEventsAnnotationKey)) {
+				t.Fatalf("an Arktos-like TP sent the initial-events-end bookmark: %s", e["object"])
+			}
+		}
+		// With the feature off, as tpkit's programs must run against
+		// Arktos, informers list and sync.
+		clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+		rec := startInformers(t, c.TPs())[0]
+		eventually(t, "the pod", func() bool { return rec.saw("pod system/default/p", "add") })
+	})
 }

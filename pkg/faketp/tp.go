@@ -49,6 +49,40 @@ type TPOptions struct {
 	History int
 	// BookmarkInterval: see DefaultBookmarkInterval.
 	BookmarkInterval time.Duration
+	// WatchList says how the TP answers client-go's watch-list requests
+	// (sendInitialEvents=true); WatchListServed by default.
+	WatchList WatchListMode
+}
+
+// WatchListMode is how a TP answers watch-list (streaming list) requests.
+type WatchListMode int
+
+const (
+	// WatchListServed streams the initial state and ends it with the
+	// k8s.io/initial-events-end bookmark, as kube-apiserver 1.32+ does.
+	WatchListServed WatchListMode = iota
+	// WatchListRejected answers 422 Invalid, as a kube-apiserver with the
+	// WatchList feature off does; client-go then falls back to list.
+	WatchListRejected
+	// WatchListIgnored ignores sendInitialEvents and resourceVersionMatch,
+	// as Arktos (Kubernetes 1.18) does: the initial state comes as ADDED
+	// events but no initial-events-end bookmark ever does, so a client-go
+	// reflector with the WatchListClient feature on never syncs. Use it to
+	// prove that a component turns that feature off.
+	WatchListIgnored
+)
+
+// ParseWatchListMode parses "served", "rejected" or "ignored".
+func ParseWatchListMode(s string) (WatchListMode, error) {
+	switch s {
+	case "served", "":
+		return WatchListServed, nil
+	case "rejected":
+		return WatchListRejected, nil
+	case "ignored":
+		return WatchListIgnored, nil
+	}
+	return 0, fmt.Errorf("unknown watch-list mode %q: want served, rejected or ignored", s)
 }
 
 // Identity is a user that a kubeconfig written by KubeconfigFor acts as.

@@ -61,6 +61,18 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 	bookmarks := q.Get("allowWatchBookmarks") == "true"
 	rvParam := q.Get("resourceVersion")
 	initial, sendInitial := rvParam == "" || rvParam == "0", false
+	switch tp.opts.WatchList {
+	case WatchListRejected:
+		if q.Get("sendInitialEvents") != "" {
+			writeError(w, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "", field.ErrorList{
+				field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"),
+			}))
+			return
+		}
+	case WatchListIgnored:
+		q.Del("sendInitialEvents")
+		q.Del("resourceVersionMatch")
+	}
 	if s := q.Get("sendInitialEvents"); s != "" {
 		sendInitial = s == "true"
 		if q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) || !bookmarks {
