@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -112,5 +113,34 @@ func TestManagerSyncInNetns(t *testing.T) {
 				t.Errorf("foreign rule removed:\n%s", save)
 			}
 		})
+	}
+}
+
+func TestManagerIPv6InNetns(t *testing.T) {
+	if _, err := exec.LookPath("ip6tables"); err != nil {
+		t.Skip("skipping: ip6tables is not installed")
+	}
+	ns := netns.New(t)
+	m := NewManager(Options{})
+	set := Build(Config{LocalIPs: []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("fd00::10")}, DNSPort: 53, HealthPort: 8080})
+	var res Result
+	if err := ns.Do(func() (err error) { res, err = m.Sync(set); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if res.Added != len(set) {
+		t.Errorf("sync = %+v, want %d added", res, len(set))
+	}
+	v6 := ns.MustRun(t, "ip6tables-save")
+	if n := strings.Count(v6, CommentPrefix); n != 12 {
+		t.Errorf("%d rules in ip6tables, want 12:\n%s", n, v6)
+	}
+	if strings.Contains(v6, "169.254.20.10") || strings.Contains(ns.MustRun(t, "iptables-save"), "fd00::10") {
+		t.Error("a rule landed in the wrong family")
+	}
+	if err := ns.Do(func() (err error) { res, err = m.Sync(set); return err }); err != nil || res != (Result{}) {
+		t.Errorf("repeated sync = %+v, %v", res, err)
+	}
+	if err := ns.Do(func() (err error) { res, err = m.Teardown(6); return err }); err != nil || res.Removed != len(set) {
+		t.Errorf("teardown = %+v, %v", res, err)
 	}
 }

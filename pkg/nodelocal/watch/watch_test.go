@@ -140,6 +140,11 @@ func TestWatcherFlipsRulesInNetns(t *testing.T) {
 	if !w.Local() || switchRules() != 6 || owned() != len(set) {
 		t.Fatalf("healthy start: local=%v switch rules %d, owned %d", w.Local(), switchRules(), owned())
 	}
+	// It started in the state it found: a restart never interrupts a
+	// healthy cache.
+	if got := testutil.ToFloat64(w.changes.WithLabelValues("removed")); got != 0 {
+		t.Errorf("a watcher starting next to a healthy cache removed %v rules", got)
+	}
 	healthy.Store(false)
 	waitFor("failover", func() bool { return !w.Local() })
 	waitFor("switch rules removed", func() bool { return switchRules() == 0 })
