@@ -84,6 +84,21 @@ func ParseServerList(s string) ([]string, error) {
 	return out, nil
 }
 
+// UsageError is a bad command line: a flag that does not parse or a value
+// that is out of range. Programs exit 2 on it. flag.ErrHelp (for -h) is
+// wrapped too; errors.Is finds it.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UsageError{Err: err}
+}
+
 func validPort(name string, p int, allowZero bool) error {
 	if (p == 0 && allowZero) || (p >= 1 && p <= 65535) {
 		return nil

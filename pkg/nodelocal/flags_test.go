@@ -122,6 +122,13 @@ func TestParseCacheFlags(t *testing.T) {
 	if _, err := ParseCacheFlags([]string{"-h"}, e); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
 	}
+	var ue *UsageError
+	if _, err := ParseCacheFlags([]string{"--dns-port=x"}, e); !errors.As(err, &ue) {
+		t.Errorf("bad flag: %T %v, want *UsageError", err, err)
+	}
+	if _, err := ParseWatchFlags([]string{"--failure-threshold=x"}, e); !errors.As(err, &ue) {
+		t.Errorf("bad watch flag: %T %v, want *UsageError", err, err)
+	}
 }
 
 func TestParseWatchFlags(t *testing.T) {

@@ -49,8 +49,14 @@ type CacheOptions struct {
 	DrainDuration   time.Duration
 }
 
-// ParseCacheFlags parses the node-cache arguments.
-func ParseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, error) {
+// ParseCacheFlags parses the node-cache arguments. Its errors are
+// *UsageError.
+func ParseCacheFlags(args []string, getenv func(string) string) (o *CacheOptions, err error) {
+	o, err = parseCacheFlags(args, getenv)
+	return o, usage(err)
+}
+
+func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -196,7 +202,8 @@ func errKind(err error) string {
 }
 
 // RunCache runs `partition-dns node-cache` with args (flags only) until ctx
-// ends. It returns flag.ErrHelp for -h.
+// ends. A bad command line is a *UsageError (exit 2), -h one that wraps
+// flag.ErrHelp (exit 0); other errors are runtime failures (exit 1).
 func RunCache(ctx context.Context, args []string) error {
 	o, err := ParseCacheFlags(args, nil)
 	if err != nil {

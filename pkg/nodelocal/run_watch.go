@@ -33,8 +33,14 @@ type WatchOptions struct {
 	MetricsAddress string
 }
 
-// ParseWatchFlags parses the node-cache-watch arguments.
-func ParseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, error) {
+// ParseWatchFlags parses the node-cache-watch arguments. Its errors are
+// *UsageError.
+func ParseWatchFlags(args []string, getenv func(string) string) (o *WatchOptions, err error) {
+	o, err = parseWatchFlags(args, getenv)
+	return o, usage(err)
+}
+
+func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, error) {
 	fs := flag.NewFlagSet("node-cache-watch", flag.ContinueOnError)
 	// klog's flags (--v, --vmodule, ...) are accepted in every mode.
 	klog.InitFlags(fs)
@@ -108,7 +114,7 @@ func ParseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, 
 }
 
 // RunWatch runs `partition-dns node-cache-watch` with args (flags only)
-// until ctx ends. It returns flag.ErrHelp for -h.
+// until ctx ends. Errors are classified as RunCache's.
 func RunWatch(ctx context.Context, args []string) error {
 	o, err := ParseWatchFlags(args, nil)
 	if err != nil {
