@@ -186,6 +186,7 @@ func serveFast(ctx context.Context, l *Listener, h *Handler, readers int) error 
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_ = tcp.ShutdownContext(sctx)
 	cancel()
+	_ = l.tcp.Close() // in case the shutdown landed before the TCP server started
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}

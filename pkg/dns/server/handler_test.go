@@ -321,3 +321,30 @@ func TestMalformedPackets(t *testing.T) {
 		t.Fatalf("malformed question: rcode %s", dns.RcodeToString[resp.Rcode])
 	}
 }
+
+// TestServeStopsWhenCancelledAtOnce: a cancel that lands before the servers
+// have started must still end Serve.
+func TestServeStopsWhenCancelledAtOnce(t *testing.T) {
+	for _, h := range []dns.Handler{dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {}), mustHandler(t)} {
+		for i := 0; i < 20; i++ {
+			l, err := Listen("127.0.0.1:0", 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := testContext(t)
+			cancel()
+			if err := Serve(ctx, l, h); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+		}
+	}
+}
+
+func mustHandler(t *testing.T) *Handler {
+	h, err := New(fixture(t), Options{Zones: []string{"cluster.local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

@@ -34,8 +34,29 @@ func reusePort(network, address string, c syscall.RawConn) error {
 }
 
 // Listen binds addr for UDP (udpSockets sockets, at least 1) and TCP. With
-// port 0, every socket gets the same kernel-chosen port.
+// port 0, every socket gets the same kernel-chosen port (retrying when the
+// UDP port's TCP twin is taken).
 func Listen(addr string, udpSockets int) (*Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	tries := 1
+	if port == "0" {
+		tries = 20
+	}
+	var err error
+	for i := 0; i < tries; i++ {
+		var l *Listener
+		l, err = listenOnce(addr, udpSockets)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
+	return nil, err
+}
+
+func listenOnce(addr string, udpSockets int) (*Listener, error) {
 	if udpSockets < 1 {
 		udpSockets = 1
 	}
@@ -55,7 +76,9 @@ func Listen(addr string, udpSockets int) (*Listener, error) {
 		}
 		l.udp = append(l.udp, pc)
 	}
-	l.tcp, err = lc.Listen(context.Background(), "tcp", bound)
+	// TCP without SO_REUSEPORT: a second server on the same port must fail
+	// rather than share the traffic.
+	l.tcp, err = net.Listen("tcp", bound)
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("dns: listening on tcp %s: %w", bound, err)
@@ -109,6 +132,9 @@ func Serve(ctx context.Context, l *Listener, h dns.Handler) error {
 		_ = s.ShutdownContext(sctx)
 		cancel()
 	}
+	// A shutdown that lands before a server has started is missed by
+	// miekg/dns; closing the sockets ends ActivateAndServe for sure.
+	l.Close()
 	wg.Wait()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
