@@ -149,6 +149,8 @@ func TestParseWatchFlags(t *testing.T) {
 		{[]string{"--interval=100ms", "--probe-timeout=1s"}, "probe-timeout"},
 		{[]string{"--failure-threshold=x"}, "invalid value"},
 		{[]string{"--health-port=-1"}, "not a port"},
+		{[]string{"--success-threshold=0"}, "at least 1"},
+		{[]string{"--interval=0s"}, "positive"},
 	} {
 		_, err := ParseWatchFlags(tc.args, env(nil))
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {

@@ -2,6 +2,7 @@ package nodelocal
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
-	if err != nil && err != flag.ErrHelp {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
 		os.Exit(1)
 	}

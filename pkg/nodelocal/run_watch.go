@@ -107,6 +107,12 @@ func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, 
 		SyncInterval: *syncInterval, SkipTeardown: *skipTeardown,
 		Rules: rules.Build(rules.Config{LocalIPs: o.LocalIPs, DNSPort: o.DNSPort, HealthPort: o.HealthPort}),
 	}
+	switch {
+	case o.Watch.Interval <= 0 || o.Watch.Timeout <= 0 || o.Watch.SyncInterval <= 0:
+		return nil, errors.New("--interval, --probe-timeout and --sync-interval must be positive")
+	case o.Watch.FailureThreshold < 1 || o.Watch.SuccessThreshold < 1:
+		return nil, errors.New("--failure-threshold and --success-threshold must be at least 1")
+	}
 	if o.Watch.Timeout > o.Watch.Interval {
 		return nil, errors.New("--probe-timeout must not exceed --interval")
 	}
