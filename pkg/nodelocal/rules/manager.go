@@ -9,8 +9,8 @@ import (
 	"github.com/coreos/go-iptables/iptables"
 )
 
-// Runner is the part of *iptables.IPTables the manager uses.
-type Runner interface {
+// runner is the part of *iptables.IPTables the manager uses.
+type runner interface {
 	List(table, chain string) ([]string, error)
 	Insert(table, chain string, pos int, rulespec ...string) error
 	Delete(table, chain string, rulespec ...string) error
@@ -33,7 +33,7 @@ type Manager struct {
 	opts Options
 
 	mu  sync.Mutex
-	ipt map[int]Runner // by family, created on first use
+	ipt map[int]runner // by family, created on first use
 }
 
 // NewManager returns a manager; iptables binaries are looked up on first use.
@@ -44,20 +44,10 @@ func NewManager(opts Options) *Manager {
 	if opts.LockWaitSeconds <= 0 {
 		opts.LockWaitSeconds = 5
 	}
-	return &Manager{opts: opts, ipt: map[int]Runner{}}
+	return &Manager{opts: opts, ipt: map[int]runner{}}
 }
 
-// NewManagerWithRunners returns a manager over given runners by family (4,
-// 6), for callers that already hold iptables handles.
-func NewManagerWithRunners(r map[int]Runner) *Manager {
-	m := NewManager(Options{})
-	for f, x := range r {
-		m.ipt[f] = x
-	}
-	return m
-}
-
-func (m *Manager) runner(family int) (Runner, error) {
+func (m *Manager) runner(family int) (runner, error) {
 	if r, ok := m.ipt[family]; ok {
 		return r, nil
 	}
@@ -153,7 +143,7 @@ func (m *Manager) Sync(want []Rule, families ...int) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
-func syncChain(ipt Runner, fam int, table, chain string, want []Rule) (added, removed int, err error) {
+func syncChain(ipt runner, fam int, table, chain string, want []Rule) (added, removed int, err error) {
 	lines, err := ipt.List(table, chain)
 	if err != nil {
 		return 0, 0, classify(fmt.Errorf("listing %s %s: %w", table, chain, err))
