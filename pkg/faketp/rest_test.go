@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
@@ -691,5 +694,64 @@ func TestTables(t *testing.T) {
 	r = do(t, tp, "GET", "/api/v1/namespaces/gen-0/services/svc-0", "", "", "Accept", "application/json, application/json;as=Table;v=v1;g=meta.k8s.io")
 	if !bytes.Contains(r.body, []byte(`"kind":"Service"`)) {
 		t.Fatalf("plain get: %s", r.body)
+	}
+}
+
+func TestSeedFormsAndDryRun(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 2})
+	tp1, tp2 := c.TPs()[0], c.TPs()[1]
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s", "namespace": "ns", "tenant": "acme"}, "type": "Opaque",
+	}}
+	m := map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "d", "namespace": "kube-system"},
+		"status": map[string]any{"numberReady": 3}}
+	if err := tp1.Seed(u, m); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, tp1, "GET", "/api/v1/tenants/acme/namespaces/ns/secrets/s", "", ""); r.code != 200 || !bytes.Contains(r.body, []byte(`"tenant":"acme"`)) {
+		t.Fatalf("unstructured seed: %d %s", r.code, r.body)
+	}
+	if r := do(t, tp1, "GET", "/apis/apps/v1/namespaces/kube-system/daemonsets/d", "", ""); !bytes.Contains(r.body, []byte(`"numberReady":3`)) {
+		t.Fatalf("seeding keeps status: %s", r.body)
+	}
+	for _, bad := range []any{42, map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n"}},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "Bad_Name"}}} {
+		if err := tp1.Seed(bad); err == nil {
+			t.Errorf("seeding %v succeeded", bad)
+		}
+	}
+	// SeedDir: files in the directory go everywhere, DIR/NAME to one TP.
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tp2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "all.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: all}\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "tp2", "own.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\n"), 0o600)
+	if err := c.SeedDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tp   *faketp.TP
+		name string
+		code int
+	}{{tp1, "all", 200}, {tp2, "all", 200}, {tp1, "own", 404}, {tp2, "own", 200}} {
+		if r := do(t, tc.tp, "GET", "/api/v1/namespaces/default/configmaps/"+tc.name, "", ""); r.code != tc.code {
+			t.Errorf("%s %s: %d, want %d", tc.tp.Name(), tc.name, r.code, tc.code)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("kind: [\n"), 0o600)
+	if err := c.SeedDir(dir); err == nil || !strings.Contains(err.Error(), "broken.yaml") {
+		t.Fatalf("a broken manifest: %v", err)
+	}
+	// dryRun validates and answers, and stores nothing.
+	rv := tp1.Store().RV()
+	if r := do(t, tp1, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", jsonCT, `{"metadata":{"name":"dry"}}`); r.code != 201 {
+		t.Fatalf("dry-run create: %d", r.code)
+	}
+	if r := do(t, tp1, "DELETE", "/api/v1/namespaces/default/configmaps/all?dryRun=All", "", ""); r.code != 200 {
+		t.Fatalf("dry-run delete: %d", r.code)
+	}
+	if r := do(t, tp1, "GET", "/api/v1/namespaces/default/configmaps/dry", "", ""); r.code != 404 || tp1.Store().RV() != rv {
+		t.Fatalf("dry run stored something: %d, rv %d -> %d", r.code, rv, tp1.Store().RV())
 	}
 }
