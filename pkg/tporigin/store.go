@@ -23,7 +23,7 @@ const (
 	fileMagic = "tpkit.dev/tporigin"
 
 	// initialMmapSize is address space, not memory: pages are read in as
-	// they are touched. 1M origins take about 90 MB of file.
+	// they are touched. 1M origins take about 140 MB of file.
 	initialMmapSize = 256 << 20
 )
 
