@@ -42,6 +42,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
 	fs.IntVar(&c.opts.History, "watch-history", 0, "Events kept per TP for watch resumption (default 10000).")
 	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
+	fs.BoolVar(&c.opts.Strict, "strict", false, "Refuse to create objects in tenants or namespaces that do not exist (404), as Arktos does. Seeding is never refused.")
 	fs.StringVar(&c.watchList, "watch-list", "served", "How TPs answer client-go watch-list requests (sendInitialEvents): served; rejected (422, as kube-apiserver with WatchList off: clients fall back to list); ignored (as Arktos: client-go reflectors with WatchListClient on never sync).")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,8 +59,9 @@ type Options struct {
 	// History and BookmarkInterval: see TPOptions.
 	History          int
 	BookmarkInterval time.Duration
-	// WatchList: see TPOptions.
+	// WatchList and Strict: see TPOptions.
 	WatchList WatchListMode
+	Strict    bool
 }
 
 // Chain builds the admission chain of o.
@@ -130,7 +132,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	for i, name := range names {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
-			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList,
+			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, Strict: o.Strict,
 		}
 		if o.Listen != "" {
 			p := 0
@@ -192,6 +194,12 @@ func (c *Cluster) KubeconfigPaths() []string {
 		out = append(out, tp.KubeconfigPath())
 	}
 	return out
+}
+
+// TenantServerKubeconfig returns the kubeconfigs joined with commas: the
+// value of Arktos's --tenant-server-kubeconfig flag for these TPs.
+func (c *Cluster) TenantServerKubeconfig() string {
+	return strings.Join(c.KubeconfigPaths(), ",")
 }
 
 // Stop stops every TP and closes their stores.

@@ -19,7 +19,8 @@
 // Objects are stored as JSON carrying metadata.tenant (from the path). A
 // metadata.tenant in a body that contradicts the path is a 400. Deleting a
 // namespace or a tenant deletes what is in it at once (no Terminating phase).
-// Namespaces and tenants need not exist for objects to be created in them.
+// Namespaces and tenants need not exist for objects to be created in them,
+// unless Options.Strict asks for Arktos's lifecycle checks (404 NotFound).
 //
 // Identity: requests without credentials act as the admin (AdminUser, group
 // system:masters, tenant system); a TP's kubeconfig carries an admin token;

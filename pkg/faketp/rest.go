@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -505,6 +506,9 @@ func (tp *TP) create(ctx context.Context, t target, o obj, wo writeOptions) (*st
 		return nil, err
 	}
 	if !wo.seed {
+		if err := tp.lifecycle(t); err != nil {
+			return nil, err
+		}
 		if err := tp.admit(ctx, admission.Create, t, k.Name, typed, o, nil, wo.user); err != nil {
 			return nil, err
 		}
@@ -597,6 +601,26 @@ func (tp *TP) defaultOnCreate(r *resource, o obj) {
 func (tp *TP) allocateIP() string {
 	n := tp.nextIP.Add(1) + 10 // skip 10.96.0.1 (kubernetes) and .10 (DNS)
 	return fmt.Sprintf("10.%d.%d.%d", 96+(n>>16)&15, (n>>8)&255, n&255)
+}
+
+// lifecycle refuses creation in a missing tenant or namespace when the TP
+// is strict.
+func (tp *TP) lifecycle(t target) error {
+	if !tp.opts.Strict || t.res.scope == scopeCluster {
+		return nil
+	}
+	st := tp.st()
+	if !tenancy.IsSystem(t.tenant) {
+		if _, ok := st.Get(store.Key{Resource: "tenants", Name: t.tenant}); !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "tenants"}, t.tenant)
+		}
+	}
+	if t.res.scope == scopeNamespace {
+		if _, ok := st.Get(store.Key{Resource: "namespaces", Tenant: t.tenant, Name: t.namespace}); !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, t.namespace)
+		}
+	}
+	return nil
 }
 
 // admit runs the admission chain. Rejections that are not API statuses

@@ -749,3 +749,37 @@ func TestSeedFormsAndDryRun(t *testing.T) {
 		t.Fatalf("dry run stored something: %d, rv %d -> %d", r.code, rv, tp1.Store().RV())
 	}
 }
+
+func TestStrictLifecycle(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 2, Strict: true})
+	tp1, tp2 := c.TPs()[0], c.TPs()[1]
+	if !strings.Contains(c.TenantServerKubeconfig(), ",") {
+		t.Fatalf("--tenant-server-kubeconfig value %q", c.TenantServerKubeconfig())
+	}
+	cm := `{"metadata":{"name":"c"}}`
+	// The tenant lives in tp1 only.
+	if r := do(t, tp1, "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"acme"}}`); r.code != 201 {
+		t.Fatal(r.code)
+	}
+	for _, tc := range []struct {
+		tp   *faketp.TP
+		path string
+		code int
+	}{
+		{tp1, "/api/v1/tenants/acme/namespaces/web/configmaps", 404}, // no namespace yet
+		{tp1, "/api/v1/tenants/acme/namespaces", 201},                // creates web (body below)
+		{tp1, "/api/v1/tenants/acme/namespaces/web/configmaps", 201},
+		{tp2, "/api/v1/tenants/acme/namespaces", 404}, // acme is not in tp2
+		{tp2, "/api/v1/namespaces/default/configmaps", 201},
+		{tp2, "/api/v1/namespaces/nope/configmaps", 404},
+	} {
+		body := cm
+		if strings.HasSuffix(tc.path, "/namespaces") {
+			body = `{"metadata":{"name":"web"}}`
+		}
+		r := do(t, tc.tp, "POST", tc.path, jsonCT, body)
+		if r.code != tc.code || (r.code == 404 && r.status.Reason != metav1.StatusReasonNotFound) {
+			t.Fatalf("%s POST %s: %d %s, want %d", tc.tp.Name(), tc.path, r.code, r.status.Message, tc.code)
+		}
+	}
+}

@@ -52,6 +52,11 @@ type TPOptions struct {
 	// WatchList says how the TP answers client-go's watch-list requests
 	// (sendInitialEvents=true); WatchListServed by default.
 	WatchList WatchListMode
+	// Strict refuses (404 NotFound) to create objects in a tenant or a
+	// namespace that does not exist, as Arktos's tenant and namespace
+	// lifecycle admission does. Off by default: tests need not create
+	// tenants and namespaces first. Seed and Generate are never refused.
+	Strict bool
 }
 
 // WatchListMode is how a TP answers watch-list (streaming list) requests.
