@@ -21,6 +21,10 @@
 // namespace or a tenant deletes what is in it at once (no Terminating phase).
 // Namespaces and tenants need not exist for objects to be created in them,
 // unless Options.Strict asks for Arktos's lifecycle checks (404 NotFound).
+// Deletion is immediate: no graceful deletion of pods, no finalizers, no
+// garbage collection of dependents. Status is the server's: a create
+// through HTTP drops the client's status (pods start Pending), and only
+// /status changes it; Seed and Generate keep status as given.
 //
 // Identity: requests without credentials act as the admin (AdminUser, group
 // system:masters, tenant system); a TP's kubeconfig carries an admin token;
