@@ -164,8 +164,10 @@ type item[T runtime.Object] struct {
 
 	// Watch strategy.
 	running   bool
+	gen       uint64        // counts reflector starts; a stopped one's calls are ignored
 	synced    bool          // the running reflector has listed
-	syncCh    chan struct{} // closed at the first list after a start
+	attempted bool          // the running reflector's first list has succeeded or failed
+	attemptCh chan struct{} // closed when attempted becomes true
 	cancel    context.CancelFunc
 	done      chan struct{}
 	immutable bool

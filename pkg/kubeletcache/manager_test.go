@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
@@ -340,6 +343,29 @@ func TestOutageServesCachedData(t *testing.T) {
 			if f, _ := cms.Freshness(e.podB, "cfg"); f.Stale {
 				t.Fatalf("tp2's object is stale during tp1's outage: %+v", f)
 			}
+			// The metrics show it too.
+			reg := prometheus.NewPedanticRegistry()
+			reg.MustRegister(cms.Collector())
+			if got := testutil.ToFloat64(gaugeFor(t, reg, "tpkit_kubeletcache_stale_objects", "tp1")); got < 1 {
+				t.Fatalf("stale objects in tp1 = %v, want at least 1", got)
+			}
+			if got := testutil.ToFloat64(gaugeFor(t, reg, "tpkit_kubeletcache_max_age_seconds", "tp1")); s != kubeletcache.Watch && got < 120 {
+				t.Fatalf("max age in tp1 = %v, want at least 120 s", got)
+			}
+			if s == kubeletcache.Watch {
+				// A reflector recycled while idle restarts into the outage:
+				// the read still gets the last known object.
+				e.clock.advance(2 * time.Hour)
+				if n := cms.RecycleIdle(); n == 0 {
+					t.Fatal("nothing recycled")
+				}
+				if got := cmValue(t, cms, e.podA, "cfg"); got != "tp1" {
+					t.Fatalf("after recycling during the outage: %q", got)
+				}
+				if _, err := cms.GetConfigMap(e.podA, "missing"); !apierrors.IsNotFound(err) {
+					t.Fatalf("missing after recycling during the outage: %v, want NotFound", err)
+				}
+			}
 			if err := tp1.SetOutage(t.Context(), faketp.OutageNone); err != nil {
 				t.Fatal(err)
 			}
@@ -350,6 +376,30 @@ func TestOutageServesCachedData(t *testing.T) {
 			})
 		})
 	}
+}
+
+// gaugeFor gathers reg and returns the metric name{partition=tp} as a
+// collector testutil can read.
+func gaugeFor(t *testing.T, reg *prometheus.Registry, name, tp string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "partition" && l.GetValue() == tp {
+					return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "x", Help: "x"}, func() float64 { return m.GetGauge().GetValue() })
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{partition=%q}", name, tp)
+	return nil
 }
 
 // watches reads a fake TP's open watch count from its /metrics.

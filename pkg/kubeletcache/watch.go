@@ -26,34 +26,37 @@ func (m *manager[T]) startLocked(it *item[T]) {
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", it.key.name).String()
 	tenant, ns := it.key.tenant, it.key.ns
+	it.gen++
+	gen := it.gen
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			obj, err := m.k.list(requestContext(ctx, tenant), c, ns, o)
-			if err != nil {
-				m.markDown(it, err)
+			if err != nil && ctx.Err() == nil {
+				m.markDown(it, gen, err)
 			}
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
 			w, err := m.k.watch(requestContext(ctx, tenant), c, ns, o)
-			if err != nil {
-				m.markDown(it, err)
-			} else {
-				m.markUp(it)
+			switch {
+			case err == nil:
+				m.markUp(it, gen)
+			case ctx.Err() == nil:
+				m.markDown(it, gen, err)
 			}
 			return w, err
 		},
 	}
-	r := cache.NewReflectorWithOptions(lw, m.k.empty(), &itemStore[T]{m: m, it: it}, cache.ReflectorOptions{
+	r := cache.NewReflectorWithOptions(lw, m.k.empty(), &itemStore[T]{m: m, it: it, gen: gen}, cache.ReflectorOptions{
 		Name:            "kubeletcache " + m.k.resource + " " + it.key.String(),
 		TypeDescription: m.k.resource,
 	})
 	ctx, cancel := context.WithCancel(m.base)
 	done := make(chan struct{})
-	it.running, it.synced, it.up = true, false, false
-	it.syncCh = make(chan struct{})
+	it.running, it.synced, it.attempted, it.up = true, false, false, false
+	it.attemptCh = make(chan struct{})
 	it.cancel, it.done = cancel, done
 	m.wg.Add(1)
 	go func() {
@@ -73,17 +76,32 @@ func (m *manager[T]) stopLocked(it *item[T]) {
 	it.running, it.synced, it.up = false, false, false
 }
 
-func (m *manager[T]) markDown(it *item[T], err error) {
+// markDown records a failed list or watch of reflector generation gen.
+func (m *manager[T]) markDown(it *item[T], gen uint64, err error) {
 	it.mu.Lock()
+	defer it.mu.Unlock()
+	if gen != it.gen || !it.running {
+		return // a stopped reflector's last call
+	}
 	it.up, it.lastErr = false, err
-	it.mu.Unlock()
+	it.attemptedLocked()
 }
 
-func (m *manager[T]) markUp(it *item[T]) {
+func (m *manager[T]) markUp(it *item[T], gen uint64) {
 	now := m.o.Now()
 	it.mu.Lock()
+	defer it.mu.Unlock()
+	if gen != it.gen || !it.running {
+		return
+	}
 	it.up, it.lastErr, it.asOf = true, nil, now
-	it.mu.Unlock()
+}
+
+func (it *item[T]) attemptedLocked() {
+	if !it.attempted {
+		it.attempted = true
+		close(it.attemptCh)
+	}
 }
 
 // getWatched serves from the reflector's store. A new (or restarted)
@@ -95,9 +113,11 @@ func (m *manager[T]) getWatched(it *item[T]) (T, error) {
 	if !it.running && !it.immutable {
 		m.startLocked(it) // recycled while idle
 	}
-	synced, ch := it.synced || it.immutable, it.syncCh
+	// Wait for the reflector's first list, unless it has already failed:
+	// then the TP is down and the last known object is served at once.
+	waiting, ch := !it.immutable && !it.attempted, it.attemptCh
 	it.mu.Unlock()
-	if !synced && ch != nil {
+	if waiting && ch != nil {
 		timer := time.NewTimer(m.o.SyncTimeout)
 		select {
 		case <-ch:
@@ -114,7 +134,11 @@ func (m *manager[T]) getWatched(it *item[T]) (T, error) {
 			m.m.servedStale(it.key.tp).Inc()
 		}
 		return it.obj, nil
-	case it.notFound && (it.synced || it.immutable):
+	case it.notFound:
+		// The last answer was "does not exist"; that is what is known.
+		if !it.synced || !it.up {
+			m.m.servedStale(it.key.tp).Inc()
+		}
 		return zero, apierrors.NewNotFound(m.gr, it.key.name)
 	}
 	err := it.lastErr
@@ -127,9 +151,14 @@ func (m *manager[T]) getWatched(it *item[T]) (T, error) {
 // itemStore is the reflector's store for one object: the field selector
 // means at most one object arrives.
 type itemStore[T runtime.Object] struct {
-	m  *manager[T]
-	it *item[T]
+	m   *manager[T]
+	it  *item[T]
+	gen uint64
 }
+
+// current reports whether the store's reflector is the item's running one;
+// a stopped reflector may still deliver, and is ignored. it.mu is held.
+func (s *itemStore[T]) current() bool { return s.gen == s.it.gen && s.it.running }
 
 func (s *itemStore[T]) set(obj any) error {
 	o, ok := obj.(T)
@@ -140,6 +169,9 @@ func (s *itemStore[T]) set(obj any) error {
 	it := s.it
 	it.mu.Lock()
 	defer it.mu.Unlock()
+	if !s.current() {
+		return nil
+	}
 	it.obj, it.have, it.notFound, it.asOf = o, true, false, now
 	if s.m.k.immutable(o) && !it.immutable {
 		// An immutable object cannot change: stop watching it.
@@ -159,8 +191,11 @@ func (s *itemStore[T]) Delete(any) error {
 	var zero T
 	now := s.m.o.Now()
 	s.it.mu.Lock()
+	defer s.it.mu.Unlock()
+	if !s.current() {
+		return nil
+	}
 	s.it.obj, s.it.have, s.it.notFound, s.it.asOf, s.it.immutable = zero, false, true, now, false
-	s.it.mu.Unlock()
 	return nil
 }
 
@@ -175,10 +210,13 @@ func (s *itemStore[T]) Replace(list []any, _ string) error {
 	it := s.it
 	it.mu.Lock()
 	defer it.mu.Unlock()
+	if !s.current() {
+		return nil
+	}
 	it.up, it.lastErr, it.asOf = true, nil, s.m.o.Now()
-	if it.running && !it.synced {
+	if !it.synced {
 		it.synced = true
-		close(it.syncCh)
+		it.attemptedLocked()
 		if it.immutable {
 			s.m.stopLocked(it)
 		}
