@@ -202,6 +202,7 @@ func BenchmarkWatchLatency50At1k(b *testing.B) {
 	})
 	defer stop()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", Annotations: map[string]string{}}}
+	b.ReportAllocs()
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		mu.Lock()
@@ -242,6 +243,7 @@ func BenchmarkWatchLatency50At1k(b *testing.B) {
 // (70k pods, 10k each of services, endpointslices and configmaps, in 1000
 // namespaces), event history included.
 func BenchmarkMemory100kObjects(b *testing.B) {
+	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		var before, after runtime.MemStats
 		runtime.GC()
