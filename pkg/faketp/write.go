@@ -1,0 +1,637 @@
+package faketp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tpkit-dev/tpkit/pkg/admission"
+	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+func (tp *TP) serveCreate(w http.ResponseWriter, r *http.Request, t target) {
+	if t.res.scope == scopeNamespace && t.namespace == "" {
+		writeError(w, errMethodNotAllowed(r.Method, t.res.gvr.Resource+" across namespaces"))
+		return
+	}
+	o, err := readObject(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	created, err := tp.create(r.Context(), t, o, requestOptions(r))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusCreated, created.Data)
+}
+
+// strField reads metadata string field k, failing when it is not a string.
+func strField(md obj, k string) (string, error) {
+	switch v := md[k].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("metadata.%s must be a string, not %s", k, jsonKind(v)))
+	}
+}
+
+// normalize checks o against the request target and fills in what the path
+// decides: apiVersion, kind, namespace, tenant, and the name for updates.
+func normalize(t target, o obj, pathName string) (obj, error) {
+	r := t.res
+	if av, ok := o["apiVersion"]; ok && av != r.apiVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%v) does not match the expected API version (%s)", av, r.apiVersion()))
+	}
+	if k, ok := o["kind"]; ok && k != r.kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%v) does not match the expected kind (%s)", k, r.kind))
+	}
+	o["apiVersion"], o["kind"] = r.apiVersion(), r.kind
+	md, err := metadata(o)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	for _, k := range []string{"name", "generateName", "namespace", "tenant", "resourceVersion", "uid"} {
+		if _, err := strField(md, k); err != nil {
+			return nil, err
+		}
+	}
+	if r.scope == scopeNamespace {
+		if ns, _ := strField(md, "namespace"); ns != "" && ns != t.namespace {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", truncate(ns), t.namespace))
+		}
+		md["namespace"] = t.namespace
+	} else {
+		delete(md, "namespace")
+	}
+	if r.scope == scopeCluster {
+		delete(md, "tenant")
+	} else {
+		if tn, _ := strField(md, "tenant"); tn != "" && tn != t.tenant {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.tenant of the provided object (%s) does not match the tenant of the request path (%s)", truncate(tn), t.tenant))
+		}
+		md["tenant"] = t.tenant
+	}
+	if pathName != "" {
+		if n, _ := strField(md, "name"); n != "" && n != pathName {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", truncate(n), pathName))
+		}
+		md["name"] = pathName
+	}
+	return md, nil
+}
+
+// validateName checks an object name as kube-apiserver (and Arktos for
+// tenants) would.
+func (r *resource) validateName(name string) error {
+	var msgs []string
+	switch r.gvr.Resource {
+	case "tenants":
+		if err := tenancy.ValidateTenantName(name); err != nil {
+			msgs = []string{err.Error()}
+		}
+	case "namespaces":
+		if err := tenancy.ValidateLabel("namespace", name); err != nil {
+			msgs = []string{err.Error()}
+		}
+	case "services":
+		msgs = validation.IsDNS1035Label(name)
+	default:
+		msgs = validation.IsDNS1123Subdomain(name)
+	}
+	if len(msgs) > 0 {
+		return errInvalid(r, name, "metadata.name", name, msgs[0])
+	}
+	return nil
+}
+
+// create stores a new object from o under t.
+func (tp *TP) create(ctx context.Context, t target, o obj, wo writeOptions) (*store.Object, error) {
+	r := t.res
+	k, typed, err := tp.prepareCreate(t, o, wo.seed)
+	if err != nil {
+		return nil, err
+	}
+	if !wo.seed {
+		if err := tp.lifecycle(t); err != nil {
+			return nil, err
+		}
+		if err := tp.admit(ctx, admission.Create, t, k.Name, typed, o, nil, wo.user); err != nil {
+			return nil, err
+		}
+	}
+	if wo.dryRun {
+		data, err := encoder(o)(tp.st().RV())
+		return &store.Object{Key: k, Data: data}, err
+	}
+	created, err := tp.st().Create(k, r.index(o), encoder(o))
+	if err != nil {
+		return nil, storeError(err, r, k.Name)
+	}
+	return created, nil
+}
+
+// prepareCreate checks and completes o for creation under t: path fields,
+// name (from generateName), server-set metadata and defaults. It returns
+// the store key and the typed object.
+func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Object, error) {
+	r := t.res
+	md, err := normalize(t, o, "")
+	if err != nil {
+		return store.Key{}, nil, err
+	}
+	name, _ := strField(md, "name")
+	if name == "" {
+		gn, _ := strField(md, "generateName")
+		if gn == "" {
+			return store.Key{}, nil, errInvalid(r, "", "metadata.name", "", "name or generateName is required")
+		}
+		name = gn + rand.String(5)
+		md["name"] = name
+	}
+	if err := r.validateName(name); err != nil {
+		return store.Key{}, nil, err
+	}
+	if uid, _ := strField(md, "uid"); uid == "" || !seed {
+		md["uid"] = string(uuid.NewUUID())
+	}
+	if ts, _ := md["creationTimestamp"].(string); ts == "" || !seed {
+		md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	}
+	md["generation"] = json.Number("1")
+	delete(md, "resourceVersion")
+	delete(md, "deletionTimestamp")
+	delete(md, "selfLink")
+	if !seed {
+		tp.defaultOnCreate(r, o)
+	} else if r.gvr.Resource == "services" && str(o, "spec", "clusterIP") == "" && str(o, "spec", "type") != "ExternalName" {
+		tp.defaultOnCreate(r, o)
+	}
+	typed, err := r.typed(o, t.tenant)
+	if err != nil {
+		return store.Key{}, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))
+	}
+	return t.key(name), typed, nil
+}
+
+// defaultOnCreate applies what kube-apiserver's create strategies do to the
+// fields fake-tp's clients care about: status is the server's (pods start
+// Pending, namespaces Active), and a service gets a cluster IP.
+func (tp *TP) defaultOnCreate(r *resource, o obj) {
+	switch r.gvr.Resource {
+	case "pods":
+		o["status"] = obj{"phase": "Pending"}
+	case "namespaces":
+		o["status"] = obj{"phase": "Active"}
+	case "services":
+		delete(o, "status")
+		spec := child(o, "spec")
+		if spec == nil {
+			spec = obj{}
+			o["spec"] = spec
+		}
+		if str(spec, "type") == "" {
+			spec["type"] = "ClusterIP"
+		}
+		if str(spec, "type") != "ExternalName" && str(spec, "clusterIP") == "" {
+			ip := tp.allocateIP()
+			spec["clusterIP"] = ip
+			spec["clusterIPs"] = []any{ip}
+		}
+	case "daemonsets":
+		delete(o, "status")
+	}
+}
+
+// allocateIP hands out service IPs from 10.96.0.0/12 in order. IPs are not
+// reclaimed; a fake TP never runs out in a test's lifetime.
+func (tp *TP) allocateIP() string {
+	n := tp.nextIP.Add(1) + 10 // skip 10.96.0.1 (kubernetes) and .10 (DNS)
+	return fmt.Sprintf("10.%d.%d.%d", 96+(n>>16)&15, (n>>8)&255, n&255)
+}
+
+// lifecycle refuses creation in a missing tenant or namespace when the TP
+// is strict.
+func (tp *TP) lifecycle(t target) error {
+	if !tp.opts.Strict || t.res.scope == scopeCluster {
+		return nil
+	}
+	st := tp.st()
+	if !tenancy.IsSystem(t.tenant) {
+		if _, ok := st.Get(store.Key{Resource: "tenants", Name: t.tenant}); !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "tenants"}, t.tenant)
+		}
+	}
+	if t.res.scope == scopeNamespace {
+		if _, ok := st.Get(store.Key{Resource: "namespaces", Tenant: t.tenant, Name: t.namespace}); !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, t.namespace)
+		}
+	}
+	return nil
+}
+
+// admit runs the admission chain. Rejections that are not API statuses
+// become Forbidden, so that a plugin bug is never a 500.
+func (tp *TP) admit(ctx context.Context, op admission.Operation, t target, name string, typed runtime.Object, o obj, old runtime.Object, u admission.UserInfo) error {
+	if len(tp.chain) == 0 {
+		return nil
+	}
+	var object runtime.Object = typed
+	if object == nil && o != nil {
+		object = toUnstructured(o)
+	}
+	tenant := t.tenant
+	if t.res.scope == scopeCluster {
+		tenant = ""
+	}
+	rec := &admission.Record{
+		Operation: op, Kind: t.res.gvk(), Resource: t.res.gvr, Subresource: t.sub,
+		Tenant: tenant, Namespace: t.namespace, Name: name, Object: object, OldObject: old, User: u,
+	}
+	err := tp.chain.Validate(ctx, rec)
+	if err == nil {
+		return nil
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return apierrors.NewForbidden(t.res.gvr.GroupResource(), name, fmt.Errorf("admission denied the request: %w", err))
+}
+
+func toUnstructured(o obj) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	if b, err := json.Marshal(o); err == nil {
+		_ = u.UnmarshalJSON(b)
+	}
+	return u
+}
+
+// oldObject decodes a stored object for admission's OldObject.
+func (tp *TP) oldObject(t target, stored *store.Object) (runtime.Object, obj, error) {
+	o, err := decodeObject(stored.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	typed, err := t.res.typed(o, stored.Tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	if typed == nil {
+		return toUnstructured(o), o, nil
+	}
+	return typed, o, nil
+}
+
+func (tp *TP) serveUpdate(w http.ResponseWriter, r *http.Request, t target) {
+	o, err := readObject(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	updated, err := tp.update(r.Context(), t, func(old obj) (obj, bool, error) { return o, true, nil }, requestOptions(r))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, updated.Data)
+}
+
+// update replaces the object at t with what mutate makes of the stored one.
+// mutate returns the new object and whether its metadata.resourceVersion is
+// a precondition (PUT) or not (patches that do not set it). On a conflict
+// without a precondition, update retries with the newer object, as
+// kube-apiserver's GuaranteedUpdate does.
+func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, bool, error), wo writeOptions) (*store.Object, error) {
+	r := t.res
+	k := t.key(t.name)
+	for attempt := 0; ; attempt++ {
+		stored, ok := tp.st().Get(k)
+		if !ok {
+			return nil, apierrors.NewNotFound(r.gvr.GroupResource(), t.name)
+		}
+		oldTyped, oldO, err := tp.oldObject(t, stored)
+		if err != nil {
+			return nil, err
+		}
+		o, precondition, err := mutate(deepCopy(oldO))
+		if err != nil {
+			return nil, err
+		}
+		md, err := normalize(t, o, t.name)
+		if err != nil {
+			return nil, err
+		}
+		expect := stored.RV
+		if rvs, _ := strField(md, "resourceVersion"); rvs != "" && precondition {
+			v, err := strconv.ParseUint(rvs, 10, 64)
+			if err != nil {
+				return nil, errInvalid(r, t.name, "metadata.resourceVersion", rvs, "must be a resourceVersion this server issued")
+			}
+			if v != stored.RV {
+				return nil, storeError(store.ErrConflict, r, t.name)
+			}
+		} else {
+			precondition = false
+		}
+		if uid, _ := strField(md, "uid"); uid != "" && uid != str(oldO, "metadata", "uid") {
+			return nil, apierrors.NewConflict(r.gvr.GroupResource(), t.name, fmt.Errorf("precondition failed: UID in object meta %s does not match the stored UID", truncate(uid)))
+		}
+		o = keepServerFields(r, t.sub, o, oldO)
+		typed, err := r.typed(o, t.tenant)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))
+		}
+		if !wo.seed {
+			if err := tp.admit(ctx, admission.Update, t, t.name, typed, o, oldTyped, wo.user); err != nil {
+				return nil, err
+			}
+		}
+		if wo.dryRun {
+			data, err := encoder(o)(stored.RV)
+			return &store.Object{Key: k, Data: data}, err
+		}
+		updated, err := tp.st().Update(k, expect, r.index(o), encoder(o))
+		if errors.Is(err, store.ErrConflict) && !precondition && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return nil, storeError(err, r, t.name)
+		}
+		return updated, nil
+	}
+}
+
+// keepServerFields restores what a client cannot change with an update:
+// identity and creation metadata, status on the main resource, everything
+// but status on /status. It bumps generation when spec changes.
+func keepServerFields(r *resource, sub string, o, old obj) obj {
+	md, oldMD := child(o, "metadata"), child(old, "metadata")
+	if sub == "status" {
+		n := deepCopy(old)
+		if s, ok := o["status"]; ok {
+			n["status"] = s
+		} else {
+			delete(n, "status")
+		}
+		return n
+	}
+	for _, f := range []string{"uid", "creationTimestamp", "deletionTimestamp"} {
+		if v, ok := oldMD[f]; ok {
+			md[f] = v
+		} else {
+			delete(md, f)
+		}
+	}
+	if r.status {
+		if s, ok := old["status"]; ok {
+			o["status"] = s
+		} else {
+			delete(o, "status")
+		}
+	}
+	gen, _ := strconv.ParseInt(str(oldMD, "generation"), 10, 64)
+	if gen == 0 {
+		gen = 1
+	}
+	a, _ := json.Marshal(old["spec"])
+	b, _ := json.Marshal(o["spec"])
+	if !bytes.Equal(a, b) {
+		gen++
+	}
+	md["generation"] = json.Number(strconv.FormatInt(gen, 10))
+	return o
+}
+
+func (tp *TP) servePatch(w http.ResponseWriter, r *http.Request, t target) {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		writeError(w, errPatchType(ct))
+		return
+	}
+	switch mt {
+	case "application/json-patch+json", "application/merge-patch+json":
+	case "application/strategic-merge-patch+json":
+		if t.res.newTyped == nil {
+			writeError(w, errPatchType(ct))
+			return
+		}
+	default:
+		writeError(w, errPatchType(ct))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var jp jsonpatch.Patch
+	if mt == "application/json-patch+json" {
+		if jp, err = jsonpatch.DecodePatch(body); err != nil {
+			writeError(w, apierrors.NewBadRequest("decoding the JSON patch: "+err.Error()))
+			return
+		}
+	} else if _, err := decodeObject(body); err != nil {
+		writeError(w, apierrors.NewBadRequest("decoding the patch: "+err.Error()))
+		return
+	}
+	mutate := func(old obj) (obj, bool, error) {
+		orig, err := json.Marshal(old)
+		if err != nil {
+			return nil, false, err
+		}
+		var patched []byte
+		switch mt {
+		case "application/json-patch+json":
+			patched, err = jp.Apply(orig)
+		case "application/merge-patch+json":
+			patched, err = jsonpatch.MergePatch(orig, body)
+		default:
+			patched, err = strategicpatch.StrategicMergePatch(orig, body, t.res.newTyped())
+		}
+		if err != nil {
+			return nil, false, errPatchFailed(err)
+		}
+		o, err := decodeObject(patched)
+		if err != nil {
+			return nil, false, errPatchFailed(err)
+		}
+		// The patch sets a precondition only if it changed the version.
+		return o, str(o, "metadata", "resourceVersion") != str(old, "metadata", "resourceVersion"), nil
+	}
+	updated, err := tp.update(r.Context(), t, mutate, requestOptions(r))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, updated.Data)
+}
+
+func errPatchFailed(err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
+		Message: "the patch could not be applied: " + truncate(err.Error()),
+	}}
+}
+
+// protected objects cannot be deleted, as in Arktos and kube-apiserver.
+func protected(k store.Key) bool {
+	switch k.Resource {
+	case "tenants":
+		return k.Name == tenancy.SystemTenant
+	case "namespaces":
+		return k.Tenant == tenancy.SystemTenant && (k.Name == "default" || k.Name == "kube-system" || k.Name == "kube-public")
+	}
+	return false
+}
+
+func (tp *TP) serveDelete(w http.ResponseWriter, r *http.Request, t target) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var opts metav1.DeleteOptions
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			writeError(w, apierrors.NewBadRequest("decoding DeleteOptions: "+err.Error()))
+			return
+		}
+	}
+	wo := requestOptions(r)
+	wo.dryRun = wo.dryRun || len(opts.DryRun) > 0
+	deleted, err := tp.delete(r.Context(), t, t.key(t.name), opts.Preconditions, wo)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, deleted.Data)
+}
+
+// delete removes one object, then what lived in it (a namespace's objects,
+// a tenant's namespaces and objects), as Arktos's controllers would.
+func (tp *TP) delete(ctx context.Context, t target, k store.Key, pre *metav1.Preconditions, wo writeOptions) (*store.Object, error) {
+	r := t.res
+	stored, ok := tp.st().Get(k)
+	if !ok {
+		return nil, apierrors.NewNotFound(r.gvr.GroupResource(), k.Name)
+	}
+	if protected(k) {
+		return nil, apierrors.NewForbidden(r.gvr.GroupResource(), k.Name, fmt.Errorf("this %s may not be deleted", r.singular))
+	}
+	oldTyped, oldO, err := tp.oldObject(t, stored)
+	if err != nil {
+		return nil, err
+	}
+	expect := stored.RV
+	if pre != nil {
+		if pre.UID != nil && string(*pre.UID) != str(oldO, "metadata", "uid") {
+			return nil, apierrors.NewConflict(r.gvr.GroupResource(), k.Name, fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, str(oldO, "metadata", "uid")))
+		}
+		if pre.ResourceVersion != nil && *pre.ResourceVersion != strconv.FormatUint(stored.RV, 10) {
+			return nil, apierrors.NewConflict(r.gvr.GroupResource(), k.Name, fmt.Errorf("precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %d", *pre.ResourceVersion, stored.RV))
+		}
+	}
+	t.name = k.Name
+	if !wo.seed {
+		if err := tp.admit(ctx, admission.Delete, t, k.Name, nil, nil, oldTyped, wo.user); err != nil {
+			return nil, err
+		}
+	}
+	if wo.dryRun {
+		return stored, nil
+	}
+	deleted, err := tp.st().Delete(k, expect, encoder(oldO))
+	if err != nil {
+		return nil, storeError(err, r, k.Name)
+	}
+	tp.cascade(k)
+	return deleted, nil
+}
+
+// cascade deletes the contents of a deleted namespace or tenant.
+func (tp *TP) cascade(k store.Key) {
+	var lo store.ListOptions
+	switch k.Resource {
+	case "namespaces":
+		lo = store.ListOptions{Tenant: k.Tenant, Namespace: k.Name}
+	case "tenants":
+		lo = store.ListOptions{Tenant: k.Name}
+	default:
+		return
+	}
+	for _, r := range resources {
+		if r.scope == scopeCluster || (k.Resource == "namespaces" && r.scope != scopeNamespace) {
+			continue
+		}
+		objs, _, _ := tp.st().List(r.storeName(), lo)
+		for _, o := range objs {
+			old, err := decodeObject(o.Data)
+			if err != nil {
+				continue
+			}
+			if _, err := tp.st().Delete(o.Key, 0, encoder(old)); err == nil {
+				tp.cascade(o.Key)
+			}
+		}
+	}
+}
+
+func (tp *TP) serveDeleteCollection(w http.ResponseWriter, r *http.Request, t target) {
+	sel, err := parseSelector(r.URL.Query(), t.res)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	lo := t.listOptions()
+	lo.Match = sel.match
+	objs, rv, _ := tp.st().List(t.res.storeName(), lo)
+	wo := requestOptions(r)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%d"},"items":[`, t.res.kind, t.res.apiVersion(), rv)
+	n := 0
+	for _, o := range objs {
+		if protected(o.Key) {
+			continue
+		}
+		tt := t
+		tt.tenant, tt.namespace = o.Tenant, o.Namespace
+		deleted, err := tp.delete(r.Context(), tt, o.Key, nil, wo)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(deleted.Data)
+		n++
+	}
+	b.WriteString("]}")
+	writeRaw(w, http.StatusOK, b.Bytes())
+}
