@@ -136,7 +136,8 @@ func (w *watcher) output() string {
 
 func TestKubectlCRUDApplyAndWatch(t *testing.T) {
 	c := faketp.StartT(t, faketp.Options{Partitions: 1})
-	k := newKubectl(t, c.TPs()[0])
+	tp := c.TPs()[0]
+	k := newKubectl(t, tp)
 	k.must("create", "namespace", "kt")
 
 	cases := []struct {
@@ -187,7 +188,11 @@ func TestKubectlCRUDApplyAndWatch(t *testing.T) {
 			}
 			with := func(args ...string) []string { return append(args, ns...) }
 			v1, v2 := k.file(tc.res+"-v1.yaml", tc.v1), k.file(tc.res+"-v2.yaml", tc.v2)
+			watches := tp.RequestCount("watch", tc.res)
 			w := k.watch(with("get", tc.res, "-w", "--output-watch-events")...)
+			// Go on once kubectl's watch is open, so that it sees every
+			// change below as an event of its own.
+			eventually(t, "kubectl get -w to open its watch", func() bool { return tp.RequestCount("watch", tc.res) > watches })
 
 			// create, get, get -o yaml
 			if out := k.must(with("create", "-f", v1)...); !strings.Contains(out, "created") {
