@@ -15,7 +15,10 @@
 //     reference, is a clear error.
 //   - When a TP cannot be reached, the last known object is served and
 //     Freshness (and the metrics) say how old it is and why. NotFound from
-//     the TP stays NotFound; it is never masked by an older object.
+//     the TP stays NotFound; it is never masked by an older object. A TP
+//     that failed within SyncTimeout (by the partition's health, which every
+//     request to it updates) is not asked again meanwhile, so reads do not
+//     each wait on a dead TP.
 //   - A reflector runs only while some registered pod references its object:
 //     UnregisterPod of the last such pod stops it. An immutable object stops
 //     its reflector once listed. Run stops reflectors idle for MaxIdle; the

@@ -391,9 +391,28 @@ func requestContext(ctx context.Context, tenant string) context.Context {
 // NotFound stays NotFound.
 func (m *manager[T]) fetch(it *item[T]) (T, error) {
 	var zero T
-	c, err := m.client(it.key.tp)
-	if err != nil {
-		return zero, err
+	p, ok := m.parts.Get(it.key.tp)
+	if !ok {
+		return zero, fmt.Errorf("kubeletcache: partition %q is not configured", it.key.tp)
+	}
+	c := p.Client
+	// A TP that just failed (any request of this node to it, informers
+	// included) is not asked again for SyncTimeout: reads get the last
+	// known answer at once instead of each waiting on a dead TP.
+	if st := p.Status(); !st.Reachable && !st.LastErrorTime.IsZero() && time.Since(st.LastErrorTime) < m.o.SyncTimeout {
+		it.mu.Lock()
+		if it.have || it.notFound {
+			defer it.mu.Unlock()
+			if it.lastErr == nil {
+				it.lastErr = fmt.Errorf("partition %s unreachable: %s", it.key.tp, st.LastError)
+			}
+			m.m.servedStale(it.key.tp).Inc()
+			if it.have {
+				return it.obj, nil
+			}
+			return zero, apierrors.NewNotFound(m.gr, it.key.name)
+		}
+		it.mu.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.o.SyncTimeout)
 	obj, err := m.k.get(requestContext(ctx, it.key.tenant), c, it.key.ns, it.key.name)

@@ -141,7 +141,7 @@ func newEnvTB(t testing.TB) *env {
 }
 
 func (e *env) options(s kubeletcache.Strategy) kubeletcache.Options {
-	return kubeletcache.Options{Strategy: s, TTL: time.Minute, MaxIdle: time.Hour, Now: e.clock.now}
+	return kubeletcache.Options{Strategy: s, TTL: time.Minute, MaxIdle: time.Hour, SyncTimeout: time.Second, Now: e.clock.now}
 }
 
 // managers builds both managers and registers podA, podB and podT.
