@@ -73,7 +73,7 @@ func podUsing(tenant, ns, name, uid string, cms ...string) *corev1.Pod {
 	return withTenant(p, tenant)
 }
 
-// env is two fake TPs with the same system-tenant configmap and secret
+// env is three fake TPs with the same system-tenant configmap and secret
 // names holding different data, a tracker that knows the pods' origins, and
 // the partition set.
 type env struct {
@@ -83,6 +83,7 @@ type env struct {
 	clock    *clock
 	podA     *corev1.Pod // system tenant, from tp1
 	podB     *corev1.Pod // same tenant/namespace/name, from tp2
+	podC     *corev1.Pod // and from tp3
 	podT     *corev1.Pod // regular tenant t1, lives in tp2
 	podGhost *corev1.Pod // origin unknown
 }
@@ -91,9 +92,9 @@ func newEnv(t *testing.T) *env { return newEnvTB(t) }
 
 func newEnvTB(t testing.TB) *env {
 	t.Helper()
-	e := &env{cluster: faketp.StartT(t, faketp.Options{Partitions: 2}), clock: &clock{}}
-	tp1, tp2 := e.cluster.TP("tp1"), e.cluster.TP("tp2")
-	for _, tp := range []*faketp.TP{tp1, tp2} {
+	e := &env{cluster: faketp.StartT(t, faketp.Options{Partitions: 3}), clock: &clock{}}
+	tp1, tp2, tp3 := e.cluster.TP("tp1"), e.cluster.TP("tp2"), e.cluster.TP("tp3")
+	for _, tp := range []*faketp.TP{tp1, tp2, tp3} {
 		if err := tp.Seed(
 			configMap("", "kube-system", "cfg", tp.Name()),
 			secret("", "kube-system", "cfg", "secret-"+tp.Name()),
@@ -113,22 +114,24 @@ func newEnvTB(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	var err error
-	e.set, err = partition.NewFromConfigs([]string{"tp1", "tp2"}, []*rest.Config{tp1.RESTConfig(), tp2.RESTConfig()}, partition.Options{})
+	e.set, err = partition.NewFromConfigs([]string{"tp1", "tp2", "tp3"}, []*rest.Config{tp1.RESTConfig(), tp2.RESTConfig(), tp3.RESTConfig()}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.tracker, err = tporigin.Open(tporigin.Options{Partitions: []string{"tp1", "tp2"}})
+	e.tracker, err = tporigin.Open(tporigin.Options{Partitions: []string{"tp1", "tp2", "tp3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.tracker.Close() })
 	e.podA = podUsing("", "kube-system", "ds-x", "uid-a", "cfg", "missing")
 	e.podB = podUsing("", "kube-system", "ds-x", "uid-b", "cfg", "missing")
+	e.podC = podUsing("", "kube-system", "ds-x", "uid-c", "cfg")
 	e.podT = podUsing("t1", "default", "web", "uid-t", "app")
 	e.podGhost = podUsing("", "kube-system", "ghost", "uid-ghost", "cfg")
 	for _, o := range []tporigin.Observation{
 		{UID: "uid-a", Kind: tporigin.KindPod, Partition: "tp1"},
 		{UID: "uid-b", Kind: tporigin.KindPod, Partition: "tp2"},
+		{UID: "uid-c", Kind: tporigin.KindPod, Partition: "tp3"},
 		// t1 is known to live in tp2 from another of its objects; podT's
 		// own origin is not recorded.
 		{UID: "uid-t-svc", Kind: tporigin.KindService, Partition: "tp2", Tenant: "t1"},
@@ -157,7 +160,7 @@ func (e *env) managers(t *testing.T, s kubeletcache.Strategy) (*kubeletcache.Con
 		t.Fatal(err)
 	}
 	t.Cleanup(secs.Close)
-	for _, p := range []*corev1.Pod{e.podA, e.podB, e.podT} {
+	for _, p := range []*corev1.Pod{e.podA, e.podB, e.podC, e.podT} {
 		if err := cms.RegisterPod(p); err != nil {
 			t.Fatal(err)
 		}
@@ -188,8 +191,8 @@ func secretValue(t *testing.T, m *kubeletcache.SecretManager, pod *corev1.Pod, n
 
 var strategies = []kubeletcache.Strategy{kubeletcache.Get, kubeletcache.Cache, kubeletcache.Watch}
 
-// TestEachPodGetsItsOwnTPsObjects: two system-tenant pods with equal
-// tenant/namespace/name from two TPs, and a regular-tenant pod, each get
+// TestEachPodGetsItsOwnTPsObjects: three system-tenant pods with equal
+// tenant/namespace/name from three TPs, and a regular-tenant pod, each get
 // their own TP's (and tenant's) configmaps and secrets, under every
 // strategy; a name that does not exist is NotFound.
 func TestEachPodGetsItsOwnTPsObjects(t *testing.T) {
@@ -203,6 +206,7 @@ func TestEachPodGetsItsOwnTPsObjects(t *testing.T) {
 			}{
 				{e.podA, "cfg", "tp1"},
 				{e.podB, "cfg", "tp2"},
+				{e.podC, "cfg", "tp3"},
 				{e.podT, "app", "t1-tp2"},
 			} {
 				if got := cmValue(t, cms, c.pod, c.name); got != c.want {
