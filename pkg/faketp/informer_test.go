@@ -364,7 +364,8 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 	for _, watchList := range []bool{true, false} {
 		t.Run(fmt.Sprintf("WatchListClient=%v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
-			c := faketp.StartT(t, faketp.Options{Partitions: 1})
+			// A short history, so that one batch of writes overflows it.
+			c := faketp.StartT(t, faketp.Options{Partitions: 1, History: 4})
 			tp := c.TPs()[0]
 			recs := startInformers(t, c.TPs())
 			rec := recs[0]
@@ -375,8 +376,8 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
 			}
 
-			// A watch the server closes: the reflector re-watches from its
-			// last version and misses nothing.
+			// A watch the server closes: the reflector watches again and
+			// misses nothing.
 			watches := tp.RequestCount("watch", "pods")
 			tp.CloseWatches()
 			if _, err := cs.CoreV1().Pods("default").Create(ctx, mk("after-close"), metav1.CreateOptions{}); err != nil {
@@ -385,9 +386,28 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 			eventually(t, "pod created after the watch closed", func() bool { return rec.saw("pod system/default/after-close", "add") })
 			eventually(t, "a new pod watch", func() bool { return tp.RequestCount("watch", "pods") > watches })
 
-			// A 410: while the TP refuses connections, an object appears
-			// and the history is compacted, so no watch can replay its
-			// event. Only a relist finds it.
+			// A 410: ten pods written in one commit overflow the history
+			// of four events before any watcher can read them, so the open
+			// watch ends with an Expired ERROR event and the reflector must
+			// relist to find them.
+			expired := tp.ExpiredWatches()
+			var batch []any
+			for i := 0; i < 10; i++ {
+				batch = append(batch, mk(fmt.Sprintf("batch-%d", i)))
+			}
+			if err := tp.Seed(batch...); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10; i++ {
+				key := fmt.Sprintf("pod system/default/batch-%d", i)
+				eventually(t, key+" after a 410", func() bool { return rec.saw(key, "add") })
+			}
+			if tp.ExpiredWatches() == expired {
+				t.Fatal("no watch was answered 410; the test did not exercise the relist")
+			}
+
+			// An outage that drops connections, during which an object
+			// appears and the history is compacted.
 			if err := tp.SetOutage(ctx, faketp.OutageRefuse); err != nil {
 				t.Fatal(err)
 			}
@@ -398,7 +418,7 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 			if err := tp.SetOutage(ctx, faketp.OutageNone); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "pod that only a relist can find", func() bool { return rec.saw("pod system/default/during-outage", "add") })
+			eventually(t, "pod created during the outage", func() bool { return rec.saw("pod system/default/during-outage", "add") })
 
 			// And the informer keeps following changes.
 			if err := cs.CoreV1().Pods("default").Delete(ctx, "after-close", metav1.DeleteOptions{}); err != nil {

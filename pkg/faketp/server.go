@@ -33,6 +33,7 @@ var serverVersion = version.Info{
 type metrics struct {
 	mu     sync.Mutex
 	counts map[[2]string]int
+	codes  map[[3]string]int
 
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
@@ -56,6 +57,26 @@ func newMetrics(tp string) *metrics {
 
 func (m *metrics) count(verb, res string, code int) {
 	m.requests.WithLabelValues(verb, res, strconv.Itoa(code)).Inc()
+	m.mu.Lock()
+	if m.codes == nil {
+		m.codes = map[[3]string]int{}
+	}
+	m.codes[[3]string{verb, res, strconv.Itoa(code)}]++
+	m.mu.Unlock()
+}
+
+// ExpiredWatches returns how many watches the TP answered with 410 Gone:
+// an HTTP 410 for a version it no longer holds, or an ERROR event (reason
+// Expired) ending a stream whose events were compacted or overflowed the
+// history before the client read them.
+func (tp *TP) ExpiredWatches() int { return int(tp.expiredWatches.Load()) }
+
+// ResponseCount returns how many requests of verb on resource (see
+// RequestCount) the TP has finished with HTTP status code.
+func (tp *TP) ResponseCount(verb, resource string, code int) int {
+	tp.metrics.mu.Lock()
+	defer tp.metrics.mu.Unlock()
+	return tp.metrics.codes[[3]string{verb, resource, strconv.Itoa(code)}]
 }
 
 func (m *metrics) started(verb, res string) {

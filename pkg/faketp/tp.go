@@ -155,6 +155,7 @@ type TP struct {
 	ops              *ops.Server
 	nextIP           atomic.Uint32
 	latency          atomic.Int64
+	expiredWatches   atomic.Int64
 	outage           atomic.Int32
 
 	// storeP is read without mu by request handlers; it is replaced only

@@ -110,6 +110,7 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 		var rv uint64
 		snapshot, rv, _ = tp.st().List(t.res.storeName(), lo)
 		if from > rv {
+			tp.expiredWatches.Add(1)
 			writeError(w, errGone(fmt.Sprintf("too large resource version: %d, current: %d", from, rv)))
 			return
 		}
@@ -117,6 +118,7 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	watcher, err := tp.st().Watch(t.res.storeName(), from)
 	if errors.Is(err, store.ErrGone) {
+		tp.expiredWatches.Add(1)
 		writeError(w, errGone(fmt.Sprintf("too old resource version: %d (%d)", from, tp.st().Oldest())))
 		return
 	}
@@ -176,6 +178,7 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 		events, err := watcher.Next(ctx, tick)
 		switch {
 		case errors.Is(err, store.ErrGone):
+			tp.expiredWatches.Add(1)
 			s := statusOf(errGone(fmt.Sprintf("the event history was compacted past resource version %d; relist", watcher.Cursor())))
 			b, _ := jsonMarshal(s)
 			writeEvent(bw, "ERROR", b)
