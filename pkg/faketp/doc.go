@@ -2,6 +2,14 @@
 // HTTP API servers, JSON only, that real client-go informers and the real
 // kubectl use. It is tpkit's test bed; cmd/fake-tp is the same as a program.
 //
+// Use from a test:
+//
+//	c := faketp.StartT(t, faketp.Options{Partitions: 3}) // tp1..tp3, stopped at the end
+//	cs, _ := kubernetes.NewForConfig(tenancy.WrapConfig(c.TP("tp1").RESTConfig()))
+//	_ = c.TP("tp2").Seed(pod, svc)                  // or SeedFiles, c.SeedDir, Generate
+//	_ = c.TP("tp3").Restart(ctx)                     // same port, same data
+//	flag := c.TenantServerKubeconfig()               // "…/tp1.kubeconfig,…/tp2.kubeconfig,…"
+//
 // What a TP serves:
 //   - discovery (/api, /apis, /version), /healthz, /livez, /readyz, /metrics;
 //   - core/v1 tenants (cluster-scoped), namespaces (tenant-scoped, as in
@@ -15,6 +23,11 @@
 //     (resourceVersion, bookmarks, timeoutSeconds, sendInitialEvents), create,
 //     update (409 on a stale resourceVersion), patch (JSON, merge, strategic
 //     merge), delete, deletecollection.
+//
+// Responses are JSON even when protobuf is asked for (protobuf request bodies
+// of built-in types are read); kubectl get is answered with a meta.k8s.io
+// Table. A minimal OpenAPI v3 tells kubectl to validate on the server (whose
+// fieldValidation is ignored); there is no server-side apply.
 //
 // Objects are stored as JSON carrying metadata.tenant (from the path). A
 // metadata.tenant in a body that contradicts the path is a 400. Deleting a
