@@ -10,14 +10,14 @@ import (
 // hold key and value inline, which saves both memory (no string per entry)
 // and a pointer chase per lookup. Any other UID string lives in a map.
 type index struct {
-	uuids uuidTable
+	uuids *uuidTable
 	other map[string]entry
 }
 
 type uuidKey [16]byte
 
 func newIndex() index {
-	return index{other: make(map[string]entry)}
+	return index{uuids: &uuidTable{}, other: make(map[string]entry)}
 }
 
 func (x *index) len() int { return x.uuids.len() + len(x.other) }

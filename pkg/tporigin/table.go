@@ -1,70 +1,120 @@
 package tporigin
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"runtime"
+	"sync/atomic"
+)
 
 // uuidTable is an open-addressing hash table from UUID keys to entries,
 // with linear probing and backward-shift deletion (no tombstones). A slot is
-// 24 bytes, key and entry inline; kind 0 marks an empty slot. It beats a Go
-// map here because the key needs no hashing beyond one multiply (UUIDs are
-// random or, for version 1, fast-changing in their low bytes) and a probe
-// touches one cache line.
+// three words, key and entry inline; an entry of 0 (kind 0) marks an empty
+// slot. It beats a Go map here because the key needs no hashing beyond one
+// multiply (UUIDs are random or, for version 1, fast-changing in their low
+// bytes) and a probe touches one cache line.
 //
-// It is not safe for concurrent use; the Tracker's lock guards it.
+// Readers take no lock: writers (serialised by the caller) make seq odd
+// while they change the table and even again after, and a reader that saw
+// seq change retries (a seqlock). Every slot word is read and written
+// atomically, so readers never see a torn word, and a plain load is all an
+// atomic load costs on amd64 and arm64. Readers therefore neither wait for
+// one another nor share a cache line they write, as they would with an
+// RWMutex.
 type uuidTable struct {
-	slots []uuidSlot
-	n     int
+	seq atomic.Uint64
+	cur atomic.Pointer[slotArray]
+	n   int // entries; writers only
+}
+
+type slotArray struct {
+	slots []slot
 	shift uint // 64 - log2(len(slots))
 }
 
-type uuidSlot struct {
-	key uuidKey
-	e   entry
+type slot struct {
+	lo, hi, e atomic.Uint64
 }
 
 const minTableSize = 8
 
-func (t *uuidTable) home(k *uuidKey) int {
-	lo := binary.LittleEndian.Uint64(k[0:8])
-	hi := binary.LittleEndian.Uint64(k[8:16])
-	return int(((lo ^ hi) * 0x9e3779b97f4a7c15) >> t.shift)
+func keyWords(k *uuidKey) (lo, hi uint64) {
+	return binary.LittleEndian.Uint64(k[0:8]), binary.LittleEndian.Uint64(k[8:16])
+}
+
+func (a *slotArray) home(lo, hi uint64) int {
+	return int(((lo ^ hi) * 0x9e3779b97f4a7c15) >> a.shift)
+}
+
+func packEntry(e entry) uint64 { return uint64(e.tp) | uint64(e.kind)<<16 | uint64(e.tenant)<<32 }
+
+func unpackEntry(w uint64) entry {
+	return entry{tp: uint16(w), kind: Kind(w >> 16), tenant: uint32(w >> 32)}
 }
 
 func (t *uuidTable) len() int { return t.n }
 
+// get may run concurrently with one writer.
 func (t *uuidTable) get(k uuidKey) (entry, bool) {
-	if t.n == 0 {
-		return entry{}, false
-	}
-	mask := len(t.slots) - 1
-	for i := t.home(&k); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e.kind == 0 {
-			return entry{}, false
+	lo, hi := keyWords(&k)
+	for spins := 0; ; spins++ {
+		s1 := t.seq.Load()
+		if s1&1 == 0 {
+			w, ok := t.probe(lo, hi)
+			if t.seq.Load() == s1 {
+				return unpackEntry(w), ok
+			}
 		}
-		if s.key == k {
-			return s.e, true
+		if spins > 16 {
+			runtime.Gosched() // a writer is mid-change
 		}
 	}
 }
 
-// reserve sizes the table for n entries at most 3/4 full.
+func (t *uuidTable) probe(lo, hi uint64) (uint64, bool) {
+	a := t.cur.Load()
+	if a == nil {
+		return 0, false
+	}
+	mask := len(a.slots) - 1
+	i := a.home(lo, hi)
+	// At most len(slots) steps: a reader racing a writer may see a run
+	// without its empty end; the seq check then discards the answer.
+	for range a.slots {
+		s := &a.slots[i]
+		w := s.e.Load()
+		if w == 0 {
+			return 0, false
+		}
+		if s.lo.Load() == lo && s.hi.Load() == hi {
+			return w, true
+		}
+		i = (i + 1) & mask
+	}
+	return 0, false
+}
+
+// reserve sizes the table for n entries at most 3/4 full. Writers only.
 func (t *uuidTable) reserve(n int) {
 	size := minTableSize
 	for size*3 < n*4 {
 		size *= 2
 	}
-	if size <= len(t.slots) {
+	old := t.cur.Load()
+	if old != nil && size <= len(old.slots) {
 		return
 	}
-	old := t.slots
-	t.slots = make([]uuidSlot, size)
-	t.shift = uint(64 - log2(size))
-	t.n = 0
-	for i := range old {
-		if old[i].e.kind != 0 {
-			t.set(old[i].key, old[i].e)
+	a := &slotArray{slots: make([]slot, size), shift: uint(64 - log2(size))}
+	if old != nil {
+		for i := range old.slots {
+			s := &old.slots[i]
+			if w := s.e.Load(); w != 0 {
+				a.insert(s.lo.Load(), s.hi.Load(), w)
+			}
 		}
 	}
+	t.seq.Add(1)
+	t.cur.Store(a)
+	t.seq.Add(1)
 }
 
 func log2(n int) int {
@@ -76,63 +126,114 @@ func log2(n int) int {
 	return l
 }
 
-// set inserts or replaces; e.kind must not be 0.
-func (t *uuidTable) set(k uuidKey, e entry) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.reserve(max(minTableSize, len(t.slots)) * 3 / 4 * 2)
+// insert places a key known to be absent, into a table with room.
+func (a *slotArray) insert(lo, hi, w uint64) {
+	mask := len(a.slots) - 1
+	for i := a.home(lo, hi); ; i = (i + 1) & mask {
+		s := &a.slots[i]
+		if s.e.Load() == 0 {
+			s.lo.Store(lo)
+			s.hi.Store(hi)
+			s.e.Store(w)
+			return
+		}
 	}
-	mask := len(t.slots) - 1
-	for i := t.home(&k); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e.kind == 0 {
-			s.key, s.e = k, e
+}
+
+// set inserts or replaces; e.kind must not be 0. Writers only.
+func (t *uuidTable) set(k uuidKey, e entry) {
+	if a := t.cur.Load(); a == nil || (t.n+1)*4 > len(a.slots)*3 {
+		size := minTableSize
+		if a != nil {
+			size = len(a.slots)
+		}
+		t.reserve(size * 3 / 4 * 2)
+	}
+	lo, hi := keyWords(&k)
+	w := packEntry(e)
+	a := t.cur.Load()
+	mask := len(a.slots) - 1
+	for i := a.home(lo, hi); ; i = (i + 1) & mask {
+		s := &a.slots[i]
+		cur := s.e.Load()
+		if cur == 0 {
+			t.seq.Add(1)
+			s.lo.Store(lo)
+			s.hi.Store(hi)
+			s.e.Store(w)
+			t.seq.Add(1)
 			t.n++
 			return
 		}
-		if s.key == k {
-			s.e = e
+		if s.lo.Load() == lo && s.hi.Load() == hi {
+			t.seq.Add(1)
+			s.e.Store(w)
+			t.seq.Add(1)
 			return
 		}
 	}
 }
 
+// del removes k if present. Writers only.
 func (t *uuidTable) del(k uuidKey) {
-	if t.n == 0 {
+	a := t.cur.Load()
+	if t.n == 0 || a == nil {
 		return
 	}
-	mask := len(t.slots) - 1
-	i := t.home(&k)
+	lo, hi := keyWords(&k)
+	mask := len(a.slots) - 1
+	i := a.home(lo, hi)
 	for ; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e.kind == 0 {
+		s := &a.slots[i]
+		if s.e.Load() == 0 {
 			return
 		}
-		if s.key == k {
+		if s.lo.Load() == lo && s.hi.Load() == hi {
 			break
 		}
 	}
-	// Backward shift: move later members of the probe run into the hole
-	// when their home does not lie cyclically in (hole, j].
-	for j := i; ; {
-		j = (j + 1) & mask
-		s := &t.slots[j]
-		if s.e.kind == 0 {
-			break
+	t.seq.Add(1) // readers retry until the run is whole again
+	{
+		// Backward shift: move later members of the probe run into the
+		// hole when their home does not lie cyclically in (hole, j].
+		for j := i; ; {
+			j = (j + 1) & mask
+			s := &a.slots[j]
+			w := s.e.Load()
+			if w == 0 {
+				break
+			}
+			h := a.home(s.lo.Load(), s.hi.Load())
+			if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
+				d := &a.slots[i]
+				d.lo.Store(s.lo.Load())
+				d.hi.Store(s.hi.Load())
+				d.e.Store(w)
+				i = j
+			}
 		}
-		h := t.home(&s.key)
-		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
-			t.slots[i] = *s
-			i = j
-		}
+		d := &a.slots[i]
+		d.e.Store(0)
+		d.lo.Store(0)
+		d.hi.Store(0)
 	}
-	t.slots[i] = uuidSlot{}
+	t.seq.Add(1)
 	t.n--
 }
 
+// each calls fn for every entry. Writers only (or with writers excluded).
 func (t *uuidTable) each(fn func(k uuidKey, e entry)) {
-	for i := range t.slots {
-		if t.slots[i].e.kind != 0 {
-			fn(t.slots[i].key, t.slots[i].e)
+	a := t.cur.Load()
+	if a == nil {
+		return
+	}
+	for i := range a.slots {
+		s := &a.slots[i]
+		if w := s.e.Load(); w != 0 {
+			var k uuidKey
+			binary.LittleEndian.PutUint64(k[0:8], s.lo.Load())
+			binary.LittleEndian.PutUint64(k[8:16], s.hi.Load())
+			fn(k, unpackEntry(w))
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package tporigin
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestUUIDTableMatchesMap drives the table and a Go map with the same
@@ -11,7 +14,7 @@ import (
 func TestUUIDTableMatchesMap(t *testing.T) {
 	for _, keySpace := range []int{50, 2000} {
 		r := rand.New(rand.NewPCG(1, uint64(keySpace)))
-		var tab uuidTable
+		tab := &uuidTable{}
 		ref := map[uuidKey]entry{}
 		key := func() uuidKey {
 			var k uuidKey
@@ -53,6 +56,57 @@ func TestUUIDTableMatchesMap(t *testing.T) {
 			if _, ok := tab.get(uuidKey{0xff, 0xff, 0xff}); ok {
 				t.Fatal("found a key never inserted")
 			}
+		}
+	}
+}
+
+// TestOriginOfDuringWrites reads without locks while a writer inserts,
+// deletes and grows the table: origins that stay must always be found with
+// their TP, and churned ones, when found, must carry theirs.
+func TestOriginOfDuringWrites(t *testing.T) {
+	tr := mustOpen(t, Options{Partitions: []string{"tp0", "tp1", "tp2"}})
+	tpOf := func(i int) string { return []string{"tp0", "tp1", "tp2"}[i%3] }
+	const stable = 2000
+	for i := 0; i < stable; i++ {
+		observe(t, tr, uid(i), tpOf(i), "", KindPod)
+	}
+	stop := make(chan struct{})
+	errs := make(chan string, 10)
+	reader := func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				errs <- ""
+				return
+			default:
+			}
+			i := n % stable
+			if tp, ok := tr.OriginOf(types.UID(uid(i))); !ok || tp != tpOf(i) {
+				errs <- fmt.Sprintf("stable %d: %q, %v", i, tp, ok)
+				return
+			}
+			j := stable + n%5000
+			if tp, ok := tr.OriginOf(types.UID(uid(j))); ok && tp != tpOf(j) {
+				errs <- fmt.Sprintf("churned %d: %q", j, tp)
+				return
+			}
+		}
+	}
+	go reader()
+	go reader()
+	r := rand.New(rand.NewPCG(7, 7))
+	for step := 0; step < 60_000; step++ {
+		j := stable + r.IntN(5000)
+		if r.IntN(2) == 0 {
+			observe(t, tr, uid(j), tpOf(j), "", KindPod)
+		} else if _, err := tr.Forget(types.UID(uid(j)), tpOf(j)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for i := 0; i < 2; i++ {
+		if msg := <-errs; msg != "" {
+			t.Fatal(msg)
 		}
 	}
 }

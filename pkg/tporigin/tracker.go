@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -135,6 +136,7 @@ type Tracker struct {
 	mu        sync.RWMutex
 	entries   index
 	tpNames   []string
+	tpNamesRO atomic.Pointer[[]string] // copy of tpNames for lock-free readers
 	tpIDs     map[string]uint16
 	tpRank    []int
 	tenNames  []string
@@ -293,6 +295,8 @@ func (t *Tracker) internTP(name string) uint16 {
 	}
 	id := uint16(len(t.tpNames))
 	t.tpNames = append(t.tpNames, name)
+	ro := slices.Clone(t.tpNames)
+	t.tpNamesRO.Store(&ro) // for OriginOf, which reads without t.mu
 	t.tpIDs[name] = id
 	rank := slices.Index(t.opts.Partitions, name)
 	if rank < 0 {
@@ -323,9 +327,20 @@ func (t *Tracker) less(a, b uint16) bool {
 
 // OriginOf returns the TP that uid came from. found is false for a UID the
 // tracker does not know: there is no default TP.
+//
+// It takes no lock for UUID-shaped UIDs (see uuidTable), so concurrent
+// readers do not slow one another down.
 func (t *Tracker) OriginOf(uid types.UID) (partition string, found bool) {
+	if k, ok := parseUUIDString(string(uid)); ok {
+		e, ok := t.entries.uuids.get(k)
+		if !ok {
+			return "", false
+		}
+		// Interned before any entry used the id (see internTP).
+		return (*t.tpNamesRO.Load())[e.tp], true
+	}
 	t.mu.RLock()
-	e, ok := t.entries.get(string(uid))
+	e, ok := t.entries.other[string(uid)]
 	if ok {
 		partition = t.tpNames[e.tp]
 	}
