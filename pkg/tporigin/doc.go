@@ -35,8 +35,9 @@
 //   - One process owns the file (bbolt's flock); a second waits
 //     Options.LockTimeout and fails with an error naming the file.
 //
-// Concurrency: OriginOf, Origin and PartitionOfTenant take a read lock and
-// do not allocate. Mutations are serialised with the delivery of their
+// Concurrency: OriginOf takes no lock for UUID-shaped UIDs (a seqlock over
+// a table of atomic words; see uuidTable), Origin and PartitionOfTenant take
+// a read lock; none of them allocates. Mutations are serialised with the delivery of their
 // changes to subscribers, so subscribers see changes in order. Nothing starts
 // a goroutine except Run (group commits) and Wiring.Start (informers).
 package tporigin
