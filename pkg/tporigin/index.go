@@ -14,7 +14,19 @@ type index struct {
 	other map[string]entry
 }
 
-type uuidKey [16]byte
+// uuidKey is a UUID's 16 bytes as two little-endian words: lo holds bytes
+// 0-7, hi bytes 8-15.
+type uuidKey struct{ lo, hi uint64 }
+
+func keyFromBytes(b [16]byte) uuidKey {
+	return uuidKey{lo: binary.LittleEndian.Uint64(b[0:8]), hi: binary.LittleEndian.Uint64(b[8:16])}
+}
+
+func (k uuidKey) bytes() (b [16]byte) {
+	binary.LittleEndian.PutUint64(b[0:8], k.lo)
+	binary.LittleEndian.PutUint64(b[8:16], k.hi)
+	return b
+}
 
 func newIndex() index {
 	return index{uuids: &uuidTable{}, other: make(map[string]entry)}
@@ -84,39 +96,55 @@ var uuidPairs = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32,
 // parseUUIDString is parseUUID for the lookup path. It decodes eight hex
 // digits at a time in a uint64 (SWAR), checking every byte is 0-9 or a-f;
 // FuzzParseUUID checks it against parseUUID. On failure k is garbage.
-func parseUUIDString(s string) (k uuidKey, ok bool) {
+func parseUUIDString(s string) (uuidKey, bool) {
 	if len(s) != 36 {
-		return k, false
+		return uuidKey{}, false
 	}
 	// Read-only view of the string's bytes; nothing writes through it.
 	b := unsafe.Slice(unsafe.StringData(s), 36)
 	if b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
-		return k, false
+		return uuidKey{}, false
 	}
 	le := binary.LittleEndian
-	w := [4]uint64{
-		le.Uint64(b[0:8]),
-		uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32,
-		uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32,
-		le.Uint64(b[28:36]),
-	}
-	// Eight hex digits per word (SWAR), written out here rather than in a
-	// function the compiler would not inline. For a byte x < 0x80, x >= lo
-	// shows in the top bit of x+(0x80-lo), and x > hi in that of
-	// x+(0x7f-hi); no lane carries into the next.
+	// Eight hex digits per 64-bit word (SWAR), four words written out so
+	// that everything stays in registers. Per byte x < 0x80: x >= lo shows
+	// in the top bit of x+(0x80-lo), x > hi in that of x+(0x7f-hi); no lane
+	// carries into the next. d marks digits, l lowercase letters; then each
+	// byte becomes its digit's value and pairs of nibbles are packed.
 	var bad uint64
-	for i, x := range w {
-		bad |= x & lanes80
-		digit := (x + lanes01*(0x80-'0')) &^ (x + lanes01*(0x7f-'9')) & lanes80
-		lower := (x + lanes01*(0x80-'a')) &^ (x + lanes01*(0x7f-'f')) & lanes80
-		bad |= (digit | lower) ^ lanes80
-		v := x&(lanes01*0x0f) + (lower>>7)*9 // each byte is its digit's value
-		t := (v&0x00ff00ff00ff00ff)<<4 | (v>>8)&0x00ff00ff00ff00ff
-		t = (t | t>>8) & 0x0000ffff0000ffff
-		t = (t | t>>16) & 0x00000000ffffffff
-		le.PutUint32(k[4*i:4*i+4], uint32(t))
-	}
-	return k, bad == 0
+	x0 := le.Uint64(b[0:8])
+	d0 := (x0 + lanes01*(0x80-'0')) &^ (x0 + lanes01*(0x7f-'9')) & lanes80
+	l0 := (x0 + lanes01*(0x80-'a')) &^ (x0 + lanes01*(0x7f-'f')) & lanes80
+	bad |= x0&lanes80 | (d0 | l0) ^ lanes80
+	v0 := x0&(lanes01*0x0f) + (l0>>7)*9
+	t0 := (v0&0x00ff00ff00ff00ff)<<4 | (v0>>8)&0x00ff00ff00ff00ff
+	t0 = (t0 | t0>>8) & 0x0000ffff0000ffff
+	t0 = (t0 | t0>>16) & 0x00000000ffffffff
+	x1 := uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32
+	d1 := (x1 + lanes01*(0x80-'0')) &^ (x1 + lanes01*(0x7f-'9')) & lanes80
+	l1 := (x1 + lanes01*(0x80-'a')) &^ (x1 + lanes01*(0x7f-'f')) & lanes80
+	bad |= x1&lanes80 | (d1 | l1) ^ lanes80
+	v1 := x1&(lanes01*0x0f) + (l1>>7)*9
+	t1 := (v1&0x00ff00ff00ff00ff)<<4 | (v1>>8)&0x00ff00ff00ff00ff
+	t1 = (t1 | t1>>8) & 0x0000ffff0000ffff
+	t1 = (t1 | t1>>16) & 0x00000000ffffffff
+	x2 := uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32
+	d2 := (x2 + lanes01*(0x80-'0')) &^ (x2 + lanes01*(0x7f-'9')) & lanes80
+	l2 := (x2 + lanes01*(0x80-'a')) &^ (x2 + lanes01*(0x7f-'f')) & lanes80
+	bad |= x2&lanes80 | (d2 | l2) ^ lanes80
+	v2 := x2&(lanes01*0x0f) + (l2>>7)*9
+	t2 := (v2&0x00ff00ff00ff00ff)<<4 | (v2>>8)&0x00ff00ff00ff00ff
+	t2 = (t2 | t2>>8) & 0x0000ffff0000ffff
+	t2 = (t2 | t2>>16) & 0x00000000ffffffff
+	x3 := le.Uint64(b[28:36])
+	d3 := (x3 + lanes01*(0x80-'0')) &^ (x3 + lanes01*(0x7f-'9')) & lanes80
+	l3 := (x3 + lanes01*(0x80-'a')) &^ (x3 + lanes01*(0x7f-'f')) & lanes80
+	bad |= x3&lanes80 | (d3 | l3) ^ lanes80
+	v3 := x3&(lanes01*0x0f) + (l3>>7)*9
+	t3 := (v3&0x00ff00ff00ff00ff)<<4 | (v3>>8)&0x00ff00ff00ff00ff
+	t3 = (t3 | t3>>8) & 0x0000ffff0000ffff
+	t3 = (t3 | t3>>16) & 0x00000000ffffffff
+	return uuidKey{lo: t0 | t1<<32, hi: t2 | t3<<32}, bad == 0
 }
 
 const (
@@ -126,26 +154,28 @@ const (
 
 // parseUUID accepts only the canonical lowercase form, so that String gives
 // back the same string.
-func parseUUID[S ~string | ~[]byte](s S) (k uuidKey, ok bool) {
+func parseUUID[S ~string | ~[]byte](s S) (uuidKey, bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return k, false
+		return uuidKey{}, false
 	}
+	var k [16]byte
 	for i, p := range uuidPairs {
 		hi, lo := unhex[s[p]], unhex[s[p+1]]
 		if hi > 15 || lo > 15 {
-			return k, false
+			return uuidKey{}, false
 		}
 		k[i] = hi<<4 | lo
 	}
-	return k, true
+	return keyFromBytes(k), true
 }
 
 func (k uuidKey) String() string {
 	const digits = "0123456789abcdef"
+	kb := k.bytes()
 	var b [36]byte
 	for i, p := range uuidPairs {
-		b[p] = digits[k[i]>>4]
-		b[p+1] = digits[k[i]&0xf]
+		b[p] = digits[kb[i]>>4]
+		b[p+1] = digits[kb[i]&0xf]
 	}
 	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
 	return string(b[:])

@@ -1,7 +1,6 @@
 package tporigin
 
 import (
-	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 )
@@ -37,9 +36,7 @@ type slot struct {
 
 const minTableSize = 8
 
-func keyWords(k *uuidKey) (lo, hi uint64) {
-	return binary.LittleEndian.Uint64(k[0:8]), binary.LittleEndian.Uint64(k[8:16])
-}
+func keyWords(k *uuidKey) (lo, hi uint64) { return k.lo, k.hi }
 
 func (a *slotArray) home(lo, hi uint64) int {
 	return int(((lo ^ hi) * 0x9e3779b97f4a7c15) >> a.shift)
@@ -230,10 +227,7 @@ func (t *uuidTable) each(fn func(k uuidKey, e entry)) {
 	for i := range a.slots {
 		s := &a.slots[i]
 		if w := s.e.Load(); w != 0 {
-			var k uuidKey
-			binary.LittleEndian.PutUint64(k[0:8], s.lo.Load())
-			binary.LittleEndian.PutUint64(k[8:16], s.hi.Load())
-			fn(k, unpackEntry(w))
+			fn(uuidKey{lo: s.lo.Load(), hi: s.hi.Load()}, unpackEntry(w))
 		}
 	}
 }
