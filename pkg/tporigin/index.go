@@ -115,7 +115,8 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	x0 := le.Uint64(b[0:8])
 	d0 := (x0 + lanes01*(0x80-'0')) &^ (x0 + lanes01*(0x7f-'9')) & lanes80
 	l0 := (x0 + lanes01*(0x80-'a')) &^ (x0 + lanes01*(0x7f-'f')) & lanes80
-	bad |= x0&lanes80 | (d0 | l0) ^ lanes80
+	bad |= x0 & lanes80
+	bad |= (d0 | l0) ^ lanes80
 	v0 := x0&(lanes01*0x0f) + (l0>>7)*9
 	t0 := (v0&0x00ff00ff00ff00ff)<<4 | (v0>>8)&0x00ff00ff00ff00ff
 	t0 = (t0 | t0>>8) & 0x0000ffff0000ffff
@@ -123,7 +124,8 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	x1 := uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32
 	d1 := (x1 + lanes01*(0x80-'0')) &^ (x1 + lanes01*(0x7f-'9')) & lanes80
 	l1 := (x1 + lanes01*(0x80-'a')) &^ (x1 + lanes01*(0x7f-'f')) & lanes80
-	bad |= x1&lanes80 | (d1 | l1) ^ lanes80
+	bad |= x1 & lanes80
+	bad |= (d1 | l1) ^ lanes80
 	v1 := x1&(lanes01*0x0f) + (l1>>7)*9
 	t1 := (v1&0x00ff00ff00ff00ff)<<4 | (v1>>8)&0x00ff00ff00ff00ff
 	t1 = (t1 | t1>>8) & 0x0000ffff0000ffff
@@ -131,7 +133,8 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	x2 := uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32
 	d2 := (x2 + lanes01*(0x80-'0')) &^ (x2 + lanes01*(0x7f-'9')) & lanes80
 	l2 := (x2 + lanes01*(0x80-'a')) &^ (x2 + lanes01*(0x7f-'f')) & lanes80
-	bad |= x2&lanes80 | (d2 | l2) ^ lanes80
+	bad |= x2 & lanes80
+	bad |= (d2 | l2) ^ lanes80
 	v2 := x2&(lanes01*0x0f) + (l2>>7)*9
 	t2 := (v2&0x00ff00ff00ff00ff)<<4 | (v2>>8)&0x00ff00ff00ff00ff
 	t2 = (t2 | t2>>8) & 0x0000ffff0000ffff
@@ -139,7 +142,8 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	x3 := le.Uint64(b[28:36])
 	d3 := (x3 + lanes01*(0x80-'0')) &^ (x3 + lanes01*(0x7f-'9')) & lanes80
 	l3 := (x3 + lanes01*(0x80-'a')) &^ (x3 + lanes01*(0x7f-'f')) & lanes80
-	bad |= x3&lanes80 | (d3 | l3) ^ lanes80
+	bad |= x3 & lanes80
+	bad |= (d3 | l3) ^ lanes80
 	v3 := x3&(lanes01*0x0f) + (l3>>7)*9
 	t3 := (v3&0x00ff00ff00ff00ff)<<4 | (v3>>8)&0x00ff00ff00ff00ff
 	t3 = (t3 | t3>>8) & 0x0000ffff0000ffff
