@@ -176,6 +176,15 @@ func LiftTenant(raw []byte) ([]byte, error) {
 	if !bytes.Contains(raw, []byte(`"tenant"`)) {
 		return raw, nil
 	}
+	if out, ok := liftFast(raw); ok {
+		return out, nil
+	}
+	return liftSlow(raw)
+}
+
+// liftSlow is LiftTenant by decoding: the reference for liftFast, and the path
+// for unusual input.
+func liftSlow(raw []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, fmt.Errorf("decoding response object: %w", err)
@@ -199,15 +208,13 @@ func LiftTenant(raw []byte) ([]byte, error) {
 			top["items"] = mustMarshal(list)
 		}
 	}
-	if obj, ok := top["object"]; ok {
-		if _, isEvent := top["type"]; isEvent {
-			lifted, ok, err := liftObject(obj)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				top["object"], changed = lifted, true
-			}
+	if obj, ok := top["object"]; ok { // a watch event
+		lifted, ok, err := liftObject(obj)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			top["object"], changed = lifted, true
 		}
 	}
 	if md, ok := top["metadata"]; ok {

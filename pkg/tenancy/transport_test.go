@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -151,4 +152,43 @@ func BenchmarkLiftTenantPodList(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func FuzzLiftFastMatchesSlow(f *testing.F) {
+	for _, s := range []string{
+		`{"metadata":{"tenant":"t1"}}`,
+		`{"metadata":{"name":"a","tenant":"t1","annotations":{"x":"y"}}}`,
+		`{"metadata":{"tenant":"t1","annotations":{}}}`,
+		`{"metadata":{"annotations":{"x":"y"} , "tenant" : "t1" ,"name":"n"}}`,
+		`{"metadata":{"tenant":"t1","name":"a"},"items":[{"metadata":{"tenant":"a","labels":{"tenant":"x"}}},{"spec":{}}]}`,
+		`{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","tenant":"t3"}}}`,
+		`{"metadata":{"tenant":"","annotations":null}}`,
+		`{"metadata":{"tenant":"a\"b"}}`,
+		`{"items":[1,{"metadata":{"tenant":"q"}}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fast, ok := liftFast([]byte(s))
+		if !ok {
+			return
+		}
+		slow, err := liftSlow([]byte(s))
+		if err != nil {
+			if json.Valid([]byte(s)) {
+				t.Fatalf("fast path accepted %q that the slow path rejects: %v", s, err)
+			}
+			return
+		}
+		var a, b any
+		if err := json.Unmarshal(fast, &a); err != nil {
+			t.Fatalf("fast output of %q is not JSON: %q (%v)", s, fast, err)
+		}
+		if err := json.Unmarshal(slow, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("fast and slow differ for %q:\nfast %s\nslow %s", s, fast, slow)
+		}
+	})
 }
