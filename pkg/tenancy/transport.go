@@ -311,11 +311,7 @@ func (b *liftingBody) Read(p []byte) (int, error) {
 		}
 		var raw json.RawMessage
 		if err := b.dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				b.err = io.EOF
-			} else {
-				b.err = fmt.Errorf("tenancy transport: %w", err)
-			}
+			b.err = bodyError(err)
 			continue
 		}
 		out, err := LiftTenant(raw)
@@ -330,3 +326,16 @@ func (b *liftingBody) Read(p []byte) (int, error) {
 }
 
 func (b *liftingBody) Close() error { return b.src.Close() }
+
+// bodyError passes the reader's own errors through unchanged, because
+// client-go's watch decoder compares them by identity: io.EOF ends a watch
+// normally and io.ErrUnexpectedEOF makes the reflector re-watch from its last
+// resourceVersion, while any other error forces a full relist. Only malformed
+// JSON is tpkit's finding, so only that is wrapped.
+func bodyError(err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("tenancy transport: %w", err)
+	}
+	return err
+}

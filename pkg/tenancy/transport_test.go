@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -191,4 +192,37 @@ func FuzzLiftFastMatchesSlow(f *testing.F) {
 			t.Fatalf("fast and slow differ for %q:\nfast %s\nslow %s", s, fast, slow)
 		}
 	})
+}
+
+// A watch stream cut mid-event must surface as io.ErrUnexpectedEOF itself:
+// client-go's StreamWatcher compares by identity and re-watches on it, but
+// turns any other error into an Error event that forces a full relist.
+func TestLiftingBodyKeepsReaderErrorIdentity(t *testing.T) {
+	cases := []struct {
+		name, stream string
+		want         error
+	}{
+		{"clean end", `{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n", io.EOF},
+		{"cut mid-event", `{"type":"ADDED","object":{"metadata":{"na`, io.ErrUnexpectedEOF},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := newLiftingBody(io.NopCloser(strings.NewReader(tc.stream)))
+			_, err := io.ReadAll(body)
+			if tc.want == io.EOF {
+				if err != nil {
+					t.Fatalf("ReadAll error = %v, want none", err)
+				}
+				return
+			}
+			if err != tc.want {
+				t.Fatalf("error = %#v, want exactly %v", err, tc.want)
+			}
+		})
+	}
+	body := newLiftingBody(io.NopCloser(strings.NewReader(`{"type":}`)))
+	_, err := io.ReadAll(body)
+	if err == nil || !strings.Contains(err.Error(), "tenancy transport") {
+		t.Fatalf("malformed JSON error = %v, want one naming the tenancy transport", err)
+	}
 }
