@@ -28,7 +28,9 @@ func (m *manager[T]) startLocked(it *item[T]) {
 	tenant, ns := it.key.tenant, it.key.ns
 	it.gen++
 	gen := it.gen
-	lw := &cache.ListWatch{
+	// The client decides whether the reflector may use watch-list (see
+	// partition.Options.WatchList).
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			obj, err := m.k.list(requestContext(ctx, tenant), c, ns, o)
@@ -48,7 +50,7 @@ func (m *manager[T]) startLocked(it *item[T]) {
 			}
 			return w, err
 		},
-	}
+	}, c)
 	r := cache.NewReflectorWithOptions(lw, m.k.empty(), &itemStore[T]{m: m, it: it, gen: gen}, cache.ReflectorOptions{
 		Name:            "kubeletcache " + m.k.resource + " " + it.key.String(),
 		TypeDescription: m.k.resource,

@@ -22,6 +22,11 @@ type Options struct {
 	// QPS and Burst set each TP client's rate limit; zero picks 50 and 100.
 	QPS   float32
 	Burst int
+	// WatchList lets client-go's reflectors use streaming watch-list
+	// (sendInitialEvents) against the TPs. Off by default: Arktos API servers
+	// (Kubernetes 1.18) ignore the request, so a reflector using it never
+	// syncs. Reflectors then list and watch, as they did before client-go 1.32.
+	WatchList bool
 }
 
 // DefaultSyncTimeout is the bounded wait for TPs at start.
@@ -40,6 +45,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	}
 	fs.DurationVar(&o.SyncTimeout, "partition-sync-timeout", o.SyncTimeout,
 		"How long to wait at start for every tenant partition to sync before serving what is there; unsynced partitions keep retrying.")
+	fs.BoolVar(&o.WatchList, "partition-watch-list", o.WatchList,
+		"Use client-go's streaming watch-list against the tenant partitions. Leave off for Arktos API servers, which ignore it, so informers would never sync.")
 }
 
 // commaList is a flag.Value for comma-separated lists; empty items are dropped.

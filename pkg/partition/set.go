@@ -27,7 +27,9 @@ type Partition struct {
 	Index int
 	// Config is the tenant-preserving client configuration of the TP.
 	Config *rest.Config
-	// Client is a clientset built from Config.
+	// Client is a clientset built from Config. Unless Options.WatchList is
+	// set, it tells client-go's reflectors not to use watch-list; pass it to
+	// cache.ToListWatcherWithWatchListSemantics for hand-built ListWatches.
 	Client kubernetes.Interface
 	// Informers is the TP's shared informer factory. Register informers
 	// before Set.Start; those registered later are not waited for.
@@ -40,7 +42,9 @@ type Partition struct {
 // Status returns the TP's current health.
 func (p *Partition) Status() Status { return p.health.status(p.Name, p.Index) }
 
-// Synced reports whether the TP's started informers have all synced.
+// Synced reports whether the informers started from Informers have all
+// synced. Informers built by hand (with their own keys or transforms) are not
+// counted: their owners track them, as pkg/dns/source does.
 func (p *Partition) Synced() bool { return p.health.synced.Load() }
 
 // Set is the fixed, ordered set of TPs.
@@ -138,10 +142,11 @@ func newPartition(name string, index int, cfg *rest.Config, o Options) (*Partiti
 	if c.UserAgent == "" {
 		c.UserAgent = "tpkit/" + name
 	}
-	client, err := kubernetes.NewForConfig(c)
+	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		return nil, err
 	}
+	client := &clientset{Clientset: cs, watchList: o.WatchList}
 	return &Partition{
 		Name:      name,
 		Index:     index,
@@ -272,3 +277,14 @@ func (s *Set) check(ok func(Status) bool) error {
 	}
 	return fmt.Errorf("%s", strings.Join(bad, "; "))
 }
+
+// clientset is a TP's clientset. client-go's typed informers ask the client
+// whether it supports watch-list semantics; an Arktos TP does not.
+type clientset struct {
+	*kubernetes.Clientset
+	watchList bool
+}
+
+// IsWatchListSemanticsUnSupported tells client-go's reflectors to list and
+// watch instead of streaming a watch-list the TP would ignore.
+func (c *clientset) IsWatchListSemanticsUnSupported() bool { return !c.watchList }

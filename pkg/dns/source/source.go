@@ -113,8 +113,10 @@ func rekey(obj runtime.Object) {
 	m.SetNamespace(t + "/" + m.GetNamespace())
 }
 
-func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
-	return &cache.ListWatch{
+func listWatch(c kubernetes.Interface, list func(context.Context, metav1.ListOptions) (runtime.Object, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
+	// The client decides whether reflectors may use watch-list (see
+	// partition.Options.WatchList).
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := list(ctx, o)
 			if err == nil {
@@ -134,7 +136,7 @@ func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, e
 				return e, true
 			}), nil
 		},
-	}
+	}, c)
 }
 
 func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.ResourceEventHandlerRegistration) {
@@ -149,7 +151,7 @@ func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.Re
 		}
 		return inf
 	}
-	svc := mk(listWatch(
+	svc := mk(listWatch(c,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Services("").List(ctx, o)
 		},
@@ -160,7 +162,7 @@ func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.Re
 		UpdateFunc: func(_, obj any) { s.onService(tp, obj, false) },
 		DeleteFunc: func(obj any) { s.onService(tp, obj, true) },
 	})
-	eps := mk(listWatch(
+	eps := mk(listWatch(c,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
 		},
@@ -171,7 +173,7 @@ func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.Re
 		UpdateFunc: func(_, obj any) { s.onSlice(tp, obj, false) },
 		DeleteFunc: func(obj any) { s.onSlice(tp, obj, true) },
 	})
-	pods := mk(listWatch(
+	pods := mk(listWatch(c,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Pods("").List(ctx, o)
 		},
@@ -182,7 +184,7 @@ func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.Re
 		UpdateFunc: func(_, obj any) { s.onPod(tp, obj, false) },
 		DeleteFunc: func(obj any) { s.onPod(tp, obj, true) },
 	})
-	nss := mk(listWatch(
+	nss := mk(listWatch(c,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Namespaces().List(ctx, o)
 		},
