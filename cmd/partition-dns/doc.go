@@ -10,4 +10,12 @@
 // grammar and the rules; pkg/dns/... has the parts. Metrics are on
 // --metrics-listen, /healthz, /readyz and /readyz/partitions on
 // --health-listen. SIGTERM stops it gracefully.
+//
+// The same binary runs the NodeLocal DNS cache and its HA switch
+// (pkg/nodelocal, deploy/nodelocal):
+//
+//	partition-dns node-cache --local-ip 169.254.20.10,10.0.0.10 --upstream-svc-ip 10.0.0.11
+//	partition-dns node-cache-watch --local-ip 169.254.20.10,10.0.0.10
+//
+// A bad command line exits 2, -h exits 0, any other failure exits 1.
 package main

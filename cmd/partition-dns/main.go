@@ -24,6 +24,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
+	"github.com/tpkit-dev/tpkit/pkg/nodelocal"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 )
@@ -121,7 +122,44 @@ func parseFlags(args []string) (*config, error) {
 	return c, nil
 }
 
+// subcommands are the NodeLocal modes of the same binary, so one image
+// serves the cluster DNS, the per-node cache and its HA switch.
+var subcommands = map[string]func(context.Context, []string) error{
+	"node-cache":       nodelocal.RunCache,
+	"node-cache-watch": nodelocal.RunWatch,
+}
+
+// exitCode maps a subcommand's result to the process status: 2 for a bad
+// command line, 0 for -h, 1 for any other failure.
+func exitCode(err error) int {
+	var usage *nodelocal.UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		return 2
+	default:
+		return 1
+	}
+}
+
+func runSubcommand(name string, args []string) int {
+	ctx, cancel := ops.SignalContext(context.Background())
+	defer cancel()
+	err := subcommands[name](ctx, args)
+	if code := exitCode(err); code != 0 {
+		fmt.Fprintf(os.Stderr, "partition-dns %s: %v\n", name, err)
+		klog.Flush()
+		return code
+	}
+	klog.Flush()
+	return 0
+}
+
 func main() {
+	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
+		os.Exit(runSubcommand(os.Args[1], os.Args[2:]))
+	}
 	c, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

@@ -1,6 +1,7 @@
 // Package forward resolves names through upstream DNS servers, with a cache.
-// partition-dns uses it for every name outside the cluster zones; the
-// NodeLocal cache mode reuses it as is.
+// partition-dns uses it for every name outside the cluster zones. The
+// NodeLocal cache (pkg/nodelocal/cache) has its own cache, because it needs
+// separate success and denial capacities, prefetch and serve-stale.
 //
 // Invariants:
 //   - A cached answer is served with its TTLs counted down, never past its
