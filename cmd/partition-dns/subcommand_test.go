@@ -138,4 +138,3 @@ func TestNodeCacheSubcommandServes(t *testing.T) {
 		t.Fatalf("node-cache did not stop on SIGTERM\n%s", stderr.String())
 	}
 }
-
