@@ -7,14 +7,17 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet fmt-check unit bench fuzz clean
+.PHONY: all help build test vet fmt-check unit bench bench-dns bench-failover demo fuzz clean
 
 all: build
 
 help:
+	@echo "make demo       build, start 3 fake TPs and partition-dns, print real answers (Ctrl-C stops)"
 	@echo "make build      build every program in cmd/ into $(BIN)/"
 	@echo "make test       go vet, gofmt check, and every test with the race detector"
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
+	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
+	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
 build:
@@ -35,6 +38,20 @@ test: vet fmt-check unit
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+# Whole-program load run (docs/benchmarks.md, "partition-dns").
+bench-dns:
+	./hack/ensure-tools.sh dnsperf dig
+	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-15} ./test/bench/dns/run.sh
+
+# The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
+bench-failover:
+	./hack/ensure-tools.sh iptables ip dig
+	$(GO) test -count=3 -run TestNodeLocalHASwitch -v ./pkg/nodelocal/ | grep RESULT
+
+demo:
+	./hack/ensure-tools.sh dig
+	./hack/demo.sh
 
 FUZZTIME ?= 20s
 fuzz:

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# ensure-tools.sh CMD... installs the Debian packages that provide the given
+# commands when they are missing, so `make demo` and `make bench-dns` work on a
+# fresh machine. It only installs as root; otherwise it says what to run.
+set -euo pipefail
+
+declare -A pkg=(
+  [dig]=bind9-dnsutils
+  [dnsperf]=dnsperf
+  [iptables]=iptables
+  [ip]=iproute2
+)
+need=()
+for cmd in "$@"; do
+  command -v "$cmd" >/dev/null 2>&1 && continue
+  p=${pkg[$cmd]:-}
+  [[ -n $p ]] || { echo "ensure-tools: no known package provides $cmd" >&2; exit 1; }
+  need+=("$p")
+done
+((${#need[@]})) || exit 0
+if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "ensure-tools: missing ${need[*]}; install with: sudo apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
+echo "ensure-tools: installing ${need[*]}"
+DEBIAN_FRONTEND=noninteractive apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
