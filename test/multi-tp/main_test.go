@@ -1,0 +1,361 @@
+//go:build linux
+
+package multitp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// binDir holds the programs TestMain built.
+var binDir string
+
+// TestMain builds the real programs once for the whole run.
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "multitp:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "multitp-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "multitp:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "multitp: building the programs in %s: %v\n%s", root, err, out)
+		return 1
+	}
+	binDir = dir
+	return m.Run()
+}
+
+// repoRoot is the directory of the module's go.mod.
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("go env GOMOD: not inside the module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// deadline bounds every wait in the suite. It only detects hangs: nothing
+// asserts how fast anything is.
+const deadline = 60 * time.Second
+
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// proc is a running program.
+type proc struct {
+	label string
+	cmd   *exec.Cmd
+	out   syncBuffer
+	done  chan struct{}
+	err   error // Wait's result, set before done closes
+}
+
+// start runs one of the built programs. The cleanup kills it if it still
+// runs and prints its output if the test failed; Pdeathsig kills it if the
+// test binary dies without cleaning up (a panic, a -timeout).
+func start(t *testing.T, label, program string, args ...string) *proc {
+	t.Helper()
+	p := &proc{label: label, cmd: exec.Command(filepath.Join(binDir, program), args...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", label, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("---- %s (%s %s) output:\n%s", label, program, strings.Join(args, " "), p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitOutput waits until the output holds n lines with substr, and returns
+// them. The program exiting first fails the test.
+func (p *proc) waitOutput(t *testing.T, substr string, n int) []string {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		var lines []string
+		for _, l := range strings.Split(p.out.String(), "\n") {
+			if strings.Contains(l, substr) {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) >= n {
+			return lines
+		}
+		if p.exited() {
+			t.Fatalf("%s exited (%v) before printing %d lines with %q", p.label, p.err, n, substr)
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: no %d lines with %q within %v", p.label, n, substr, deadline)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// signal sends sig and waits for the program to exit; it returns Wait's
+// error (nil for exit status 0).
+func (p *proc) signal(t *testing.T, sig os.Signal) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil && !p.exited() {
+		t.Fatalf("signalling %s: %v", p.label, err)
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(deadline):
+		t.Fatalf("%s did not exit within %v of %v", p.label, deadline, sig)
+		return nil
+	}
+}
+
+// freePort returns a loopback address whose port is free for TCP and UDP
+// when asked. Another process may take it before the program binds it;
+// callers that start a program on it retry on "address already in use".
+func freePort(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err == nil {
+			u.Close()
+			return addr
+		}
+	}
+	t.Fatal("no port free for both TCP and UDP")
+	return ""
+}
+
+// httpGet returns the status and body of a GET, or 0 and the error text.
+func httpGet(url string) (int, string) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// rawGet reads path from the TP of kubeconfig, authenticated as the
+// kubeconfig says, and returns the object as fake-tp serves it (Arktos JSON,
+// metadata.tenant included).
+func rawGet(t *testing.T, kubeconfig, path string) map[string]any {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.Timeout = 10 * time.Second
+	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, b)
+	}
+	return obj
+}
+
+// field walks nested maps: field(obj, "metadata", "tenant").
+func field(obj map[string]any, path ...string) any {
+	var v any = obj
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// kubectl runs the real kubectl against one kubeconfig.
+type kubectl struct {
+	t          *testing.T
+	kubeconfig string
+	cacheDir   string
+}
+
+func newKubectl(t *testing.T, kubeconfig string) *kubectl {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl is not installed (not on PATH); this subtest needs the real binary")
+	}
+	return &kubectl{t: t, kubeconfig: kubeconfig, cacheDir: filepath.Join(t.TempDir(), "cache")}
+}
+
+// run returns kubectl's stdout, its stderr, and its error.
+func (k *kubectl) run(args ...string) (string, string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", k.kubeconfig, "--cache-dir", k.cacheDir, "--request-timeout", "30s"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// must runs kubectl, which must succeed, and returns its stdout.
+func (k *kubectl) must(args ...string) string {
+	k.t.Helper()
+	out, errOut, err := k.run(args...)
+	if err != nil {
+		k.t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// fails runs kubectl, which must fail with want in its output.
+func (k *kubectl) fails(want string, args ...string) {
+	k.t.Helper()
+	out, errOut, err := k.run(args...)
+	if err == nil {
+		k.t.Fatalf("kubectl %s succeeded, want a failure with %q:\n%s%s", strings.Join(args, " "), want, out, errOut)
+	}
+	if !strings.Contains(out+errOut, want) {
+		k.t.Fatalf("kubectl %s: output lacks %q:\n%s%s", strings.Join(args, " "), want, out, errOut)
+	}
+}
+
+// writeFile writes content to a new file in a temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// query sends one question over network ("udp" or "tcp") to server, from
+// the loopback address from when it is not empty (partition-dns tells the
+// querier's TP by its source address).
+func query(t *testing.T, server, network, from, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if from != "" {
+		ip := net.ParseIP(from)
+		if network == "tcp" {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		} else {
+			d.LocalAddr = &net.UDPAddr{IP: ip}
+		}
+	}
+	c := &dns.Client{Net: network, Dialer: d, Timeout: 5 * time.Second}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	r, _, err := c.Exchange(m, server)
+	if err != nil {
+		t.Fatalf("%s %s over %s from %q: %v", dns.TypeToString[qtype], name, network, from, err)
+	}
+	return r
+}
+
+// answer renders a reply as "RCODE addr addr ...", the A and AAAA records in
+// answer order, so that a test can compare it with one string.
+func answer(r *dns.Msg) string {
+	s := dns.RcodeToString[r.Rcode]
+	for _, rr := range r.Answer {
+		switch rr := rr.(type) {
+		case *dns.A:
+			s += " " + rr.A.String()
+		case *dns.AAAA:
+			s += " " + rr.AAAA.String()
+		default:
+			s += " " + dns.TypeToString[rr.Header().Rrtype]
+		}
+	}
+	return s
+}
+
+// eventually polls cond until it holds; the deadline only detects a hang.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", deadline, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
