@@ -43,7 +43,10 @@
 // system:masters, tenant system); a TP's kubeconfig carries an admin token;
 // KubeconfigFor writes kubeconfigs for other users; admins may impersonate
 // (kubectl --as, --as-group, Impersonate-Extra-tenant). There is no
-// authorization: identity only feeds admission.
+// authorization: identity only feeds admission. TPs serve plain HTTP, and
+// kubectl (1.32) sends no bearer token over plain HTTP, so kubectl with a
+// KubeconfigFor file acts as the admin: from kubectl, act as another user
+// with --as and --as-group. client-go's rest.Config does send the token.
 //
 // Admission: each TP runs an admission.Chain (Options.Plugins, by default
 // DefaultPlugins) on create, update and delete with an admission.Record
