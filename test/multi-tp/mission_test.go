@@ -43,6 +43,7 @@ const (
 type mission struct {
 	kubeconfigs map[string]string // TP name → kubeconfig file
 	tp12, tp3   *proc             // fake-tp serving tp1 and tp2; fake-tp serving tp3
+	tp3Args     []string          // tp3's command line without --seed, for its restart
 	dns         *proc             // partition-dns
 	dnsAddr     string            // DNS over UDP and TCP
 	health      string            // http://…: /healthz, /readyz, /readyz/partitions
@@ -69,9 +70,13 @@ func startMission(t *testing.T) *mission {
 	}
 	// --listen port 0: fake-tp picks free ports and writes them into the
 	// kubeconfigs; --admin-listen "": the suite makes outages with signals.
-	common := []string{"--listen", "127.0.0.1:0", "--kubeconfig-dir", kc, "--seed", seed, "--admin-listen", ""}
-	m.tp12 = start(t, "fake-tp tp1,tp2", "fake-tp", append([]string{"--partition-names", "tp1,tp2"}, common...)...)
-	m.tp3 = start(t, "fake-tp tp3", "fake-tp", append([]string{"--partition-names", "tp3"}, common...)...)
+	m.tp12 = start(t, "fake-tp tp1,tp2", "fake-tp", "--partition-names", "tp1,tp2", "--listen", "127.0.0.1:0",
+		"--kubeconfig-dir", kc, "--seed", seed, "--admin-listen", "")
+	// tp3 comes back after its outage on the same port with the same data
+	// (--data-dir), as a restarted API server does.
+	m.tp3Args = []string{"--partition-names", "tp3", "--listen", freePort(t), "--kubeconfig-dir", kc,
+		"--data-dir", filepath.Join(t.TempDir(), "data"), "--admin-listen", ""}
+	m.tp3 = start(t, "fake-tp tp3", "fake-tp", append(m.tp3Args, "--seed", seed)...)
 	m.tp12.waitOutput(t, `"Serving tenant partition"`, 2)
 	m.tp3.waitOutput(t, `"Serving tenant partition"`, 1)
 
@@ -110,7 +115,8 @@ func TestMission(t *testing.T) {
 	t.Run("4-library-parts-in-process", func(t *testing.T) { testLibraries(t, m) })
 	t.Run("5-admission-webhook-program", func(t *testing.T) { testWebhook(t, m) })
 	t.Run("6-tp-outage-serves-stale", func(t *testing.T) { testOutage(t, m) })
-	t.Run("7-sigterm-stops-cleanly", func(t *testing.T) { testStop(t, m) })
+	t.Run("7-tp-returns", func(t *testing.T) { testReturn(t, m) })
+	t.Run("8-sigterm-stops-cleanly", func(t *testing.T) { testStop(t, m) })
 }
 
 // dsJSON is a DaemonSet manifest; tenant "" leaves metadata.tenant out.
@@ -507,15 +513,53 @@ func testOutage(t *testing.T, m *mission) {
 	}
 }
 
-// testStop: SIGTERM stops partition-dns and fake-tp with exit status 0.
+// testReturn restarts tp3's fake-tp on the same port and data: partition-dns
+// reports tp3 ok again, and a change made in tp3 after its return reaches
+// the answers. Leaves tp3 running with zeta's service api.
+func testReturn(t *testing.T, m *mission) {
+	if !m.tp3.exited() {
+		t.Skip("tp3 was not stopped by the outage subtest")
+	}
+	m.tp3 = start(t, "fake-tp tp3 (restarted)", "fake-tp", m.tp3Args...)
+	m.tp3.waitOutput(t, `"Serving tenant partition"`, 1)
+	eventually(t, "/readyz/partitions to report tp3 ok", func() bool {
+		_, body := httpGet(m.health + "/readyz/partitions")
+		return strings.Contains(body, "tp3: ok")
+	})
+	k := newKubectl(t, m.kubeconfigs["tp3"])
+	const name, ip = "api.default.zeta.svc.cluster.local", "10.96.30.2"
+	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"default"},` +
+		`"spec":{"clusterIP":"` + ip + `","clusterIPs":["` + ip + `"],"ports":[{"name":"http","port":8080,"protocol":"TCP"}]}}`
+	k.must("create", "--raw", "/api/v1/tenants/zeta/namespaces/default/services", "-f", writeFile(t, "svc.json", svc))
+	eventually(t, name+" to answer "+ip, func() bool {
+		return answer(query(t, m.dnsAddr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
+	})
+	if got := answer(query(t, m.dnsAddr, "tcp", "", "web.default.zeta.svc.cluster.local", dns.TypeA)); got != "NOERROR "+zetaWeb {
+		t.Errorf("zeta's web after tp3's return: %q", got)
+	}
+	_, metrics := httpGet(m.metrics + "/metrics")
+	for _, want := range []string{`tpkit_dns_partition_stale{partition="tp3"} 0`, `tpkit_partition_reachable{partition="tp3"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// testStop: SIGTERM stops partition-dns and every fake-tp still running
+// with exit status 0.
 func testStop(t *testing.T, m *mission) {
 	if err := m.dns.signal(t, syscall.SIGTERM); err != nil {
 		t.Errorf("partition-dns after SIGTERM: %v", err)
 	}
-	if err := m.tp12.signal(t, syscall.SIGTERM); err != nil {
-		t.Errorf("fake-tp tp1,tp2 after SIGTERM: %v", err)
-	}
-	if !strings.Contains(m.tp12.out.String(), `"Stopped"`) {
-		t.Errorf("fake-tp logged no clean stop")
+	for _, p := range []*proc{m.tp12, m.tp3} {
+		if p.exited() {
+			continue
+		}
+		if err := p.signal(t, syscall.SIGTERM); err != nil {
+			t.Errorf("%s after SIGTERM: %v", p.label, err)
+		}
+		if !strings.Contains(p.out.String(), `"Stopped"`) {
+			t.Errorf("%s logged no clean stop", p.label)
+		}
 	}
 }
