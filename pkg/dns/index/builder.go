@@ -2,10 +2,12 @@ package index
 
 import (
 	"context"
+	"iter"
 	"maps"
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,9 @@ const manyEndpoints = 8
 type nsKey struct{ tenant, ns string }
 
 type nsRec struct {
+	// key holds the namespace's own copies of its tenant and name, which
+	// every record of the namespace shares.
+	key         nsKey
 	object      bool
 	services    map[string]*Service
 	slicesBySvc map[string][]*EndpointSlice // few per service: a slice beats a map
@@ -67,7 +72,7 @@ type Options struct {
 	ObserveLatency func(time.Duration)
 }
 
-// Builder collects records from informer handlers and publishes snapshots.
+// Builder collects records from the reflectors and publishes snapshots.
 // Its methods are safe for concurrent use.
 type Builder struct {
 	opts Options
@@ -114,15 +119,19 @@ func normTenant(t string) string {
 	return t
 }
 
-// rec returns the record of a namespace, creating it, and marks it dirty.
+// touch returns the record of a namespace, creating it, and marks it dirty.
 // Callers hold b.mu.
 func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
 	k := nsKey{normTenant(tenant), ns}
 	r := b.tps[tp][k]
 	if r == nil {
-		r = &nsRec{}
+		// Copies: the caller's strings may be parts of larger ones (a
+		// decoded object's fields) that should not stay alive.
+		k = nsKey{strings.Clone(k.tenant), strings.Clone(k.ns)}
+		r = &nsRec{key: k}
 		b.tps[tp][k] = r
 	}
+	k = r.key
 	dk := dirtyKey{tp, k}
 	p := b.dirty[dk]
 	if p == nil {
@@ -148,19 +157,29 @@ func (b *Builder) SetNamespace(tp int, tenant, ns string, present bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setNamespace(tp, tenant, ns, present)
+}
+
+func (b *Builder) setNamespace(tp int, tenant, ns string, present bool) {
 	r, p := b.touch(tp, tenant, ns)
 	r.object = present
 	p.object = true
 }
 
-// SetService adds or replaces a service of partition tp.
+// SetService adds or replaces a service of partition tp. The Builder owns s
+// from then on.
 func (b *Builder) SetService(tp int, s *Service) {
 	if !b.valid(tp) || s == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setService(tp, s)
+}
+
+func (b *Builder) setService(tp int, s *Service) {
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
+	s.Tenant, s.Namespace = r.key.tenant, r.key.ns
 	if r.services == nil {
 		r.services = map[string]*Service{}
 	}
@@ -180,14 +199,20 @@ func (b *Builder) DeleteService(tp int, tenant, ns, name string) {
 	p.addService(name)
 }
 
-// SetEndpointSlice adds or replaces an endpoint slice of partition tp.
+// SetEndpointSlice adds or replaces an endpoint slice of partition tp. The
+// Builder owns e from then on.
 func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 	if !b.valid(tp) || e == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setEndpointSlice(tp, e)
+}
+
+func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
+	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	if old, ok := r.sliceSvc[e.Name]; ok {
 		r.removeSlice(old, e.Name)
 		if old != e.Service {
@@ -210,6 +235,10 @@ func (b *Builder) DeleteEndpointSlice(tp int, tenant, ns, name string) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.deleteEndpointSlice(tp, tenant, ns, name)
+}
+
+func (b *Builder) deleteEndpointSlice(tp int, tenant, ns, name string) {
 	r, p := b.touch(tp, tenant, ns)
 	svc, ok := r.sliceSvc[name]
 	if !ok {
@@ -220,14 +249,20 @@ func (b *Builder) DeleteEndpointSlice(tp int, tenant, ns, name string) {
 	p.addService(svc)
 }
 
-// SetPod adds or replaces a pod of partition tp.
+// SetPod adds or replaces a pod of partition tp. The Builder owns pod from
+// then on.
 func (b *Builder) SetPod(tp int, pod *Pod) {
 	if !b.valid(tp) || pod == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setPod(tp, pod)
+}
+
+func (b *Builder) setPod(tp int, pod *Pod) {
 	r, p := b.touch(tp, pod.Tenant, pod.Namespace)
+	pod.Tenant, pod.Namespace = r.key.tenant, r.key.ns
 	if r.pods == nil {
 		r.pods = map[string]*Pod{}
 	}
@@ -245,6 +280,109 @@ func (b *Builder) DeletePod(tp int, tenant, ns, name string) {
 	r, p := b.touch(tp, tenant, ns)
 	delete(r.pods, name)
 	p.pods = true
+}
+
+// objKey names an object of one partition.
+type objKey struct{ tenant, ns, name string }
+
+// NamespaceKey names a namespace object.
+type NamespaceKey struct{ Tenant, Name string }
+
+// ReplaceNamespaces makes nss partition tp's whole set of namespace objects,
+// as a reflector's list does: every other namespace object of tp is gone.
+func (b *Builder) ReplaceNamespaces(tp int, nss []NamespaceKey) {
+	if !b.valid(tp) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	keep := make(map[nsKey]struct{}, len(nss))
+	for _, n := range nss {
+		keep[nsKey{normTenant(n.Tenant), n.Name}] = struct{}{}
+	}
+	for k, r := range b.tps[tp] {
+		if _, ok := keep[k]; r.object && !ok {
+			b.setNamespace(tp, k.tenant, k.ns, false)
+		}
+	}
+	for _, n := range nss {
+		b.setNamespace(tp, n.Tenant, n.Name, true)
+	}
+}
+
+// ReplaceServices makes svcs partition tp's whole set of services, as a
+// reflector's list does: every other service of tp is deleted. The Builder
+// owns svcs' records from then on.
+func (b *Builder) ReplaceServices(tp int, svcs []*Service) {
+	if !b.valid(tp) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dropUnlisted(tp, keysOf(svcs, func(s *Service) objKey { return objKey{s.Tenant, s.Namespace, s.Name} }),
+		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.services) },
+		func(r *nsRec, p *pending, name string) { delete(r.services, name); p.addService(name) })
+	for _, s := range svcs {
+		b.setService(tp, s)
+	}
+}
+
+// ReplaceEndpointSlices makes slices partition tp's whole set of endpoint
+// slices, as a reflector's list does: every other slice of tp is deleted.
+// The Builder owns the records from then on.
+func (b *Builder) ReplaceEndpointSlices(tp int, slices []*EndpointSlice) {
+	if !b.valid(tp) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dropUnlisted(tp, keysOf(slices, func(e *EndpointSlice) objKey { return objKey{e.Tenant, e.Namespace, e.Name} }),
+		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.sliceSvc) },
+		func(r *nsRec, _ *pending, name string) { b.deleteEndpointSlice(tp, r.key.tenant, r.key.ns, name) })
+	for _, e := range slices {
+		b.setEndpointSlice(tp, e)
+	}
+}
+
+// ReplacePods makes pods partition tp's whole set of pods, as a reflector's
+// list does: every other pod of tp is deleted. The Builder owns the records
+// from then on.
+func (b *Builder) ReplacePods(tp int, pods []*Pod) {
+	if !b.valid(tp) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dropUnlisted(tp, keysOf(pods, func(p *Pod) objKey { return objKey{p.Tenant, p.Namespace, p.Name} }),
+		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.pods) },
+		func(r *nsRec, p *pending, name string) { delete(r.pods, name); p.pods = true })
+	for _, p := range pods {
+		b.setPod(tp, p)
+	}
+}
+
+// keysOf returns the set of the records' keys, tenants normalised.
+func keysOf[T any](recs []T, key func(T) objKey) map[objKey]struct{} {
+	keep := make(map[objKey]struct{}, len(recs))
+	for _, r := range recs {
+		k := key(r)
+		k.tenant = normTenant(k.tenant)
+		keep[k] = struct{}{}
+	}
+	return keep
+}
+
+// dropUnlisted calls drop for every object of one kind (named by names) in
+// partition tp that keep lacks. Callers hold b.mu.
+func (b *Builder) dropUnlisted(tp int, keep map[objKey]struct{}, names func(*nsRec) iter.Seq[string], drop func(*nsRec, *pending, string)) {
+	for k, r := range b.tps[tp] {
+		for name := range names(r) {
+			if _, ok := keep[objKey{k.tenant, k.ns, name}]; !ok {
+				_, p := b.touch(tp, k.tenant, k.ns)
+				drop(r, p, name)
+			}
+		}
+	}
 }
 
 func (p *pending) addService(name string) {

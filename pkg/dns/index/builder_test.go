@@ -180,3 +180,58 @@ func TestLookupsAllocateNothing(t *testing.T) {
 		t.Fatalf("lookups allocate %v times", allocs)
 	}
 }
+
+// TestReplaceDeletesWhatTheListLacks: a (re)list replaces a partition's
+// whole set of one kind, and leaves the other kinds and partitions alone.
+func TestReplaceDeletesWhatTheListLacks(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	b.SetNamespace(0, "acme", "web", true)
+	b.SetNamespace(0, "acme", "old", true)
+	b.SetService(0, svc("acme", "web", "gone", "10.0.0.1"))
+	b.SetService(0, svc("acme", "web", "kept", "10.0.0.2"))
+	b.SetService(1, svc("acme", "web", "gone", "10.0.1.1"))
+	b.SetService(0, &Service{Tenant: "acme", Namespace: "web", Name: "db", Type: Headless, Ports: []Port{{Port: NoPort}}})
+	b.SetEndpointSlice(0, &EndpointSlice{Tenant: "acme", Namespace: "web", Name: "db-1", Service: "db", Ports: []Port{{Port: NoPort}},
+		Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.2.0.1")}}}})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "gone", IPs: []netip.Addr{a("10.3.0.1")}})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}})
+	b.Publish()
+
+	b.ReplaceServices(0, []*Service{svc("acme", "web", "kept", "10.0.0.3"), &Service{Tenant: "acme", Namespace: "web", Name: "db", Type: Headless, Ports: []Port{{Port: NoPort}}}, svc("acme", "web", "new", "10.0.0.4")})
+	b.ReplaceEndpointSlices(0, nil)
+	b.ReplacePods(0, []*Pod{{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}}})
+	b.ReplaceNamespaces(0, []NamespaceKey{{Tenant: "acme", Name: "web"}})
+	b.Publish()
+	s := b.Current()
+	web := s.Namespace(0, []byte("acme"), []byte("web"))
+	if web == nil || !web.Object {
+		t.Fatal("acme/web lost its namespace object")
+	}
+	if _, ok := web.Services["gone"]; ok {
+		t.Fatal("a service the list lacks remains")
+	}
+	if k := web.Services["kept"]; k == nil || k.ClusterIPs[0] != a("10.0.0.3") {
+		t.Fatalf("kept service not updated: %+v", k)
+	}
+	if web.Services["new"] == nil {
+		t.Fatal("new service missing")
+	}
+	if n := len(web.Services["db"].Endpoints); n != 0 {
+		t.Fatalf("slices the list lacks left %d endpoints", n)
+	}
+	if len(s.PTRs(a("10.0.0.1"))) != 0 || len(s.PTRs(a("10.2.0.1"))) != 0 || len(s.PTRs(a("10.0.0.3"))) != 1 {
+		t.Fatal("reverse map not following the replace")
+	}
+	if _, ok := s.Source(a("10.3.0.1")); ok {
+		t.Fatal("a pod the list lacks is still a source")
+	}
+	if _, ok := s.Source(a("10.3.0.2")); !ok {
+		t.Fatal("a listed pod is no source")
+	}
+	if s.Namespace(0, []byte("acme"), []byte("old")) != nil {
+		t.Fatal("a namespace the list lacks remains")
+	}
+	if s.Namespace(1, []byte("acme"), []byte("web")).Services["gone"] == nil {
+		t.Fatal("a replace in tp1 touched tp2")
+	}
+}

@@ -1,4 +1,4 @@
-// Package index is partition-dns's answer index. Informer handlers write
+// Package index is partition-dns's answer index. Reflector stores write
 // small records (Service, EndpointSlice, Pod, namespace presence) per tenant
 // partition into a Builder; Publish folds the pending changes into a new
 // immutable Snapshot and swaps it in with one atomic store. Queries read the

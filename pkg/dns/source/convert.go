@@ -1,8 +1,10 @@
 package source
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -121,59 +123,137 @@ func toPod(p *corev1.Pod) *index.Pod {
 	return out
 }
 
-// object is what the informer caches instead of an API object: the key
-// fields, and the small index record. The embedded metav1.Object is a shared
-// empty ObjectMeta, so the informer's key functions work (they read only the
-// name and the namespace) while the cache holds a few dozen bytes per object
-// instead of a decoded API struct.
-type object struct {
-	metav1.Object
-	name, ns string
+// kind is what a reflector lists and watches.
+type kind uint8
+
+const (
+	namespaces kind = iota
+	services
+	endpointSlices
+	pods
+)
+
+func (k kind) String() string {
+	return [...]string{"namespaces", "services", "endpointslices", "pods"}[k]
 }
 
-var emptyMeta = &metav1.ObjectMeta{}
-
-func newObject(m metav1.Object) object {
-	return object{Object: emptyMeta, name: m.GetName(), ns: m.GetNamespace()}
+// store is a reflector's store that keeps nothing of its own: it turns each
+// object into its small index record at once and hands it to the Builder,
+// which holds what later updates and deletes need. No informer cache, queue
+// or key strings stay alive beside the index.
+type store struct {
+	s      *Source
+	tp     int
+	kind   kind
+	synced atomic.Bool // the first list has been delivered
 }
 
-func (o *object) GetName() string      { return o.name }
-func (o *object) GetNamespace() string { return o.ns }
+func (st *store) Add(obj any) error    { return st.apply(obj, false) }
+func (st *store) Update(obj any) error { return st.apply(obj, false) }
+func (st *store) Delete(obj any) error { return st.apply(obj, true) }
+func (st *store) Resync() error        { return nil }
 
-type serviceObj struct {
-	object
-	rec *index.Service
-}
-
-type sliceObj struct {
-	object
-	tenant, namespace string
-	rec               *index.EndpointSlice // nil: not a service's slice
-}
-
-type podObj struct {
-	object
-	tenant, namespace string
-	rec               *index.Pod // nil: no address, or ended
-}
-
-type namespaceObj struct {
-	object
-	tenant string
-}
-
-// transform is the informer transform: it turns each API object into its
-// small record once, at the informer boundary.
-func transform(obj any) (any, error) {
+// apply hands one watched object to the index.
+func (st *store) apply(obj any, deleted bool) error {
+	b, tp := st.s.b, st.tp
 	switch o := obj.(type) {
-	case *corev1.Service:
-		return &serviceObj{object: newObject(o), rec: toService(o)}, nil
-	case *discoveryv1.EndpointSlice:
-		return &sliceObj{object: newObject(o), tenant: tenantOf(o), namespace: realNamespace(o.Namespace), rec: toSlice(o)}, nil
-	case *corev1.Pod:
-		return &podObj{object: newObject(o), tenant: tenantOf(o), namespace: realNamespace(o.Namespace), rec: toPod(o)}, nil
 	case *corev1.Namespace:
-		return &namespaceObj{object: newObject(o), tenant: tenantOf(o)}, nil
+		if t := tenantOf(o); st.s.exposed(t, o.Name) {
+			b.SetNamespace(tp, t, o.Name, !deleted)
+		}
+	case *corev1.Service:
+		t, ns := tenantOf(o), realNamespace(o.Namespace)
+		switch {
+		case !st.s.exposed(t, ns):
+		case deleted:
+			b.DeleteService(tp, t, ns, o.Name)
+		default:
+			b.SetService(tp, toService(o))
+		}
+	case *discoveryv1.EndpointSlice:
+		t, ns := tenantOf(o), realNamespace(o.Namespace)
+		if !st.s.exposed(t, ns) {
+			return nil
+		}
+		var rec *index.EndpointSlice
+		if !deleted {
+			rec = toSlice(o)
+		}
+		if rec == nil {
+			b.DeleteEndpointSlice(tp, t, ns, o.Name)
+			return nil
+		}
+		b.SetEndpointSlice(tp, rec)
+	case *corev1.Pod:
+		// Pods of every tenant are kept, scope or not: they say which TP
+		// and tenant a querier belongs to.
+		var rec *index.Pod
+		if !deleted {
+			rec = toPod(o)
+		}
+		if rec == nil {
+			b.DeletePod(tp, tenantOf(o), realNamespace(o.Namespace), o.Name)
+			return nil
+		}
+		b.SetPod(tp, rec)
+	default:
+		return fmt.Errorf("partition-dns: %s reflector delivered a %T", st.kind, obj)
 	}
-	return obj, nil
+	return nil
+}
+
+// Replace hands a whole (re)list to the index: what the list lacks is
+// deleted.
+func (st *store) Replace(list []any, _ string) error {
+	b, s, tp := st.s.b, st.s, st.tp
+	var bad any
+	switch st.kind {
+	case namespaces:
+		b.ReplaceNamespaces(tp, records(list, &bad, func(o *corev1.Namespace) (index.NamespaceKey, bool) {
+			t := tenantOf(o)
+			return index.NamespaceKey{Tenant: t, Name: o.Name}, s.exposed(t, o.Name)
+		}))
+	case services:
+		b.ReplaceServices(tp, records(list, &bad, func(o *corev1.Service) (*index.Service, bool) {
+			if !s.exposed(tenantOf(o), realNamespace(o.Namespace)) {
+				return nil, false
+			}
+			return toService(o), true
+		}))
+	case endpointSlices:
+		b.ReplaceEndpointSlices(tp, records(list, &bad, func(o *discoveryv1.EndpointSlice) (*index.EndpointSlice, bool) {
+			if !s.exposed(tenantOf(o), realNamespace(o.Namespace)) {
+				return nil, false
+			}
+			rec := toSlice(o)
+			return rec, rec != nil
+		}))
+	case pods:
+		b.ReplacePods(tp, records(list, &bad, func(o *corev1.Pod) (*index.Pod, bool) {
+			rec := toPod(o)
+			return rec, rec != nil
+		}))
+	}
+	st.synced.Store(true)
+	if bad != nil {
+		return fmt.Errorf("partition-dns: %s reflector listed a %T", st.kind, bad)
+	}
+	return nil
+}
+
+// records converts the listed objects of type O that conv keeps; an object
+// of another type is left out and put in *bad.
+func records[O, R any](list []any, bad *any, conv func(O) (R, bool)) []R {
+	out := make([]R, 0, len(list))
+	for _, obj := range list {
+		o, ok := obj.(O)
+		if !ok {
+			*bad = obj
+			continue
+		}
+		if r, ok := conv(o); ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -28,7 +28,8 @@ type Options struct {
 	Namespaces []string
 	// Tenant, when set, limits the served tenant to this one.
 	Tenant string
-	// Resync is the informers' resync period; 0 disables it.
+	// Resync is the reflectors' resync period; 0 disables it. The stores
+	// keep no objects, so a resync changes nothing in the index.
 	Resync time.Duration
 }
 
@@ -50,18 +51,18 @@ func FromSet(s *partition.Set) []Partition {
 	return out
 }
 
-// Source runs the informers of every partition into one index.Builder.
+// Source runs a reflector per partition and kind (namespaces, services,
+// endpointslices, pods) whose store is the index itself.
 type Source struct {
-	b     *index.Builder
-	parts []Partition
-	opts  Options
-	ns    map[string]bool
-	infs  [][]cache.SharedIndexInformer
-	regs  [][]cache.ResourceEventHandlerRegistration
-	ever  []bool
+	b      *index.Builder
+	parts  []Partition
+	opts   Options
+	ns     map[string]bool
+	refs   [][]*cache.Reflector
+	stores [][]*store
 }
 
-// New builds the informers; nothing runs before Start.
+// New builds the reflectors; nothing runs before Start.
 func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 	s := &Source{b: b, parts: parts, opts: o}
 	if o.Tenant != "" {
@@ -79,11 +80,10 @@ func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 		}
 	}
 	for _, p := range parts {
-		infs, regs := s.informers(p)
-		s.infs = append(s.infs, infs)
-		s.regs = append(s.regs, regs)
+		refs, stores := s.reflectors(p)
+		s.refs = append(s.refs, refs)
+		s.stores = append(s.stores, stores)
 	}
-	s.ever = make([]bool, len(parts))
 	return s, nil
 }
 
@@ -96,7 +96,9 @@ func (s *Source) exposed(tenant, ns string) bool {
 }
 
 // rekey moves the tenant into the namespace field ("<tenant>/<ns>", or
-// "<tenant>" for a namespace object) so the informer's key is unique.
+// "<tenant>" for a namespace object). The stores below need no keys, but
+// with watch-list a reflector first streams into a store of its own keyed by
+// namespace/name, where two tenants' default/kubernetes would merge.
 func rekey(obj runtime.Object) {
 	m, err := meta.Accessor(obj)
 	if err != nil || m.GetName() == "" || strings.Contains(m.GetNamespace(), "/") {
@@ -139,144 +141,67 @@ func listWatch(c kubernetes.Interface, list func(context.Context, metav1.ListOpt
 	}, c)
 }
 
-func (s *Source) informers(p Partition) ([]cache.SharedIndexInformer, []cache.ResourceEventHandlerRegistration) {
+func (s *Source) reflectors(p Partition) ([]*cache.Reflector, []*store) {
 	c := p.Client
-	tp := p.Index
-	var regs []cache.ResourceEventHandlerRegistration
-	mk := func(lw cache.ListerWatcher, obj runtime.Object, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
-		inf := cache.NewSharedIndexInformer(lw, obj, s.opts.Resync, cache.Indexers{})
-		_ = inf.SetTransform(transform)
-		if reg, err := inf.AddEventHandler(h); err == nil {
-			regs = append(regs, reg)
-		}
-		return inf
+	var refs []*cache.Reflector
+	var stores []*store
+	mk := func(k kind, lw cache.ListerWatcher, obj runtime.Object) {
+		st := &store{s: s, tp: p.Index, kind: k}
+		refs = append(refs, cache.NewReflectorWithOptions(lw, obj, st, cache.ReflectorOptions{
+			Name:            "partition-dns " + k.String() + " of " + p.Name,
+			TypeDescription: k.String(),
+			ResyncPeriod:    s.opts.Resync,
+		}))
+		stores = append(stores, st)
 	}
-	svc := mk(listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Services("").List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Services("").Watch(ctx, o)
-		}), &corev1.Service{}, cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.onService(tp, obj, false) },
-		UpdateFunc: func(_, obj any) { s.onService(tp, obj, false) },
-		DeleteFunc: func(obj any) { s.onService(tp, obj, true) },
-	})
-	eps := mk(listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
-		}), &discoveryv1.EndpointSlice{}, cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.onSlice(tp, obj, false) },
-		UpdateFunc: func(_, obj any) { s.onSlice(tp, obj, false) },
-		DeleteFunc: func(obj any) { s.onSlice(tp, obj, true) },
-	})
-	pods := mk(listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Pods("").List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Pods("").Watch(ctx, o)
-		}), &corev1.Pod{}, cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.onPod(tp, obj, false) },
-		UpdateFunc: func(_, obj any) { s.onPod(tp, obj, false) },
-		DeleteFunc: func(obj any) { s.onPod(tp, obj, true) },
-	})
-	nss := mk(listWatch(c,
+	mk(namespaces, listWatch(c,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Namespaces().List(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return c.CoreV1().Namespaces().Watch(ctx, o)
-		}), &corev1.Namespace{}, cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.onNamespace(tp, obj, false) },
-		UpdateFunc: func(_, obj any) { s.onNamespace(tp, obj, false) },
-		DeleteFunc: func(obj any) { s.onNamespace(tp, obj, true) },
-	})
-	return []cache.SharedIndexInformer{nss, svc, eps, pods}, regs
+		}), &corev1.Namespace{})
+	mk(services, listWatch(c,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Services("").Watch(ctx, o)
+		}), &corev1.Service{})
+	mk(endpointSlices, listWatch(c,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
+		}), &discoveryv1.EndpointSlice{})
+	mk(pods, listWatch(c,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Pods("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Pods("").Watch(ctx, o)
+		}), &corev1.Pod{})
+	return refs, stores
 }
 
-func tombstone(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
-}
-
-func (s *Source) onService(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*serviceObj)
-	if !ok {
-		return
-	}
-	r := o.rec
-	if !s.exposed(r.Tenant, r.Namespace) {
-		return
-	}
-	if deleted {
-		s.b.DeleteService(tp, r.Tenant, r.Namespace, r.Name)
-		return
-	}
-	s.b.SetService(tp, r)
-}
-
-func (s *Source) onSlice(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*sliceObj)
-	if !ok || !s.exposed(o.tenant, o.namespace) {
-		return
-	}
-	if deleted || o.rec == nil {
-		s.b.DeleteEndpointSlice(tp, o.tenant, o.namespace, o.name)
-		return
-	}
-	s.b.SetEndpointSlice(tp, o.rec)
-}
-
-func (s *Source) onPod(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*podObj)
-	if !ok {
-		return
-	}
-	// Pods of every tenant are kept, scope or not: they say which TP and
-	// tenant a querier belongs to.
-	if deleted || o.rec == nil {
-		s.b.DeletePod(tp, o.tenant, o.namespace, o.name)
-		return
-	}
-	s.b.SetPod(tp, o.rec)
-}
-
-func (s *Source) onNamespace(tp int, obj any, deleted bool) {
-	o, ok := tombstone(obj).(*namespaceObj)
-	if !ok || !s.exposed(o.tenant, o.name) {
-		return
-	}
-	s.b.SetNamespace(tp, o.tenant, o.name, !deleted)
-}
-
-// Start runs every informer until ctx ends.
+// Start runs every reflector until ctx ends.
 func (s *Source) Start(ctx context.Context) {
-	for _, infs := range s.infs {
-		for _, inf := range infs {
-			go inf.RunWithContext(ctx)
+	for _, refs := range s.refs {
+		for _, r := range refs {
+			go r.RunWithContext(ctx)
 		}
 	}
 }
 
-// Synced reports whether partition i's informers have all synced and
-// delivered their initial objects to the index.
+// Synced reports whether partition i's reflectors have all listed once, and
+// so delivered their initial objects to the index.
 func (s *Source) Synced(i int) bool {
-	if i < 0 || i >= len(s.infs) {
+	if i < 0 || i >= len(s.stores) {
 		return false
 	}
-	for _, inf := range s.infs[i] {
-		if !inf.HasSynced() {
-			return false
-		}
-	}
-	for _, r := range s.regs[i] {
-		if !r.HasSynced() {
+	for _, st := range s.stores[i] {
+		if !st.synced.Load() {
 			return false
 		}
 	}
