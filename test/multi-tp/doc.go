@@ -29,7 +29,8 @@
 //  6. a TP outage: tp3's process is killed, partition-dns keeps answering
 //     zeta's name (never NXDOMAIN) and reports tp3 as stale;
 //  7. tp3 comes back on the same port and data (--data-dir): partition-dns
-//     reports it ok again and a change made in it reaches the answers;
+//     reports it ok again and a change made in it (through client-go, so
+//     this runs without kubectl) reaches the answers;
 //  8. SIGTERM stops partition-dns and fake-tp with exit status 0.
 //
 // Every child is killed in a test cleanup (and by the kernel if the test

@@ -20,6 +20,9 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
@@ -526,11 +529,29 @@ func testReturn(t *testing.T, m *mission) {
 		_, body := httpGet(m.health + "/readyz/partitions")
 		return strings.Contains(body, "tp3: ok")
 	})
-	k := newKubectl(t, m.kubeconfigs["tp3"])
+	// The change goes through client-go (tenancy's transport), so this
+	// subtest runs where kubectl is not installed.
+	cfg, err := clientcmd.BuildConfigFromFlags("", m.kubeconfigs["tp3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(tenancy.WrapConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
 	const name, ip = "api.default.zeta.svc.cluster.local", "10.96.30.2"
-	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"default"},` +
-		`"spec":{"clusterIP":"` + ip + `","clusterIPs":["` + ip + `"],"ports":[{"name":"http","port":8080,"protocol":"TCP"}]}}`
-	k.must("create", "--raw", "/api/v1/tenants/zeta/namespaces/default/services", "-f", writeFile(t, "svc.json", svc))
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "default"},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
+	}
+	created, err := cs.CoreV1().Services("default").Create(tenancy.WithTenant(context.Background(), "zeta"), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tenancy.TenantOf(created) != "zeta" {
+		t.Fatalf("created service: tenant %q", tenancy.TenantOf(created))
+	}
 	eventually(t, name+" to answer "+ip, func() bool {
 		return answer(query(t, m.dnsAddr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
 	})
