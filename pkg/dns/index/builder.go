@@ -22,13 +22,51 @@ type nsKey struct{ tenant, ns string }
 
 type nsRec struct {
 	// key holds the namespace's own copies of its tenant and name, which
-	// every record of the namespace shares.
+	// every record of the namespace shares; id holds them too, for the
+	// address maps.
 	key         nsKey
+	id          *NamespaceID
 	object      bool
 	services    map[string]*Service
 	slicesBySvc map[string][]*EndpointSlice // few per service: a slice beats a map
 	sliceSvc    map[string]string           // slice name → service name
-	pods        map[string]*Pod
+	pods        map[string]podRec
+	// addrs counts the namespace's pods by address.
+	addrs map[netip.Addr]podCount
+}
+
+// podRec is what a pod's later update or delete needs.
+type podRec struct {
+	ips         []netip.Addr
+	hostNetwork bool
+}
+
+// podCount counts the pods with one address, and those of them that are
+// not on the host network.
+type podCount struct{ pods, notHostNetwork uint32 }
+
+// countPod adds (d = 1) or removes (d = -1) a pod's addresses in r.addrs,
+// and marks them changed in p.
+func (r *nsRec) countPod(p *pending, pod podRec, d int32) {
+	if r.addrs == nil {
+		r.addrs = map[netip.Addr]podCount{}
+	}
+	for _, a := range pod.ips {
+		c := r.addrs[a]
+		c.pods += uint32(d)
+		if !pod.hostNetwork {
+			c.notHostNetwork += uint32(d)
+		}
+		if c.pods == 0 {
+			delete(r.addrs, a)
+		} else {
+			r.addrs[a] = c
+		}
+		if p.podAddrs == nil {
+			p.podAddrs = map[netip.Addr]struct{}{}
+		}
+		p.podAddrs[a] = struct{}{}
+	}
 }
 
 // removeSlice drops slice name from service svc's list.
@@ -54,7 +92,7 @@ func (r *nsRec) empty() bool {
 
 type pending struct {
 	services map[string]struct{}
-	pods     bool
+	podAddrs map[netip.Addr]struct{}
 	object   bool
 }
 
@@ -87,10 +125,10 @@ type Builder struct {
 	cur   atomicSnapshot
 }
 
+// srcOwner is a namespace with pods that have an address.
 type srcOwner struct {
-	tp            int
-	tenant, ns    string
-	notHostNetwrk bool
+	*NamespaceID
+	notHostNetwork bool // some of the pods are not on the host network
 }
 
 // NewBuilder returns a Builder whose current snapshot is empty.
@@ -128,7 +166,7 @@ func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
 		// Copies: the caller's strings may be parts of larger ones (a
 		// decoded object's fields) that should not stay alive.
 		k = nsKey{strings.Clone(k.tenant), strings.Clone(k.ns)}
-		r = &nsRec{key: k}
+		r = &nsRec{key: k, id: &NamespaceID{TP: tp, Tenant: k.tenant, Namespace: k.ns}}
 		b.tps[tp][k] = r
 	}
 	k = r.key
@@ -262,12 +300,15 @@ func (b *Builder) SetPod(tp int, pod *Pod) {
 
 func (b *Builder) setPod(tp int, pod *Pod) {
 	r, p := b.touch(tp, pod.Tenant, pod.Namespace)
-	pod.Tenant, pod.Namespace = r.key.tenant, r.key.ns
-	if r.pods == nil {
-		r.pods = map[string]*Pod{}
+	if old, ok := r.pods[pod.Name]; ok {
+		r.countPod(p, old, -1)
 	}
-	r.pods[pod.Name] = pod
-	p.pods = true
+	if r.pods == nil {
+		r.pods = map[string]podRec{}
+	}
+	rec := podRec{ips: pod.IPs, hostNetwork: pod.HostNetwork}
+	r.pods[pod.Name] = rec
+	r.countPod(p, rec, 1)
 }
 
 // DeletePod removes a pod of partition tp.
@@ -277,9 +318,15 @@ func (b *Builder) DeletePod(tp int, tenant, ns, name string) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.deletePod(tp, tenant, ns, name)
+}
+
+func (b *Builder) deletePod(tp int, tenant, ns, name string) {
 	r, p := b.touch(tp, tenant, ns)
-	delete(r.pods, name)
-	p.pods = true
+	if old, ok := r.pods[name]; ok {
+		delete(r.pods, name)
+		r.countPod(p, old, -1)
+	}
 }
 
 // objKey names an object of one partition.
@@ -355,7 +402,7 @@ func (b *Builder) ReplacePods(tp int, pods []*Pod) {
 	defer b.mu.Unlock()
 	b.dropUnlisted(tp, keysOf(pods, func(p *Pod) objKey { return objKey{p.Tenant, p.Namespace, p.Name} }),
 		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.pods) },
-		func(r *nsRec, p *pending, name string) { delete(r.pods, name); p.pods = true })
+		func(r *nsRec, _ *pending, name string) { b.deletePod(tp, r.key.tenant, r.key.ns, name) })
 	for _, p := range pods {
 		b.setPod(tp, p)
 	}
@@ -441,6 +488,7 @@ func (b *Builder) Publish() bool {
 			oldNS = tv.Namespaces[dk.ns]
 		}
 		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
+		w.setPodAddrs(dk, rec, p.podAddrs)
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
 		}
@@ -530,15 +578,15 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		if old == nil {
 			return nil
 		}
+		id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
 		for name, sv := range old.Services {
-			w.unindexService(dk, name, sv)
+			w.unindexService(id, name, sv)
 		}
-		w.unindexPods(dk, old)
 		return nil
 	}
-	n := &NamespaceView{Object: rec.object}
+	n := &NamespaceView{Object: rec.object, PodAddrs: len(rec.addrs)}
 	if old != nil {
-		n.Services, n.Pods = old.Services, old.Pods
+		n.Services = old.Services
 	}
 	if len(p.services) > 0 {
 		n.Services = maps.Clone(n.Services)
@@ -547,7 +595,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		}
 		for name := range p.services {
 			if ov := n.Services[name]; ov != nil {
-				w.unindexService(dk, name, ov)
+				w.unindexService(rec.id, name, ov)
 			}
 			sv := buildService(rec.services[name], rec.slicesBySvc[name])
 			if sv == nil {
@@ -555,20 +603,11 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 				continue
 			}
 			n.Services[name] = sv
-			w.indexService(dk, name, sv)
+			w.indexService(rec.id, name, sv)
 		}
 	}
-	if p.pods {
-		if old != nil {
-			w.unindexPods(dk, old)
-		}
-		n.Pods = make(map[netip.Addr]bool, len(rec.pods))
-		for _, pod := range rec.pods {
-			for _, a := range pod.IPs {
-				n.Pods[a] = n.Pods[a] || !pod.HostNetwork
-			}
-		}
-		w.indexPods(dk, n)
+	if old != nil && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
+		return old // only pod addresses changed, and those are not here
 	}
 	return n
 }
@@ -577,7 +616,7 @@ func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
 	if s == nil {
 		return nil
 	}
-	sv := &ServiceView{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, Ports: s.Ports, ExternalName: s.ExternalName}
+	sv := &ServiceView{Service: s}
 	if s.Type == ExternalName {
 		return sv
 	}
@@ -643,13 +682,13 @@ func (w *ipWriter) srcShard(i int) map[netip.Addr][]srcOwner {
 	return w.src[i]
 }
 
-func (w *ipWriter) indexService(dk dirtyKey, name string, sv *ServiceView) {
+func (w *ipWriter) indexService(id *NamespaceID, name string, sv *ServiceView) {
 	add := func(a netip.Addr, host string) {
 		m := w.revShard(shardOf(a))
 		old := m[a]
 		n := make([]PTR, len(old), len(old)+1)
 		copy(n, old)
-		m[a] = append(n, PTR{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns, Service: name, Host: host})
+		m[a] = append(n, PTR{NamespaceID: id, Service: name, Host: host})
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs {
@@ -661,7 +700,7 @@ func (w *ipWriter) indexService(dk dirtyKey, name string, sv *ServiceView) {
 	}
 }
 
-func (w *ipWriter) unindexService(dk dirtyKey, name string, sv *ServiceView) {
+func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView) {
 	del := func(a netip.Addr) {
 		i := shardOf(a)
 		if len(w.rev[i][a]) == 0 {
@@ -671,7 +710,7 @@ func (w *ipWriter) unindexService(dk dirtyKey, name string, sv *ServiceView) {
 		old := m[a]
 		n := make([]PTR, 0, len(old))
 		for _, p := range old {
-			if p.TP == dk.tp && p.Tenant == dk.tenant && p.Namespace == dk.ns && p.Service == name {
+			if p.is(id) && p.Service == name {
 				continue
 			}
 			n = append(n, p)
@@ -690,32 +729,34 @@ func (w *ipWriter) unindexService(dk dirtyKey, name string, sv *ServiceView) {
 	}
 }
 
-func (w *ipWriter) indexPods(dk dirtyKey, n *NamespaceView) {
-	for a, notHost := range n.Pods {
-		m := w.srcShard(shardOf(a))
-		old := m[a]
-		c := make([]srcOwner, len(old), len(old)+1)
-		copy(c, old)
-		m[a] = append(c, srcOwner{tp: dk.tp, tenant: dk.tenant, ns: dk.ns, notHostNetwrk: notHost})
+// setPodAddrs brings the source map's entries of namespace dk for the
+// changed addresses in line with the namespace's pod counts.
+func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, changed map[netip.Addr]struct{}) {
+	id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
+	if rec != nil {
+		id = rec.id
 	}
-}
-
-func (w *ipWriter) unindexPods(dk dirtyKey, n *NamespaceView) {
-	for a := range n.Pods {
+	for a := range changed {
+		var c podCount
+		if rec != nil {
+			c = rec.addrs[a]
+		}
 		m := w.srcShard(shardOf(a))
 		old := m[a]
-		c := make([]srcOwner, 0, len(old))
+		n := make([]srcOwner, 0, len(old)+1)
 		for _, o := range old {
-			if o.tp == dk.tp && o.tenant == dk.tenant && o.ns == dk.ns {
-				continue
+			if !o.is(id) {
+				n = append(n, o)
 			}
-			c = append(c, o)
 		}
-		if len(c) == 0 {
+		if c.pods > 0 {
+			n = append(n, srcOwner{NamespaceID: id, notHostNetwork: c.notHostNetwork > 0})
+		}
+		if len(n) == 0 {
 			delete(m, a)
 			continue
 		}
-		m[a] = c
+		m[a] = n
 	}
 }
 

@@ -235,3 +235,59 @@ func TestReplaceDeletesWhatTheListLacks(t *testing.T) {
 		t.Fatal("a replace in tp1 touched tp2")
 	}
 }
+
+// TestPodAddressesFollowPods: a namespace keeps an address while any of its
+// pods has it, an update moves it, and HasPod (verified pod records) and
+// Source see the same.
+func TestPodAddressesFollowPods(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p1", IPs: []netip.Addr{a("10.0.0.1")}})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p2", IPs: []netip.Addr{a("10.0.0.1")}, HostNetwork: true})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p3", IPs: []netip.Addr{a("10.0.0.3"), a("fd00::3")}})
+	b.SetPod(1, &Pod{Tenant: "system", Namespace: "kube-system", Name: "p1", IPs: []netip.Addr{a("10.0.0.1")}})
+	b.Publish()
+	s := b.Current()
+	has := func(s *Snapshot, ip string, tp int, tenant, ns string) bool {
+		return s.HasPod(a(ip), tp, []byte(tenant), []byte(ns))
+	}
+	for _, c := range []struct {
+		ip, tenant, ns string
+		tp             int
+		want           bool
+	}{
+		{"10.0.0.1", "acme", "web", 0, true},
+		{"10.0.0.1", "system", "kube-system", 1, true},
+		{"10.0.0.1", "acme", "web", 1, false},
+		{"10.0.0.1", "acme", "other", 0, false},
+		{"fd00::3", "acme", "web", 0, true},
+		{"10.0.0.9", "acme", "web", 0, false},
+	} {
+		if got := has(s, c.ip, c.tp, c.tenant, c.ns); got != c.want {
+			t.Errorf("HasPod(%s, tp%d, %s/%s) = %v", c.ip, c.tp+1, c.tenant, c.ns, got)
+		}
+	}
+	if n := s.Namespace(0, []byte("acme"), []byte("web")); n == nil || n.PodAddrs != 3 {
+		t.Fatalf("acme/web pod addresses: %+v", n)
+	}
+	// p1 leaves 10.0.0.1 to the host-network p2: still a pod address, no
+	// longer a source of acme; tp2's pod now is.
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p1", IPs: []netip.Addr{a("10.0.0.2")}})
+	b.DeletePod(0, "acme", "web", "p3")
+	b.Publish()
+	s2 := b.Current()
+	if !has(s2, "10.0.0.1", 0, "acme", "web") || !has(s2, "10.0.0.2", 0, "acme", "web") || has(s2, "10.0.0.3", 0, "acme", "web") || has(s2, "fd00::3", 0, "acme", "web") {
+		t.Fatal("pod addresses did not follow the update and the delete")
+	}
+	if src, ok := s2.Source(a("10.0.0.1")); !ok || src.TP != 1 || src.Tenant != "system" {
+		t.Fatalf("source of 10.0.0.1: %v %v (want tp2's system pod)", src, ok)
+	}
+	if !has(s, "10.0.0.3", 0, "acme", "web") {
+		t.Fatal("the old snapshot changed")
+	}
+	b.DeletePod(0, "acme", "web", "p2")
+	b.DeletePod(0, "acme", "web", "p1")
+	b.Publish()
+	if s3 := b.Current(); has(s3, "10.0.0.1", 0, "acme", "web") || s3.Namespace(0, []byte("acme"), []byte("web")) != nil {
+		t.Fatal("a namespace without pods keeps addresses")
+	}
+}

@@ -32,27 +32,26 @@ type TenantView struct {
 	Namespaces map[string]*NamespaceView
 }
 
-// NamespaceView is one namespace's services and pod addresses.
+// NamespaceView is one namespace's services. Its pod addresses are in the
+// snapshot's address map (Snapshot.HasPod), not here: one map for all pods
+// is smaller than one per namespace, and a pod change edits it in place of
+// rebuilding a whole namespace's.
 type NamespaceView struct {
 	// Object is true when the namespace object itself has been seen.
 	Object   bool
 	Services map[string]*ServiceView
-	// Pods maps each pod address in the namespace to whether some pod with
-	// it is not on the host network.
-	Pods map[netip.Addr]bool
+	// PodAddrs is the number of distinct pod addresses in the namespace.
+	PodAddrs int
 }
 
 // Exists reports whether the namespace exists for DNS: its object has been
 // seen, or it holds services.
 func (n *NamespaceView) Exists() bool { return n != nil && (n.Object || len(n.Services) > 0) }
 
-// ServiceView is one service with its ready endpoints.
+// ServiceView is one service with its ready endpoints. The Service record
+// is shared with the Builder, which never changes a record once it is set.
 type ServiceView struct {
-	Name         string
-	Type         ServiceType
-	ClusterIPs   []netip.Addr
-	Ports        []Port
-	ExternalName string
+	*Service
 	// Endpoints lists every ready endpoint address of every slice.
 	Endpoints []EndpointView
 	// Addrs lists the distinct endpoint addresses, in endpoint order.
@@ -89,12 +88,24 @@ func (s *ServiceView) EndpointsByHost(host []byte, fn func(*EndpointView) bool) 
 	}
 }
 
-// PTR is an owner of an address: a service's cluster IP, or an endpoint.
-type PTR struct {
+// NamespaceID names a namespace of a partition. The Builder makes one per
+// namespace, and every entry of the address maps that the namespace owns
+// points to it.
+type NamespaceID struct {
 	TP        int
 	Tenant    string
 	Namespace string
-	Service   string
+}
+
+// is reports whether id names the same namespace as o.
+func (id *NamespaceID) is(o *NamespaceID) bool {
+	return id == o || (id.TP == o.TP && id.Tenant == o.Tenant && id.Namespace == o.Namespace)
+}
+
+// PTR is an owner of an address: a service's cluster IP, or an endpoint.
+type PTR struct {
+	*NamespaceID
+	Service string
 	// Host is the endpoint's hostname; empty for a cluster IP.
 	Host string
 }
@@ -157,17 +168,32 @@ func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
 	owners := m[a]
 	for j := range owners {
 		o := &owners[j]
-		if !o.notHostNetwrk {
+		if !o.notHostNetwork {
 			continue
 		}
-		if best < 0 || o.tp < owners[best].tp {
+		if best < 0 || o.TP < owners[best].TP {
 			best = j
 		}
 	}
 	if best < 0 {
 		return Source{}, false
 	}
-	return Source{TP: owners[best].tp, Tenant: owners[best].tenant}, true
+	return Source{TP: owners[best].TP, Tenant: owners[best].Tenant}, true
+}
+
+// HasPod reports whether some pod of namespace ns of tenant in partition tp
+// has address a.
+func (s *Snapshot) HasPod(a netip.Addr, tp int, tenant, ns []byte) bool {
+	m := s.src[shardOf(a)]
+	if m == nil {
+		return false
+	}
+	for _, o := range m[a] {
+		if o.TP == tp && o.Tenant == string(tenant) && o.Namespace == string(ns) {
+			return true
+		}
+	}
+	return false
 }
 
 // Counts returns the number of services and pod addresses in partition tp.
@@ -178,7 +204,7 @@ func (s *Snapshot) Counts(tp int) (services, pods int) {
 	for _, t := range s.TPs[tp].Tenants {
 		for _, n := range t.Namespaces {
 			services += len(n.Services)
-			pods += len(n.Pods)
+			pods += n.PodAddrs
 		}
 	}
 	return services, pods

@@ -577,7 +577,7 @@ func (h *Handler) find(snap *index.Snapshot, rd *names.Reading, src index.Source
 				return found{}, false
 			}
 			if h.opts.Pods == PodsVerified {
-				if _, ok := ns.Pods[a]; !ok {
+				if !snap.HasPod(a, tp, tenant, rd.Namespace) {
 					continue
 				}
 			}
