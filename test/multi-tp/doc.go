@@ -28,10 +28,12 @@
 //  5. the admission webhook program gives the same decision as fake-tp;
 //  6. a TP outage: tp3's process is killed, partition-dns keeps answering
 //     zeta's name (never NXDOMAIN) and reports tp3 as stale;
-//  7. tp3 comes back on the same port and data (--data-dir): partition-dns
-//     reports it ok again and a change made in it (through client-go, so
-//     this runs without kubectl) reaches the answers;
-//  8. SIGTERM stops partition-dns and fake-tp with exit status 0.
+//  7. a second partition-dns started during the outage is ready after
+//     --partition-sync-timeout and answers from tp1 and tp2;
+//  8. tp3 comes back on the same port and data (--data-dir): both
+//     partition-dns servers report it ok, and a change made in it (through
+//     client-go, so this runs without kubectl) reaches their answers;
+//  9. SIGTERM stops partition-dns and fake-tp with exit status 0.
 //
 // Every child is killed in a test cleanup (and by the kernel if the test
 // binary dies), and the output of every child is printed when a test fails.

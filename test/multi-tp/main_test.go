@@ -97,10 +97,17 @@ type proc struct {
 	err   error // Wait's result, set before done closes
 }
 
-// start runs one of the built programs. The cleanup kills it if it still
-// runs and prints its output if the test failed; Pdeathsig kills it if the
-// test binary dies without cleaning up (a panic, a -timeout).
+// start runs one of the built programs for the test t. The cleanup kills it
+// if it still runs and prints its output if the test failed; Pdeathsig kills
+// it if the test binary dies without cleaning up (a panic, a -timeout).
 func start(t *testing.T, label, program string, args ...string) *proc {
+	t.Helper()
+	return startOwned(t, t, label, program, args...)
+}
+
+// startOwned is start for a program that outlives the subtest t starting
+// it: owner, an enclosing test, stops it.
+func startOwned(t, owner *testing.T, label, program string, args ...string) *proc {
 	t.Helper()
 	p := &proc{label: label, cmd: exec.Command(filepath.Join(binDir, program), args...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
@@ -112,13 +119,13 @@ func start(t *testing.T, label, program string, args ...string) *proc {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		if !p.exited() {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
-		if t.Failed() {
-			t.Logf("---- %s (%s %s) output:\n%s", label, program, strings.Join(args, " "), p.out.String())
+		if owner.Failed() {
+			owner.Logf("---- %s (%s %s) output:\n%s", label, program, strings.Join(args, " "), p.out.String())
 		}
 	})
 	return p

@@ -44,13 +44,20 @@ const (
 
 // mission is the running programs of TestMission.
 type mission struct {
+	t           *testing.T        // TestMission: it owns the programs
 	kubeconfigs map[string]string // TP name → kubeconfig file
 	tp12, tp3   *proc             // fake-tp serving tp1 and tp2; fake-tp serving tp3
 	tp3Args     []string          // tp3's command line without --seed, for its restart
-	dns         *proc             // partition-dns
-	dnsAddr     string            // DNS over UDP and TCP
-	health      string            // http://…: /healthz, /readyz, /readyz/partitions
-	metrics     string            // http://…/metrics
+	dns         *dnsServer        // partition-dns, started with the TPs
+	late        *dnsServer        // partition-dns started while tp3 was down
+}
+
+// dnsServer is a running partition-dns.
+type dnsServer struct {
+	*proc
+	addr    string // DNS over UDP and TCP
+	health  string // http://…: /healthz, /readyz, /readyz/partitions
+	metrics string // http://…/metrics
 }
 
 func (m *mission) kubeconfigFlag() string {
@@ -67,7 +74,7 @@ func startMission(t *testing.T) *mission {
 		t.Fatal(err)
 	}
 	kc := t.TempDir()
-	m := &mission{kubeconfigs: map[string]string{}}
+	m := &mission{t: t, kubeconfigs: map[string]string{}}
 	for _, name := range []string{"tp1", "tp2", "tp3"} {
 		m.kubeconfigs[name] = filepath.Join(kc, name+".kubeconfig")
 	}
@@ -83,28 +90,35 @@ func startMission(t *testing.T) *mission {
 	m.tp12.waitOutput(t, `"Serving tenant partition"`, 2)
 	m.tp3.waitOutput(t, `"Serving tenant partition"`, 1)
 
-	// partition-dns needs fixed ports; one taken meanwhile by another
-	// process is retried with new ones.
+	m.dns = m.startDNS(t, "partition-dns")
+	return m
+}
+
+// startDNS starts partition-dns on the three kubeconfigs and waits until
+// it is ready. It needs fixed ports; one taken meanwhile by another process
+// is retried with new ones.
+func (m *mission) startDNS(t *testing.T, label string, extra ...string) *dnsServer {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		m.dnsAddr = freePort(t)
+		d := &dnsServer{addr: freePort(t)}
 		health, metrics := freePort(t), freePort(t)
-		m.health, m.metrics = "http://"+health, "http://"+metrics
-		m.dns = start(t, "partition-dns", "partition-dns",
+		d.health, d.metrics = "http://"+health, "http://"+metrics
+		d.proc = startOwned(t, m.t, label, "partition-dns", append([]string{
 			"--tenant-server-kubeconfig", m.kubeconfigFlag(),
-			"--listen", m.dnsAddr, "--health-listen", health, "--metrics-listen", metrics,
-			"--upstream", "none", "--ttl", "5")
+			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics,
+			"--upstream", "none", "--ttl", "5"}, extra...)...)
 		end := time.Now().Add(deadline)
-		for !m.dns.exited() && time.Now().Before(end) {
-			if code, _ := httpGet(m.health + "/readyz"); code == http.StatusOK {
-				return m
+		for !d.exited() && time.Now().Before(end) {
+			if code, _ := httpGet(d.health + "/readyz"); code == http.StatusOK {
+				return d
 			}
 			time.Sleep(25 * time.Millisecond)
 		}
-		if m.dns.exited() && attempt < 3 && strings.Contains(m.dns.out.String(), "address already in use") {
+		if d.exited() && attempt < 3 && strings.Contains(d.out.String(), "address already in use") {
 			continue
 		}
-		code, body := httpGet(m.health + "/readyz")
-		t.Fatalf("partition-dns not ready (exited: %v, %v): /readyz %d %s", m.dns.exited(), m.dns.err, code, body)
+		code, body := httpGet(d.health + "/readyz")
+		t.Fatalf("%s not ready (exited: %v, %v): /readyz %d %s", label, d.exited(), d.err, code, body)
 	}
 }
 
@@ -118,8 +132,9 @@ func TestMission(t *testing.T) {
 	t.Run("4-library-parts-in-process", func(t *testing.T) { testLibraries(t, m) })
 	t.Run("5-admission-webhook-program", func(t *testing.T) { testWebhook(t, m) })
 	t.Run("6-tp-outage-serves-stale", func(t *testing.T) { testOutage(t, m) })
-	t.Run("7-tp-returns", func(t *testing.T) { testReturn(t, m) })
-	t.Run("8-sigterm-stops-cleanly", func(t *testing.T) { testStop(t, m) })
+	t.Run("7-dns-starts-during-outage", func(t *testing.T) { testStartDuringOutage(t, m) })
+	t.Run("8-tp-returns", func(t *testing.T) { testReturn(t, m) })
+	t.Run("9-sigterm-stops-cleanly", func(t *testing.T) { testStop(t, m) })
 }
 
 // dsJSON is a DaemonSet manifest; tenant "" leaves metadata.tenant out.
@@ -223,7 +238,7 @@ func testDNS(t *testing.T, m *mission) {
 				{"missing.default.acme.svc.cluster.local", "", "NXDOMAIN"},
 				{"web.default.nobody.svc.cluster.local", "", "NXDOMAIN"},
 			} {
-				r := query(t, m.dnsAddr, network, c.from, c.name, dns.TypeA)
+				r := query(t, m.dns.addr, network, c.from, c.name, dns.TypeA)
 				if got := answer(r); got != c.want {
 					t.Errorf("%s from %q: %q, want %q", c.name, c.from, got, c.want)
 				}
@@ -245,27 +260,27 @@ func testDNS(t *testing.T, m *mission) {
 func testChange(t *testing.T, m *mission) {
 	k := newKubectl(t, m.kubeconfigs["tp2"])
 	const name, ip = "api.default.acme.svc.cluster.local", "10.96.20.2"
-	if got := answer(query(t, m.dnsAddr, "udp", "", name, dns.TypeA)); got != "NXDOMAIN" {
+	if got := answer(query(t, m.dns.addr, "udp", "", name, dns.TypeA)); got != "NXDOMAIN" {
 		t.Fatalf("%s before its creation: %q", name, got)
 	}
 	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"default"},` +
 		`"spec":{"clusterIP":"` + ip + `","clusterIPs":["` + ip + `"],"ports":[{"name":"http","port":8080,"protocol":"TCP"}]}}`
 	k.must("create", "--raw", "/api/v1/tenants/acme/namespaces/default/services", "-f", writeFile(t, "svc.json", svc))
 	eventually(t, name+" to answer "+ip, func() bool {
-		return answer(query(t, m.dnsAddr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
+		return answer(query(t, m.dns.addr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
 	})
-	if got := answer(query(t, m.dnsAddr, "tcp", "", name, dns.TypeA)); got != "NOERROR "+ip {
+	if got := answer(query(t, m.dns.addr, "tcp", "", name, dns.TypeA)); got != "NOERROR "+ip {
 		t.Fatalf("%s over TCP after UDP answered: %q", name, got)
 	}
 	// The new service is acme's only: zeta's same name stays unknown.
-	if got := answer(query(t, m.dnsAddr, "udp", "", "api.default.zeta.svc.cluster.local", dns.TypeA)); got != "NXDOMAIN" {
+	if got := answer(query(t, m.dns.addr, "udp", "", "api.default.zeta.svc.cluster.local", dns.TypeA)); got != "NXDOMAIN" {
 		t.Fatalf("zeta's api: %q", got)
 	}
 	k.must("delete", "--raw", "/api/v1/tenants/acme/namespaces/default/services/api")
 	eventually(t, name+" to become NXDOMAIN after its deletion", func() bool {
-		return answer(query(t, m.dnsAddr, "udp", "", name, dns.TypeA)) == "NXDOMAIN"
+		return answer(query(t, m.dns.addr, "udp", "", name, dns.TypeA)) == "NXDOMAIN"
 	})
-	if got := answer(query(t, m.dnsAddr, "udp", "", "web.default.acme.svc.cluster.local", dns.TypeA)); got != "NOERROR "+acmeWeb {
+	if got := answer(query(t, m.dns.addr, "udp", "", "web.default.acme.svc.cluster.local", dns.TypeA)); got != "NOERROR "+acmeWeb {
 		t.Fatalf("acme's web after deleting its api: %q", got)
 	}
 }
@@ -481,29 +496,29 @@ func testOutage(t *testing.T, m *mission) {
 	eventually(t, "/readyz/partitions to report tp3 stale", func() bool {
 		// Every answer while partition-dns notices the outage is the
 		// last known one.
-		if got := answer(query(t, m.dnsAddr, "udp", "", zeta, dns.TypeA)); got != "NOERROR "+zetaWeb {
+		if got := answer(query(t, m.dns.addr, "udp", "", zeta, dns.TypeA)); got != "NOERROR "+zetaWeb {
 			t.Fatalf("%s during tp3's outage: %q, want %q", zeta, got, "NOERROR "+zetaWeb)
 		}
-		_, body := httpGet(m.health + "/readyz/partitions")
+		_, body := httpGet(m.dns.health + "/readyz/partitions")
 		return strings.Contains(body, "tp3: stale")
 	})
-	_, body := httpGet(m.health + "/readyz/partitions")
+	_, body := httpGet(m.dns.health + "/readyz/partitions")
 	for _, want := range []string{"tp1: ok", "tp2: ok", "tp3: stale (unreachable; serving its last known records)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/readyz/partitions lacks %q:\n%s", want, body)
 		}
 	}
-	if code, body := httpGet(m.health + "/readyz"); code != http.StatusOK {
+	if code, body := httpGet(m.dns.health + "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz during a TP outage: %d %s; a stale TP must not make the server unready", code, body)
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		for name, want := range map[string]string{zeta: zetaWeb, "web.default.acme.svc.cluster.local": acmeWeb} {
-			if got := answer(query(t, m.dnsAddr, network, "", name, dns.TypeA)); got != "NOERROR "+want {
+			if got := answer(query(t, m.dns.addr, network, "", name, dns.TypeA)); got != "NOERROR "+want {
 				t.Errorf("%s over %s with tp3 down: %q, want %q", name, network, got, "NOERROR "+want)
 			}
 		}
 	}
-	_, metrics := httpGet(m.metrics + "/metrics")
+	_, metrics := httpGet(m.dns.metrics + "/metrics")
 	for _, want := range []string{
 		`tpkit_dns_partition_stale{partition="tp3"} 1`,
 		`tpkit_dns_partition_stale{partition="tp1"} 0`,
@@ -516,19 +531,53 @@ func testOutage(t *testing.T, m *mission) {
 	}
 }
 
-// testReturn restarts tp3's fake-tp on the same port and data: partition-dns
-// reports tp3 ok again, and a change made in tp3 after its return reaches
-// the answers. Leaves tp3 running with zeta's service api.
+// testStartDuringOutage starts a second partition-dns while tp3 is down, as
+// on a node that boots during an outage: after --partition-sync-timeout it
+// is ready and answers from the TPs it reached, and says tp3 has not synced.
+// Leaves it running (m.late) for testReturn.
+func testStartDuringOutage(t *testing.T, m *mission) {
+	if !m.tp3.exited() {
+		t.Skip("tp3 was not stopped by the outage subtest")
+	}
+	m.late = m.startDNS(t, "partition-dns (started during the outage)", "--partition-sync-timeout", "1s")
+	for _, network := range []string{"udp", "tcp"} {
+		for _, c := range []struct{ name, from, want string }{
+			{"web.default.acme.svc.cluster.local", "", "NOERROR " + acmeWeb},
+			{"kube-dns.kube-system.svc.cluster.local", podTP2, "NOERROR " + kubeDNSTP2},
+		} {
+			if got := answer(query(t, m.late.addr, network, c.from, c.name, dns.TypeA)); got != c.want {
+				t.Errorf("%s over %s: %q, want %q", c.name, network, got, c.want)
+			}
+		}
+	}
+	_, body := httpGet(m.late.health + "/readyz/partitions")
+	for _, want := range []string{"tp1: ok", "tp2: ok", "tp3: not synced"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/readyz/partitions lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// testReturn restarts tp3's fake-tp on the same port and data: both
+// partition-dns servers report tp3 ok, the one started during the outage
+// learns tp3's records, and a change made in tp3 after its return reaches
+// both. Leaves tp3 running with zeta's service api.
 func testReturn(t *testing.T, m *mission) {
 	if !m.tp3.exited() {
 		t.Skip("tp3 was not stopped by the outage subtest")
 	}
-	m.tp3 = start(t, "fake-tp tp3 (restarted)", "fake-tp", m.tp3Args...)
+	m.tp3 = startOwned(t, m.t, "fake-tp tp3 (restarted)", "fake-tp", m.tp3Args...)
 	m.tp3.waitOutput(t, `"Serving tenant partition"`, 1)
-	eventually(t, "/readyz/partitions to report tp3 ok", func() bool {
-		_, body := httpGet(m.health + "/readyz/partitions")
-		return strings.Contains(body, "tp3: ok")
-	})
+	servers := []*dnsServer{m.dns}
+	if m.late != nil {
+		servers = append(servers, m.late)
+	}
+	for _, d := range servers {
+		eventually(t, d.label+" to report tp3 ok", func() bool {
+			_, body := httpGet(d.health + "/readyz/partitions")
+			return strings.Contains(body, "tp3: ok")
+		})
+	}
 	// The change goes through client-go (tenancy's transport), so this
 	// subtest runs where kubectl is not installed.
 	cfg, err := clientcmd.BuildConfigFromFlags("", m.kubeconfigs["tp3"])
@@ -552,16 +601,18 @@ func testReturn(t *testing.T, m *mission) {
 	if tenancy.TenantOf(created) != "zeta" {
 		t.Fatalf("created service: tenant %q", tenancy.TenantOf(created))
 	}
-	eventually(t, name+" to answer "+ip, func() bool {
-		return answer(query(t, m.dnsAddr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
-	})
-	if got := answer(query(t, m.dnsAddr, "tcp", "", "web.default.zeta.svc.cluster.local", dns.TypeA)); got != "NOERROR "+zetaWeb {
-		t.Errorf("zeta's web after tp3's return: %q", got)
-	}
-	_, metrics := httpGet(m.metrics + "/metrics")
-	for _, want := range []string{`tpkit_dns_partition_stale{partition="tp3"} 0`, `tpkit_partition_reachable{partition="tp3"} 1`} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %q", want)
+	for _, d := range servers {
+		eventually(t, d.label+": "+name+" to answer "+ip, func() bool {
+			return answer(query(t, d.addr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
+		})
+		if got := answer(query(t, d.addr, "tcp", "", "web.default.zeta.svc.cluster.local", dns.TypeA)); got != "NOERROR "+zetaWeb {
+			t.Errorf("%s: zeta's web after tp3's return: %q", d.label, got)
+		}
+		_, metrics := httpGet(d.metrics + "/metrics")
+		for _, want := range []string{`tpkit_dns_partition_stale{partition="tp3"} 0`, `tpkit_partition_reachable{partition="tp3"} 1`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("%s: /metrics lacks %q", d.label, want)
+			}
 		}
 	}
 }
@@ -569,8 +620,14 @@ func testReturn(t *testing.T, m *mission) {
 // testStop: SIGTERM stops partition-dns and every fake-tp still running
 // with exit status 0.
 func testStop(t *testing.T, m *mission) {
-	if err := m.dns.signal(t, syscall.SIGTERM); err != nil {
-		t.Errorf("partition-dns after SIGTERM: %v", err)
+	procs := []*proc{m.dns.proc}
+	if m.late != nil {
+		procs = append(procs, m.late.proc)
+	}
+	for _, p := range procs {
+		if err := p.signal(t, syscall.SIGTERM); err != nil {
+			t.Errorf("%s after SIGTERM: %v", p.label, err)
+		}
 	}
 	for _, p := range []*proc{m.tp12, m.tp3} {
 		if p.exited() {
