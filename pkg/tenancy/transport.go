@@ -233,7 +233,7 @@ func liftSlow(raw []byte) ([]byte, error) {
 }
 
 func liftObject(raw json.RawMessage) (json.RawMessage, bool, error) {
-	if !bytes.Contains(raw, []byte(`"tenant"`)) {
+	if !isObject(raw) || !bytes.Contains(raw, []byte(`"tenant"`)) {
 		return raw, false, nil
 	}
 	var obj map[string]json.RawMessage
@@ -248,8 +248,16 @@ func liftObject(raw json.RawMessage) (json.RawMessage, bool, error) {
 	return mustMarshal(obj), true, nil
 }
 
+// isObject reports whether raw is a JSON object. Anything else (a list item
+// that is a number, metadata that is an array) is left as it is, for the
+// decoder to judge: it is not an object with a tenant.
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
 func liftMetadata(raw json.RawMessage) (json.RawMessage, bool, error) {
-	if len(raw) == 0 || !bytes.Contains(raw, []byte(`"tenant"`)) {
+	if !isObject(raw) || !bytes.Contains(raw, []byte(`"tenant"`)) {
 		return raw, false, nil
 	}
 	var md map[string]json.RawMessage
