@@ -470,14 +470,14 @@ func (b *Builder) Publish() bool {
 		return false
 	}
 	old := b.cur.Load()
-	s := &Snapshot{TPs: slices.Clone(old.TPs), rev: old.rev, src: old.src}
+	s := &Snapshot{TPs: slices.Clone(old.TPs)}
 	clonedTP := map[int]bool{}
 	type tpTenant struct {
 		tp     int
 		tenant string
 	}
 	clonedTenant := map[tpTenant]bool{}
-	w := &ipWriter{rev: &s.rev, src: &s.src}
+	w := &ipWriter{rev: addrEdits[PTR]{old: &old.rev}, src: addrEdits[srcOwner]{old: &old.src}}
 	tenantsChanged := false
 
 	for dk, p := range b.dirty {
@@ -527,6 +527,7 @@ func (b *Builder) Publish() bool {
 			tv.Namespaces[dk.ns] = newNS
 		}
 	}
+	s.rev, s.src = w.rev.apply(), w.src.apply()
 	if tenantsChanged || old.home == nil {
 		s.home, s.Conflicts = homes(s.TPs)
 	} else {
@@ -651,44 +652,20 @@ func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
 	return sv
 }
 
-// ipWriter edits the IP maps of the snapshot being built, cloning each
-// shard the first time it changes, so published shards are never touched and
-// unchanged shards are shared with the previous snapshot.
+// ipWriter edits the address maps of the snapshot being built; the
+// published maps are never touched, and unchanged shards are shared with
+// the previous snapshot.
 type ipWriter struct {
-	rev                  *[shards]map[netip.Addr][]PTR
-	src                  *[shards]map[netip.Addr][]srcOwner
-	revCloned, srcCloned [shards]bool
-}
-
-func (w *ipWriter) revShard(i int) map[netip.Addr][]PTR {
-	if !w.revCloned[i] {
-		w.rev[i] = maps.Clone(w.rev[i])
-		if w.rev[i] == nil {
-			w.rev[i] = map[netip.Addr][]PTR{}
-		}
-		w.revCloned[i] = true
-	}
-	return w.rev[i]
-}
-
-func (w *ipWriter) srcShard(i int) map[netip.Addr][]srcOwner {
-	if !w.srcCloned[i] {
-		w.src[i] = maps.Clone(w.src[i])
-		if w.src[i] == nil {
-			w.src[i] = map[netip.Addr][]srcOwner{}
-		}
-		w.srcCloned[i] = true
-	}
-	return w.src[i]
+	rev addrEdits[PTR]
+	src addrEdits[srcOwner]
 }
 
 func (w *ipWriter) indexService(id *NamespaceID, name string, sv *ServiceView) {
 	add := func(a netip.Addr, host string) {
-		m := w.revShard(shardOf(a))
-		old := m[a]
+		old := w.rev.get(a)
 		n := make([]PTR, len(old), len(old)+1)
 		copy(n, old)
-		m[a] = append(n, PTR{NamespaceID: id, Service: name, Host: host})
+		w.rev.set(a, append(n, PTR{NamespaceID: id, Service: name, Host: host}))
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs {
@@ -702,12 +679,10 @@ func (w *ipWriter) indexService(id *NamespaceID, name string, sv *ServiceView) {
 
 func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView) {
 	del := func(a netip.Addr) {
-		i := shardOf(a)
-		if len(w.rev[i][a]) == 0 {
+		old := w.rev.get(a)
+		if len(old) == 0 {
 			return
 		}
-		m := w.revShard(i)
-		old := m[a]
 		n := make([]PTR, 0, len(old))
 		for _, p := range old {
 			if p.is(id) && p.Service == name {
@@ -715,11 +690,7 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 			}
 			n = append(n, p)
 		}
-		if len(n) == 0 {
-			delete(m, a)
-			return
-		}
-		m[a] = n
+		w.rev.set(a, n)
 	}
 	for _, a := range sv.ClusterIPs {
 		del(a)
@@ -741,8 +712,7 @@ func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, changed map[netip.Addr]s
 		if rec != nil {
 			c = rec.addrs[a]
 		}
-		m := w.srcShard(shardOf(a))
-		old := m[a]
+		old := w.src.get(a)
 		n := make([]srcOwner, 0, len(old)+1)
 		for _, o := range old {
 			if !o.is(id) {
@@ -752,11 +722,7 @@ func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, changed map[netip.Addr]s
 		if c.pods > 0 {
 			n = append(n, srcOwner{NamespaceID: id, notHostNetwork: c.notHostNetwork > 0})
 		}
-		if len(n) == 0 {
-			delete(m, a)
-			continue
-		}
-		m[a] = n
+		w.src.set(a, n)
 	}
 }
 

@@ -16,8 +16,8 @@ type Snapshot struct {
 	// the SOA serial.
 	Serial uint32
 
-	rev [shards]map[netip.Addr][]PTR
-	src [shards]map[netip.Addr][]srcOwner
+	rev addrMap[PTR]
+	src addrMap[srcOwner]
 }
 
 // TPView is one partition's records by tenant.
@@ -117,13 +117,6 @@ type Source struct {
 	Tenant string
 }
 
-const shards = 64
-
-func shardOf(a netip.Addr) int {
-	b := a.As16()
-	return int(b[15]^b[14]^b[11]) & (shards - 1)
-}
-
 // Tenant returns tenant's view in partition tp, or nil.
 func (s *Snapshot) Tenant(tp int, tenant []byte) *TenantView {
 	if tp < 0 || tp >= len(s.TPs) {
@@ -149,23 +142,15 @@ func (s *Snapshot) Home(tenant []byte) (int, bool) {
 
 // PTRs returns the owners of address a.
 func (s *Snapshot) PTRs(a netip.Addr) []PTR {
-	m := s.rev[shardOf(a)]
-	if m == nil {
-		return nil
-	}
-	return m[a]
+	return s.rev.get(a)
 }
 
 // Source returns the partition and tenant of the pod with address a. When
 // several pods have it, a pod off the host network wins, then the lowest
 // partition; host-network pods alone say nothing (the address is a node's).
 func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
-	m := s.src[shardOf(a)]
-	if m == nil {
-		return Source{}, false
-	}
 	best := -1
-	owners := m[a]
+	owners := s.src.get(a)
 	for j := range owners {
 		o := &owners[j]
 		if !o.notHostNetwork {
@@ -184,11 +169,7 @@ func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
 // HasPod reports whether some pod of namespace ns of tenant in partition tp
 // has address a.
 func (s *Snapshot) HasPod(a netip.Addr, tp int, tenant, ns []byte) bool {
-	m := s.src[shardOf(a)]
-	if m == nil {
-		return false
-	}
-	for _, o := range m[a] {
+	for _, o := range s.src.get(a) {
 		if o.TP == tp && o.Tenant == string(tenant) && o.Namespace == string(ns) {
 			return true
 		}

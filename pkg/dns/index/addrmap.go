@@ -1,0 +1,127 @@
+package index
+
+import (
+	"net/netip"
+	"slices"
+)
+
+const shards = 64
+
+func shardOf(a netip.Addr) int {
+	b := a.As16()
+	return int(b[15]^b[14]^b[11]) & (shards - 1)
+}
+
+// addrMap maps addresses to owners (PTR or srcOwner). It is split in shards
+// so that a publish copies only the shards it changes.
+type addrMap[V any] [shards]addrShard[V]
+
+// addrShard is an immutable sorted table: addrs[i]'s values are
+// vals[offs[i]:offs[i+1]]. Three flat arrays instead of a Go map save its
+// slot, load-factor and per-value overhead: for 75k addresses, about 4 MB
+// instead of 13 MB.
+type addrShard[V any] struct {
+	addrs []netip.Addr
+	offs  []uint32 // len(addrs)+1 once non-empty
+	vals  []V
+}
+
+func (s *addrShard[V]) get(a netip.Addr) []V {
+	i, ok := slices.BinarySearchFunc(s.addrs, a, netip.Addr.Compare)
+	if !ok {
+		return nil
+	}
+	lo, hi := s.offs[i], s.offs[i+1]
+	return s.vals[lo:hi:hi]
+}
+
+// get returns a's values; the caller must not change them.
+func (m *addrMap[V]) get(a netip.Addr) []V { return m[shardOf(a)].get(a) }
+
+// len is the number of addresses.
+func (m *addrMap[V]) len() int {
+	n := 0
+	for i := range m {
+		n += len(m[i].addrs)
+	}
+	return n
+}
+
+// addrEdits collects a publish's changes to an addrMap and then writes new
+// shards for those it changed; the old map is never touched.
+type addrEdits[V any] struct {
+	old   *addrMap[V]
+	edits [shards]map[netip.Addr][]V // an empty value deletes the address
+}
+
+func (e *addrEdits[V]) get(a netip.Addr) []V {
+	i := shardOf(a)
+	if v, ok := e.edits[i][a]; ok {
+		return v
+	}
+	return e.old[i].get(a)
+}
+
+// set makes v a's values; v is owned by e from then on.
+func (e *addrEdits[V]) set(a netip.Addr, v []V) {
+	i := shardOf(a)
+	if e.edits[i] == nil {
+		e.edits[i] = map[netip.Addr][]V{}
+	}
+	e.edits[i][a] = v
+}
+
+// apply returns the old map with the edits applied; unchanged shards are
+// shared.
+func (e *addrEdits[V]) apply() addrMap[V] {
+	out := *e.old
+	for i, ed := range e.edits {
+		if len(ed) > 0 {
+			out[i] = merge(&e.old[i], ed)
+		}
+	}
+	return out
+}
+
+// merge writes a new shard: old's entries with ed's replacing, adding or
+// (when empty) deleting theirs.
+func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) addrShard[V] {
+	keys := make([]netip.Addr, 0, len(ed))
+	for a := range ed {
+		keys = append(keys, a)
+	}
+	slices.SortFunc(keys, netip.Addr.Compare)
+	n, nv := len(old.addrs), len(old.vals)
+	for _, a := range keys {
+		nv += len(ed[a])
+		if _, found := slices.BinarySearchFunc(old.addrs, a, netip.Addr.Compare); !found {
+			n++
+		}
+	}
+	out := addrShard[V]{addrs: make([]netip.Addr, 0, n), offs: make([]uint32, 1, n+1), vals: make([]V, 0, nv)}
+	add := func(a netip.Addr, v []V) {
+		if len(v) == 0 {
+			return
+		}
+		out.addrs = append(out.addrs, a)
+		out.vals = append(out.vals, v...)
+		out.offs = append(out.offs, uint32(len(out.vals)))
+	}
+	i := 0
+	for _, a := range keys {
+		for ; i < len(old.addrs) && old.addrs[i].Less(a); i++ {
+			add(old.addrs[i], old.vals[old.offs[i]:old.offs[i+1]])
+		}
+		if i < len(old.addrs) && old.addrs[i] == a {
+			i++ // replaced
+		}
+		add(a, ed[a])
+	}
+	for ; i < len(old.addrs); i++ {
+		add(old.addrs[i], old.vals[old.offs[i]:old.offs[i+1]])
+	}
+	if len(out.addrs) == 0 {
+		return addrShard[V]{}
+	}
+	return out
+}
