@@ -31,8 +31,10 @@ type nsRec struct {
 	slicesBySvc map[string][]*EndpointSlice // few per service: a slice beats a map
 	sliceSvc    map[string]string           // slice name → service name
 	pods        map[string]podRec
-	// addrs counts the namespace's pods by address.
-	addrs map[netip.Addr]podCount
+	// podAddrs is the number of distinct addresses of the namespace's pods
+	// in the current snapshot. The per-address pod counts live in the
+	// snapshot's source map.
+	podAddrs int
 }
 
 // podRec is what a pod's later update or delete needs.
@@ -41,31 +43,23 @@ type podRec struct {
 	hostNetwork bool
 }
 
-// podCount counts the pods with one address, and those of them that are
-// not on the host network.
-type podCount struct{ pods, notHostNetwork uint32 }
+// podDelta is a pending change to the count of a namespace's pods with one
+// address, and of those of them that are not on the host network.
+type podDelta struct{ pods, notHostNetwork int32 }
 
-// countPod adds (d = 1) or removes (d = -1) a pod's addresses in r.addrs,
-// and marks them changed in p.
-func (r *nsRec) countPod(p *pending, pod podRec, d int32) {
-	if r.addrs == nil {
-		r.addrs = map[netip.Addr]podCount{}
+// countPod adds (d = 1) or removes (d = -1) a pod's addresses in p's
+// pending counts.
+func (p *pending) countPod(pod podRec, d int32) {
+	if p.podAddrs == nil {
+		p.podAddrs = map[netip.Addr]podDelta{}
 	}
 	for _, a := range pod.ips {
-		c := r.addrs[a]
-		c.pods += uint32(d)
+		c := p.podAddrs[a]
+		c.pods += d
 		if !pod.hostNetwork {
-			c.notHostNetwork += uint32(d)
+			c.notHostNetwork += d
 		}
-		if c.pods == 0 {
-			delete(r.addrs, a)
-		} else {
-			r.addrs[a] = c
-		}
-		if p.podAddrs == nil {
-			p.podAddrs = map[netip.Addr]struct{}{}
-		}
-		p.podAddrs[a] = struct{}{}
+		p.podAddrs[a] = c
 	}
 }
 
@@ -92,7 +86,7 @@ func (r *nsRec) empty() bool {
 
 type pending struct {
 	services map[string]struct{}
-	podAddrs map[netip.Addr]struct{}
+	podAddrs map[netip.Addr]podDelta
 	object   bool
 }
 
@@ -121,14 +115,17 @@ type Builder struct {
 	oldest time.Time
 	notify chan struct{}
 
+	ports portTable // guarded by mu
+
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
 }
 
-// srcOwner is a namespace with pods that have an address.
+// srcOwner is a namespace with pods that have an address: how many, and
+// how many of them are not on the host network.
 type srcOwner struct {
 	*NamespaceID
-	notHostNetwork bool // some of the pods are not on the host network
+	pods, notHostNetwork uint32
 }
 
 // NewBuilder returns a Builder whose current snapshot is empty.
@@ -218,6 +215,7 @@ func (b *Builder) SetService(tp int, s *Service) {
 func (b *Builder) setService(tp int, s *Service) {
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
 	s.Tenant, s.Namespace = r.key.tenant, r.key.ns
+	s.Ports = b.ports.intern(s.Ports)
 	if r.services == nil {
 		r.services = map[string]*Service{}
 	}
@@ -251,6 +249,7 @@ func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
+	e.Ports = b.ports.intern(e.Ports)
 	if old, ok := r.sliceSvc[e.Name]; ok {
 		r.removeSlice(old, e.Name)
 		if old != e.Service {
@@ -301,14 +300,14 @@ func (b *Builder) SetPod(tp int, pod *Pod) {
 func (b *Builder) setPod(tp int, pod *Pod) {
 	r, p := b.touch(tp, pod.Tenant, pod.Namespace)
 	if old, ok := r.pods[pod.Name]; ok {
-		r.countPod(p, old, -1)
+		p.countPod(old, -1)
 	}
 	if r.pods == nil {
 		r.pods = map[string]podRec{}
 	}
 	rec := podRec{ips: pod.IPs, hostNetwork: pod.HostNetwork}
 	r.pods[pod.Name] = rec
-	r.countPod(p, rec, 1)
+	p.countPod(rec, 1)
 }
 
 // DeletePod removes a pod of partition tp.
@@ -325,7 +324,7 @@ func (b *Builder) deletePod(tp int, tenant, ns, name string) {
 	r, p := b.touch(tp, tenant, ns)
 	if old, ok := r.pods[name]; ok {
 		delete(r.pods, name)
-		r.countPod(p, old, -1)
+		p.countPod(old, -1)
 	}
 }
 
@@ -487,8 +486,8 @@ func (b *Builder) Publish() bool {
 		if tv := tpv.Tenants[dk.tenant]; tv != nil {
 			oldNS = tv.Namespaces[dk.ns]
 		}
-		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
 		w.setPodAddrs(dk, rec, p.podAddrs)
+		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
 		}
@@ -585,7 +584,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		}
 		return nil
 	}
-	n := &NamespaceView{Object: rec.object, PodAddrs: len(rec.addrs)}
+	n := &NamespaceView{Object: rec.object, PodAddrs: rec.podAddrs}
 	if old != nil {
 		n.Services = old.Services
 	}
@@ -700,27 +699,40 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 	}
 }
 
-// setPodAddrs brings the source map's entries of namespace dk for the
-// changed addresses in line with the namespace's pod counts.
-func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, changed map[netip.Addr]struct{}) {
+// setPodAddrs applies namespace dk's pending pod counts to the source map,
+// and keeps rec.podAddrs in line.
+func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, deltas map[netip.Addr]podDelta) {
 	id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
 	if rec != nil {
 		id = rec.id
 	}
-	for a := range changed {
-		var c podCount
-		if rec != nil {
-			c = rec.addrs[a]
+	for a, d := range deltas {
+		if d == (podDelta{}) {
+			continue
 		}
 		old := w.src.get(a)
 		n := make([]srcOwner, 0, len(old)+1)
+		own := srcOwner{NamespaceID: id}
+		had := false
 		for _, o := range old {
-			if !o.is(id) {
-				n = append(n, o)
+			if o.is(id) {
+				own, had = o, true
+				continue
 			}
+			n = append(n, o)
 		}
-		if c.pods > 0 {
-			n = append(n, srcOwner{NamespaceID: id, notHostNetwork: c.notHostNetwork > 0})
+		own.pods = uint32(int64(own.pods) + int64(d.pods))
+		own.notHostNetwork = uint32(int64(own.notHostNetwork) + int64(d.notHostNetwork))
+		has := int32(own.pods) > 0
+		if has {
+			n = append(n, own)
+		}
+		if rec != nil && has != had {
+			if has {
+				rec.podAddrs++
+			} else {
+				rec.podAddrs--
+			}
 		}
 		w.src.set(a, n)
 	}

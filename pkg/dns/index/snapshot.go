@@ -153,7 +153,7 @@ func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
 	owners := s.src.get(a)
 	for j := range owners {
 		o := &owners[j]
-		if !o.notHostNetwork {
+		if o.notHostNetwork == 0 {
 			continue
 		}
 		if best < 0 || o.TP < owners[best].TP {

@@ -1,0 +1,55 @@
+package index
+
+import (
+	"encoding/binary"
+	"unsafe"
+	"weak"
+)
+
+// portTable shares identical port lists between records: the services of a
+// cluster mostly have one of a few lists (one port "http" TCP 80, say), and
+// a list with its strings is ~70 bytes a record. Entries are weak, so a list
+// no record uses any more is collected; dead entries are swept as the table
+// grows. Not safe for concurrent use: the Builder's mutex guards it.
+type portTable struct {
+	m    map[string]weak.Pointer[Port]
+	live int // entries after the last sweep
+	key  []byte
+}
+
+// intern returns a list equal to ps, shared when one is already in use.
+func (t *portTable) intern(ps []Port) []Port {
+	if len(ps) == 0 {
+		return ps
+	}
+	k := t.key[:0]
+	for _, p := range ps { // length-prefixed, so no two lists share a key
+		k = binary.AppendUvarint(k, uint64(len(p.Name)))
+		k = append(k, p.Name...)
+		k = binary.AppendUvarint(k, uint64(len(p.Protocol)))
+		k = append(k, p.Protocol...)
+		k = binary.LittleEndian.AppendUint32(k, uint32(p.Port))
+	}
+	t.key = k
+	if wp, ok := t.m[string(k)]; ok {
+		if first := wp.Value(); first != nil {
+			// first is the first of len(ps) Ports of one allocation.
+			return unsafe.Slice(first, len(ps))
+		}
+	}
+	if t.m == nil {
+		t.m = map[string]weak.Pointer[Port]{}
+	}
+	if len(t.m) >= 2*t.live+64 {
+		for key, wp := range t.m {
+			if wp.Value() == nil {
+				delete(t.m, key)
+			}
+		}
+		t.live = len(t.m)
+	}
+	own := make([]Port, len(ps))
+	copy(own, ps)
+	t.m[string(k)] = weak.Make(&own[0])
+	return own
+}
