@@ -39,5 +39,5 @@
 // a table of atomic words; see uuidTable), Origin and PartitionOfTenant take
 // a read lock; none of them allocates. Mutations are serialised with the delivery of their
 // changes to subscribers, so subscribers see changes in order. Nothing starts
-// a goroutine except Run (group commits) and Wiring.Start (informers).
+// a goroutine except Run (group commits) and Wiring.Start (one reflector per TP and kind).
 package tporigin

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -17,47 +20,35 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// WireOptions say which informers feed the tracker.
+// WireOptions say which objects feed the tracker.
 type WireOptions struct {
 	// NodeName, when set, tracks the pods bound to this node (kubelet use),
-	// through a per-TP informer filtered by spec.nodeName.
+	// listed and watched with the field selector spec.nodeName.
 	NodeName string
 	// Services and EndpointSlices track those kinds (kube-proxy and DNS
-	// use), through each partition's shared informer factory.
+	// use), every tenant's.
 	Services       bool
 	EndpointSlices bool
-	// Resync of the pod informers; zero disables it.
-	Resync time.Duration
 }
 
-// Wiring connects a Tracker to the informers of a partition set.
+// Wiring connects a Tracker to every TP of a partition set.
 type Wiring struct {
-	t       *Tracker
-	set     *partition.Set
-	podFacs map[string]informers.SharedInformerFactory
-	feeds   []*feed
+	t     *Tracker
+	feeds []*feed
 }
 
-// feed is one informer of one TP feeding the tracker.
+// feed is one list/watch of one kind in one TP, and its reflector's store.
+// The store is the tracker itself, keyed by UID: an upstream informer store
+// keys by namespace/name, so two tenants' objects of equal namespace and
+// name would hide each other there, and the hidden one would be pruned.
 type feed struct {
 	tp   string
 	kind Kind
-	inf  cache.SharedIndexInformer
-	reg  cache.ResourceEventHandlerRegistration
-	// pruned is set once the origins missing from the synced informer
-	// are removed.
-	pruned atomic.Bool
-}
-
-// uidIndex finds an informer's object by UID, for pruning.
-const uidIndex = "tporigin-uid"
-
-func uidIndexFunc(obj any) ([]string, error) {
-	m, err := metaOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	return []string{string(m.GetUID())}, nil
+	t    *Tracker
+	r    *cache.Reflector
+	// synced is set once a full list has been applied and the origins it
+	// no longer reports are pruned.
+	synced atomic.Bool
 }
 
 func metaOf(obj any) (metav1.Object, error) {
@@ -66,131 +57,137 @@ func metaOf(obj any) (metav1.Object, error) {
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
-		return nil, fmt.Errorf("tporigin: informer delivered %T, not an API object", obj)
+		return nil, fmt.Errorf("tporigin: list/watch delivered %T, not an API object", obj)
 	}
 	return m, nil
 }
 
-// Wire registers the informers o asks for on every TP of set and feeds
-// them to t: adds and updates are observed, deletes forgotten, and after a
-// TP's informer has synced, the origins it no longer reports are pruned.
-// Call it before set.Start; then call Start. Wire starts nothing.
+// Wire prepares, for every TP of set, the list/watches o asks for, feeding
+// t: objects added or updated are observed, deleted ones forgotten, and
+// after every full list (the first, and each relist after a 410 or a lost
+// connection) the origins the TP no longer reports are pruned. Wire starts
+// nothing; call Start.
 func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 	if !o.Services && !o.EndpointSlices && o.NodeName == "" {
 		return nil, fmt.Errorf("tporigin: nothing to wire: set a node name, services or endpointslices")
 	}
-	w := &Wiring{t: t, set: set, podFacs: map[string]informers.SharedInformerFactory{}}
+	w := &Wiring{t: t}
 	for _, p := range set.Partitions() {
+		c := p.Client
 		if o.NodeName != "" {
 			sel := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-			fac := informers.NewSharedInformerFactoryWithOptions(p.Client, o.Resync,
-				informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = sel }))
-			w.podFacs[p.Name] = fac
-			if err := w.add(p.Name, KindPod, fac.Core().V1().Pods().Informer()); err != nil {
-				return nil, err
-			}
+			w.add(p.Name, KindPod, c, &corev1.Pod{},
+				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+					lo.FieldSelector = sel
+					return c.CoreV1().Pods("").List(ctx, lo)
+				},
+				func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+					lo.FieldSelector = sel
+					return c.CoreV1().Pods("").Watch(ctx, lo)
+				})
 		}
 		if o.Services {
-			if err := w.add(p.Name, KindService, p.Informers.Core().V1().Services().Informer()); err != nil {
-				return nil, err
-			}
+			w.add(p.Name, KindService, c, &corev1.Service{},
+				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+					return c.CoreV1().Services("").List(ctx, lo)
+				},
+				func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+					return c.CoreV1().Services("").Watch(ctx, lo)
+				})
 		}
 		if o.EndpointSlices {
-			if err := w.add(p.Name, KindEndpointSlice, p.Informers.Discovery().V1().EndpointSlices().Informer()); err != nil {
-				return nil, err
-			}
+			w.add(p.Name, KindEndpointSlice, c, &discoveryv1.EndpointSlice{},
+				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+					return c.DiscoveryV1().EndpointSlices("").List(ctx, lo)
+				},
+				func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+					return c.DiscoveryV1().EndpointSlices("").Watch(ctx, lo)
+				})
 		}
 	}
 	return w, nil
 }
 
-func (w *Wiring) add(tp string, kind Kind, inf cache.SharedIndexInformer) error {
-	if _, exists := inf.GetIndexer().GetIndexers()[uidIndex]; !exists {
-		if err := inf.AddIndexers(cache.Indexers{uidIndex: uidIndexFunc}); err != nil {
-			return fmt.Errorf("tporigin: partition %s %s informer: %w", tp, kind, err)
-		}
-	}
-	f := &feed{tp: tp, kind: kind, inf: inf}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { f.observe(w.t, obj) },
-		UpdateFunc: func(_, obj any) { f.observe(w.t, obj) },
-		DeleteFunc: func(obj any) { f.forget(w.t, obj) },
+func (w *Wiring) add(tp string, kind Kind, c kubernetes.Interface, expected runtime.Object,
+	list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) {
+	f := &feed{tp: tp, kind: kind, t: w.t}
+	// The client decides whether the reflector may use watch-list (see
+	// partition.Options.WatchList).
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}, c)
+	f.r = cache.NewReflectorWithOptions(lw, expected, f, cache.ReflectorOptions{
+		Name:            fmt.Sprintf("tporigin %s %s", tp, kind),
+		TypeDescription: string(kind),
 	})
-	if err != nil {
-		return fmt.Errorf("tporigin: partition %s %s informer: %w", tp, kind, err)
-	}
-	f.reg = reg
 	w.feeds = append(w.feeds, f)
-	return nil
 }
 
-// observe turns an API object into an Observation at the informer boundary.
-func (f *feed) observe(t *Tracker, obj any) {
-	m, err := metaOf(obj)
-	if err != nil {
-		klog.ErrorS(err, "Ignoring informer object", "partition", f.tp, "kind", f.kind)
-		return
-	}
-	if _, err := t.Observe(Observation{UID: m.GetUID(), Kind: f.kind, Partition: f.tp, Tenant: tenancy.TenantOf(m)}); err != nil && err != ErrClosed {
-		klog.ErrorS(err, "Cannot record origin", "partition", f.tp, "kind", f.kind, "namespace", m.GetNamespace(), "name", m.GetName())
-	}
-}
-
-func (f *feed) forget(t *Tracker, obj any) {
-	m, err := metaOf(obj)
-	if err != nil {
-		klog.ErrorS(err, "Ignoring informer delete", "partition", f.tp, "kind", f.kind)
-		return
-	}
-	_, _ = t.Forget(m.GetUID(), f.tp)
-}
-
-// Start starts the pod informers Wire created (the set's own factories
-// start with set.Start) and, per TP and kind, a goroutine that prunes once
-// the informer has synced and its handler has seen the initial list. It
-// returns at once; everything stops when ctx ends.
+// Start runs every feed's reflector until ctx ends. It returns at once.
 func (w *Wiring) Start(ctx context.Context) {
-	for _, fac := range w.podFacs {
-		fac.Start(ctx.Done())
-	}
 	for _, f := range w.feeds {
-		go w.pruneAfterSync(ctx, f)
+		go f.r.RunWithContext(ctx)
 	}
 }
 
-func (w *Wiring) pruneAfterSync(ctx context.Context, f *feed) {
-	if !cache.WaitForCacheSync(ctx.Done(), f.reg.HasSynced) {
-		return
-	}
-	idx := f.inf.GetIndexer()
-	live := func(uid types.UID) bool {
-		objs, err := idx.ByIndex(uidIndex, string(uid))
-		return err == nil && len(objs) > 0
-	}
-	if _, err := w.t.Prune(f.tp, f.kind, live); err != nil && err != ErrClosed {
-		klog.ErrorS(err, "Pruning origins after sync failed", "partition", f.tp, "kind", f.kind)
-		return
-	}
-	f.pruned.Store(true)
-}
-
-// HasSynced is true once every wired informer's handler has seen its
-// initial list and the origins its TP no longer reports are pruned.
+// HasSynced is true once every feed has applied a full list of its TP and
+// pruned the origins that TP no longer reports.
 func (w *Wiring) HasSynced() bool {
 	for _, f := range w.feeds {
-		if !f.pruned.Load() {
+		if !f.synced.Load() {
 			return false
 		}
 	}
 	return true
 }
 
-// PodInformer returns the node-filtered pod informer of partition tp, for
-// components that want the same pods, or nil without a node name.
-func (w *Wiring) PodInformer(tp string) cache.SharedIndexInformer {
-	fac := w.podFacs[tp]
-	if fac == nil {
+// The reflector's store (cache.ReflectorStore).
+
+func (f *feed) Add(obj any) error    { f.observe(obj); return nil }
+func (f *feed) Update(obj any) error { f.observe(obj); return nil }
+func (f *feed) Resync() error        { return nil }
+
+func (f *feed) Delete(obj any) error {
+	m, err := metaOf(obj)
+	if err != nil {
+		klog.ErrorS(err, "Ignoring a delete", "partition", f.tp, "kind", f.kind)
 		return nil
 	}
-	return fac.Core().V1().Pods().Informer()
+	_, _ = f.t.Forget(m.GetUID(), f.tp)
+	return nil
+}
+
+// Replace is a full list of the TP: everything in it is observed, and the
+// origins of this TP and kind that it lacks are pruned, so objects deleted
+// while nobody watched are forgotten too.
+func (f *feed) Replace(list []any, _ string) error {
+	live := make(map[types.UID]struct{}, len(list))
+	for _, obj := range list {
+		if uid := f.observe(obj); uid != "" {
+			live[uid] = struct{}{}
+		}
+	}
+	n, err := f.t.Prune(f.tp, f.kind, func(uid types.UID) bool { _, ok := live[uid]; return ok })
+	if err != nil {
+		if err != ErrClosed {
+			klog.ErrorS(err, "Pruning origins after a full list failed", "partition", f.tp, "kind", f.kind)
+		}
+		return nil
+	}
+	if n > 0 {
+		klog.V(2).InfoS("Pruned origins the partition no longer reports", "partition", f.tp, "kind", f.kind, "count", n)
+	}
+	f.synced.Store(true)
+	return nil
+}
+
+// observe records obj's origin at the list/watch boundary and returns its UID.
+func (f *feed) observe(obj any) types.UID {
+	m, err := metaOf(obj)
+	if err != nil {
+		klog.ErrorS(err, "Ignoring an object", "partition", f.tp, "kind", f.kind)
+		return ""
+	}
+	if _, err := f.t.Observe(Observation{UID: m.GetUID(), Kind: f.kind, Partition: f.tp, Tenant: tenancy.TenantOf(m)}); err != nil && err != ErrClosed {
+		klog.ErrorS(err, "Cannot record origin", "partition", f.tp, "kind", f.kind, "namespace", m.GetNamespace(), "name", m.GetName())
+	}
+	return m.GetUID()
 }

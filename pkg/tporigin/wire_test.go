@@ -153,3 +153,78 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		t.Fatalf("after restart A is from %q", tp)
 	}
 }
+
+// TestWireKeepsTenantsApart: two regular tenants of one TP each have a pod
+// and a service with the same namespace and name. Upstream informer stores
+// key by namespace/name only, so one would hide the other and be pruned;
+// every origin must stay, and deleting one must leave the other.
+func TestWireKeepsTenantsApart(t *testing.T) {
+	cluster := faketp.StartT(t, faketp.Options{Partitions: 1})
+	tp1 := cluster.TP("tp1")
+	const (
+		podAcme  = "1a000000-0000-4000-8000-00000000001a"
+		podZeta  = "1b000000-0000-4000-8000-00000000001b"
+		svcAcme  = "1c000000-0000-4000-8000-00000000001c"
+		svcZeta  = "1d000000-0000-4000-8000-00000000001d"
+		podOther = "1e000000-0000-4000-8000-00000000001e" // zeta, another node
+	)
+	svc := func(tenant, uid string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID(uid)}}
+		tenancy.SetTenant(s, tenant)
+		return s
+	}
+	if err := tp1.Seed(
+		pod("acme", "default", "web-0", podAcme, "n1"),
+		pod("zeta", "default", "web-0", podZeta, "n1"),
+		pod("zeta", "default", "web-1", podOther, "n2"),
+		svc("acme", svcAcme), svc("zeta", svcZeta),
+	); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tporigin.Open(tporigin.Options{Partitions: []string{"tp1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	set, err := partition.NewFromConfigs([]string{"tp1"}, []*rest.Config{tp1.RESTConfig()}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go tr.Run(ctx)
+	set.Start(ctx)
+	w.Start(ctx)
+	until(t, "the wiring to sync", w.HasSynced)
+
+	for _, u := range []string{podAcme, podZeta, svcAcme, svcZeta} {
+		if tp, ok := tr.OriginOf(types.UID(u)); !ok || tp != "tp1" {
+			t.Errorf("OriginOf(%s) = %q, %v after sync; want tp1", u, tp, ok)
+		}
+	}
+	if _, ok := tr.OriginOf(podOther); ok {
+		t.Errorf("a pod of another node has an origin")
+	}
+
+	c := set.Partitions()[0].Client
+	if err := c.CoreV1().Services("default").Delete(tenancy.WithTenant(ctx, "acme"), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Pods("default").Delete(tenancy.WithTenant(ctx, "zeta"), "web-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the deleted objects to be forgotten", func() bool {
+		_, s := tr.OriginOf(svcAcme)
+		_, p := tr.OriginOf(podZeta)
+		return !s && !p
+	})
+	for _, u := range []string{podAcme, svcZeta} {
+		if tp, ok := tr.OriginOf(types.UID(u)); !ok || tp != "tp1" {
+			t.Errorf("OriginOf(%s) = %q, %v after the other tenant's delete; want tp1", u, tp, ok)
+		}
+	}
+}

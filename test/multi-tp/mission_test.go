@@ -372,14 +372,19 @@ func testLibraries(t *testing.T, m *mission) {
 	})
 
 	t.Run("tporigin-kubeletcache", func(t *testing.T) {
-		// The node's pods as the kubelet's informers see them: the
-		// node-agent pod of tp1 and of tp2, equal in tenant, namespace and
-		// name, with their own UIDs.
+		// The node's pods as the kubelet sees them: the node-agent pod of
+		// tp1 and of tp2, equal in tenant, namespace and name, with their
+		// own UIDs.
 		pods := map[string]*corev1.Pod{}
 		for _, tp := range []string{"tp1", "tp2"} {
-			for _, o := range wiring.PodInformer(tp).GetStore().List() {
-				if p := o.(*corev1.Pod); p.Name == "node-agent-x7k2p" {
-					pods[tp] = p
+			p, _ := set.Get(tp)
+			list, err := p.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range list.Items {
+				if list.Items[i].Name == "node-agent-x7k2p" {
+					pods[tp] = &list.Items[i]
 				}
 			}
 			if pods[tp] == nil {
