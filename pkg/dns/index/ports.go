@@ -2,6 +2,7 @@ package index
 
 import (
 	"encoding/binary"
+	"strings"
 	"unsafe"
 	"weak"
 )
@@ -49,7 +50,10 @@ func (t *portTable) intern(ps []Port) []Port {
 		t.live = len(t.m)
 	}
 	own := make([]Port, len(ps))
-	copy(own, ps)
+	for i, p := range ps {
+		// Own copies: the caller's strings may pin decoded objects' memory.
+		own[i] = Port{Name: strings.Clone(p.Name), Protocol: strings.Clone(p.Protocol), Port: p.Port}
+	}
 	t.m[string(k)] = weak.Make(&own[0])
 	return own
 }

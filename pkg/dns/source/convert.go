@@ -40,9 +40,28 @@ func parseAddrs(ss ...string) []netip.Addr {
 	return out
 }
 
-// toService converts a (trimmed) v1.Service.
+// Records copy the strings they keep (strings.Clone) rather than point into
+// the decoded object: a decoded name sits among dozens of short-lived
+// strings of its object, and one kept alive pins its whole span of memory
+// long after the rest is collected.
+
+// protocol returns the protocol's constant spelling, so records do not
+// keep a decoded copy of it.
+func protocol(p corev1.Protocol) string {
+	switch p {
+	case corev1.ProtocolTCP:
+		return string(corev1.ProtocolTCP)
+	case corev1.ProtocolUDP:
+		return string(corev1.ProtocolUDP)
+	case corev1.ProtocolSCTP:
+		return string(corev1.ProtocolSCTP)
+	}
+	return strings.Clone(string(p))
+}
+
+// toService converts a v1.Service.
 func toService(s *corev1.Service) *index.Service {
-	out := &index.Service{Tenant: tenantOf(s), Namespace: realNamespace(s.Namespace), Name: s.Name}
+	out := &index.Service{Tenant: tenantOf(s), Namespace: realNamespace(s.Namespace), Name: strings.Clone(s.Name)}
 	switch {
 	case s.Spec.Type == corev1.ServiceTypeExternalName:
 		out.Type = index.ExternalName
@@ -57,7 +76,7 @@ func toService(s *corev1.Service) *index.Service {
 		out.ClusterIPs = parseAddrs(ips...)
 	}
 	for _, p := range s.Spec.Ports {
-		out.Ports = append(out.Ports, index.Port{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port})
+		out.Ports = append(out.Ports, index.Port{Name: p.Name, Protocol: protocol(p.Protocol), Port: p.Port})
 	}
 	if len(out.Ports) == 0 {
 		out.Ports = []index.Port{{Port: index.NoPort}}
@@ -65,14 +84,14 @@ func toService(s *corev1.Service) *index.Service {
 	return out
 }
 
-// toSlice converts a (trimmed) EndpointSlice, keeping ready endpoints only;
+// toSlice converts an EndpointSlice, keeping ready endpoints only;
 // nil when the slice belongs to no service.
 func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 	svc := e.Labels[discoveryv1.LabelServiceName]
 	if svc == "" || e.AddressType == discoveryv1.AddressTypeFQDN {
 		return nil
 	}
-	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: realNamespace(e.Namespace), Name: e.Name, Service: svc}
+	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: realNamespace(e.Namespace), Name: strings.Clone(e.Name), Service: strings.Clone(svc)}
 	for _, p := range e.Ports {
 		ip := index.Port{Port: index.NoPort}
 		if p.Port != nil {
@@ -82,7 +101,7 @@ func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 			ip.Name = *p.Name
 		}
 		if p.Protocol != nil {
-			ip.Protocol = string(*p.Protocol)
+			ip.Protocol = protocol(*p.Protocol)
 		}
 		out.Ports = append(out.Ports, ip)
 	}
@@ -95,7 +114,7 @@ func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 		}
 		x := index.Endpoint{Addrs: parseAddrs(ep.Addresses...)}
 		if ep.Hostname != nil {
-			x.Hostname = *ep.Hostname
+			x.Hostname = strings.Clone(*ep.Hostname)
 		}
 		if len(x.Addrs) > 0 {
 			out.Endpoints = append(out.Endpoints, x)
@@ -104,7 +123,7 @@ func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 	return out
 }
 
-// toPod converts a (trimmed) pod; nil when it has no address or has ended.
+// toPod converts a pod; nil when it has no address or has ended.
 func toPod(p *corev1.Pod) *index.Pod {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return nil
@@ -116,7 +135,7 @@ func toPod(p *corev1.Pod) *index.Pod {
 	if len(ss) == 0 && p.Status.PodIP != "" {
 		ss = []string{p.Status.PodIP}
 	}
-	out := &index.Pod{Tenant: tenantOf(p), Namespace: realNamespace(p.Namespace), Name: p.Name, IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
+	out := &index.Pod{Tenant: tenantOf(p), Namespace: realNamespace(p.Namespace), Name: strings.Clone(p.Name), IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
 	if len(out.IPs) == 0 {
 		return nil
 	}
