@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
@@ -76,7 +76,7 @@ func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 		c := p.Client
 		if o.NodeName != "" {
 			sel := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-			w.add(p.Name, KindPod, c, &corev1.Pod{},
+			w.add(p.Name, KindPod, &corev1.Pod{},
 				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 					lo.FieldSelector = sel
 					return c.CoreV1().Pods("").List(ctx, lo)
@@ -87,7 +87,7 @@ func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 				})
 		}
 		if o.Services {
-			w.add(p.Name, KindService, c, &corev1.Service{},
+			w.add(p.Name, KindService, &corev1.Service{},
 				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 					return c.CoreV1().Services("").List(ctx, lo)
 				},
@@ -96,7 +96,7 @@ func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 				})
 		}
 		if o.EndpointSlices {
-			w.add(p.Name, KindEndpointSlice, c, &discoveryv1.EndpointSlice{},
+			w.add(p.Name, KindEndpointSlice, &discoveryv1.EndpointSlice{},
 				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 					return c.DiscoveryV1().EndpointSlices("").List(ctx, lo)
 				},
@@ -108,12 +108,11 @@ func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 	return w, nil
 }
 
-func (w *Wiring) add(tp string, kind Kind, c kubernetes.Interface, expected runtime.Object,
+func (w *Wiring) add(tp string, kind Kind, expected runtime.Object,
 	list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) {
 	f := &feed{tp: tp, kind: kind, t: w.t}
-	// The client decides whether the reflector may use watch-list (see
-	// partition.Options.WatchList).
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}, c)
+	// Never watch-list: its temporary store keys by namespace/name.
+	lw := informer.ListThenWatch(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn})
 	f.r = cache.NewReflectorWithOptions(lw, expected, f, cache.ReflectorOptions{
 		Name:            fmt.Sprintf("tporigin %s %s", tp, kind),
 		TypeDescription: string(kind),

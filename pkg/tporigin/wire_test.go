@@ -186,7 +186,9 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	set, err := partition.NewFromConfigs([]string{"tp1"}, []*rest.Config{tp1.RESTConfig()}, partition.Options{})
+	// With watch-list allowed (fake-tp serves it), client-go would gather
+	// the initial objects in a namespace/name-keyed store; Wire must not.
+	set, err := partition.NewFromConfigs([]string{"tp1"}, []*rest.Config{tp1.RESTConfig()}, partition.Options{WatchList: true})
 	if err != nil {
 		t.Fatal(err)
 	}

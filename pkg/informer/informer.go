@@ -1,0 +1,178 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// Options configure an Informer.
+type Options struct {
+	// Name identifies the informer in client-go's logs, e.g. "tp1 services".
+	Name string
+	// Transform, when set, rewrites each object before it is stored and
+	// handed to the handler (to drop fields nobody reads). It must return an
+	// object of the same kind.
+	Transform cache.TransformFunc
+}
+
+// Informer lists and watches one resource through a reflector and keeps the
+// objects by tenant/namespace/name.
+type Informer struct {
+	r         *cache.Reflector
+	h         cache.ResourceEventHandler
+	transform cache.TransformFunc
+
+	mu     sync.RWMutex
+	items  map[string]any
+	synced atomic.Bool
+}
+
+// New builds an Informer over lw for objects like expected. It always lists
+// and then watches (see ListThenWatch).
+func New(lw *cache.ListWatch, expected runtime.Object, h cache.ResourceEventHandler, o Options) *Informer {
+	i := &Informer{h: h, transform: o.Transform, items: map[string]any{}}
+	i.r = cache.NewReflectorWithOptions(ListThenWatch(lw), expected, (*store)(i), cache.ReflectorOptions{Name: o.Name})
+	return i
+}
+
+// ListThenWatch makes a reflector over lw list and then watch, never use
+// watch-list: client-go collects a watch-list's initial events in a
+// temporary store keyed by namespace/name, where two tenants' objects of
+// equal name collide before any tenant-aware store sees them.
+func ListThenWatch(lw *cache.ListWatch) cache.ListerWatcher { return listThenWatch{lw} }
+
+type listThenWatch struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
+// watch-list.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Run lists, then watches, until ctx ends; it relists when the watch
+// cannot continue.
+func (i *Informer) Run(ctx context.Context) { i.r.RunWithContext(ctx) }
+
+// HasSynced reports whether the first full list has been delivered.
+func (i *Informer) HasSynced() bool { return i.synced.Load() }
+
+// List returns the objects held now, in no particular order.
+func (i *Informer) List() []any {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make([]any, 0, len(i.items))
+	for _, o := range i.items {
+		out = append(out, o)
+	}
+	return out
+}
+
+// Len is the number of objects held.
+func (i *Informer) Len() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return len(i.items)
+}
+
+// KeyOf returns obj's "<tenant>/<namespace>/<name>"; cluster-scoped objects
+// have an empty namespace.
+func KeyOf(obj any) (string, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", fmt.Errorf("informer: %T is not an API object: %w", obj, err)
+	}
+	return tenancy.TenantOf(m) + "/" + m.GetNamespace() + "/" + m.GetName(), nil
+}
+
+// store is the reflector's side of an Informer (cache.ReflectorStore). The
+// reflector calls it from one goroutine, so events stay in order.
+type store Informer
+
+func (s *store) prepare(obj any) (string, any, error) {
+	if s.transform != nil {
+		var err error
+		if obj, err = s.transform(obj); err != nil {
+			return "", nil, err
+		}
+	}
+	k, err := KeyOf(obj)
+	return k, obj, err
+}
+
+func (s *store) Add(obj any) error    { return s.upsert(obj) }
+func (s *store) Update(obj any) error { return s.upsert(obj) }
+func (s *store) Resync() error        { return nil }
+
+func (s *store) upsert(obj any) error {
+	k, obj, err := s.prepare(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old, had := s.items[k]
+	s.items[k] = obj
+	s.mu.Unlock()
+	if had {
+		s.h.OnUpdate(old, obj)
+	} else {
+		s.h.OnAdd(obj, false)
+	}
+	return nil
+}
+
+func (s *store) Delete(obj any) error {
+	k, err := KeyOf(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old, had := s.items[k]
+	delete(s.items, k)
+	s.mu.Unlock()
+	if had {
+		s.h.OnDelete(old)
+	}
+	return nil
+}
+
+// Replace is a full list: objects new to the store are added, known ones
+// updated, and those the list lacks deleted (they went away while the
+// watch was down).
+func (s *store) Replace(list []any, _ string) error {
+	next := make(map[string]any, len(list))
+	for _, obj := range list {
+		k, obj, err := s.prepare(obj)
+		if err != nil {
+			return err
+		}
+		next[k] = obj
+	}
+	s.mu.Lock()
+	prev := s.items
+	s.items = next
+	s.mu.Unlock()
+	initial := !s.synced.Load()
+	for k, obj := range next {
+		if old, had := prev[k]; had {
+			s.h.OnUpdate(old, obj)
+		} else {
+			s.h.OnAdd(obj, initial)
+		}
+	}
+	for k, old := range prev {
+		if _, ok := next[k]; !ok {
+			s.h.OnDelete(cache.DeletedFinalStateUnknown{Key: k, Obj: old})
+		}
+	}
+	s.synced.Store(true)
+	return nil
+}

@@ -1,0 +1,166 @@
+package informer_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// recorder writes each event as "<op> <tenant>/<ns>/<name> <label v>", with
+// the old object's identity for updates.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func desc(obj any) string {
+	tomb := ""
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, tomb = d.Obj, " (inferred)"
+	}
+	s := obj.(*corev1.Service)
+	return fmt.Sprintf("%s/%s/%s %s%s", tenancy.TenantOf(s), s.Namespace, s.Name, s.Labels["v"], tomb)
+}
+
+func (r *recorder) log(e string) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.events
+	r.events = nil
+	slices.Sort(out)
+	return out
+}
+
+func (r *recorder) OnAdd(obj any, initial bool) {
+	r.log(fmt.Sprintf("add %s initial=%v", desc(obj), initial))
+}
+func (r *recorder) OnUpdate(old, cur any) { r.log("update " + desc(old) + " -> " + desc(cur)) }
+func (r *recorder) OnDelete(obj any)      { r.log("delete " + desc(obj)) }
+
+func svc(tenant, v string) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "api", Labels: map[string]string{"v": v}}}
+	tenancy.SetTenant(s, tenant)
+	return s
+}
+
+func waitEvents(t *testing.T, r *recorder, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	var got []string
+	deadline := time.Now().Add(30 * time.Second) // hang guard only
+	for time.Now().Before(deadline) {
+		got = append(got, r.take()...)
+		slices.Sort(got)
+		if len(got) >= len(want) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events\n  %q\nwant\n  %q", got, want)
+	}
+}
+
+func TestTenantsWithEqualNamesStayApart(t *testing.T) {
+	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
+	if err := tp.Seed(svc("acme", "1"), svc("zeta", "1")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(tenancy.WrapConfig(tp.RESTConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Services("").Watch(ctx, o)
+		},
+	}
+	rec := &recorder{}
+	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services"})
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); inf.Run(ctx) }()
+		return func() { cancel(); <-done }
+	}
+	stop := run()
+	waitEvents(t, rec, "add acme/web/api 1 initial=true", "add zeta/web/api 1 initial=true")
+	if !inf.HasSynced() || inf.Len() != 2 {
+		t.Fatalf("synced %v, %d objects; want 2", inf.HasSynced(), inf.Len())
+	}
+
+	ctx := t.Context()
+	acme, zeta := tenancy.WithTenant(ctx, "acme"), tenancy.WithTenant(ctx, "zeta")
+	cur, err := c.CoreV1().Services("web").Get(acme, "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Labels["v"] = "2"
+	if _, err := c.CoreV1().Services("web").Update(acme, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, rec, "update acme/web/api 1 -> acme/web/api 2")
+	if err := c.CoreV1().Services("web").Delete(zeta, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, rec, "delete zeta/web/api 1")
+
+	// While nobody watches, zeta's service comes back and acme's goes: the
+	// next list must add the one and delete the other, not pair them.
+	stop()
+	if _, err := c.CoreV1().Services("web").Create(zeta, svc("zeta", "3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Services("web").Delete(acme, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stop = run()
+	defer stop()
+	waitEvents(t, rec, "add zeta/web/api 3 initial=false", "delete acme/web/api 2 (inferred)")
+	if objs := inf.List(); len(objs) != 1 || desc(objs[0]) != "zeta/web/api 3" {
+		t.Fatalf("List after relist: %v", objs)
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	cases := []struct {
+		obj  any
+		want string
+	}{
+		{svc("acme", ""), "acme/web/api"},
+		{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}}, "system/kube-system/kube-dns"},
+		{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, "system//web"},
+		{cache.DeletedFinalStateUnknown{Key: "x", Obj: svc("zeta", "")}, "zeta/web/api"},
+	}
+	for _, tc := range cases {
+		if got, err := informer.KeyOf(tc.obj); err != nil || got != tc.want {
+			t.Errorf("KeyOf(%T) = %q, %v; want %q", tc.obj, got, err, tc.want)
+		}
+	}
+	if _, err := informer.KeyOf("not an object"); err == nil {
+		t.Error("KeyOf(string) gave no error")
+	}
+}
