@@ -5,8 +5,9 @@
 // system/kube-system/kube-dns can exist in TP1 and in TP2, each with its own
 // endpoints. This package keeps them apart:
 //
-//   - Source registers Service and EndpointSlice informers on every TP of a
-//     partition.Set and fans their events out to ServiceHandler and
+//   - Source runs tenant-keyed Service and EndpointSlice informers
+//     (pkg/informer) on every TP of a partition.Set and fans their events out
+//     to ServiceHandler and
 //     EndpointSliceHandler implementations, each event tagged with its TP.
 //     The handler methods are upstream kube-proxy's, plus the TP.
 //   - View is such a handler. It turns API objects into small records

@@ -7,60 +7,58 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 )
 
-// Source feeds handlers from the Service and EndpointSlice informers of
+// Source feeds handlers from a Service and an EndpointSlice list/watch of
 // every TP of a partition.Set, tagging each event with its TP.
 //
-// Use: NewSource, then set.Start, then Run. Run fires the Synced calls once
-// every TP has synced, never earlier: a TP that is down holds Synced back,
-// while events of the other TPs keep flowing.
+// Use: NewSource, then Run. Run fires the Synced calls once every TP has
+// synced, never earlier: a TP that is down holds Synced back, while events of
+// the other TPs keep flowing.
+//
+// Source does not use the set's shared informer factories: their stores key
+// by namespace/name, so two tenants of one TP with equal service names would
+// hide each other, and an update of one would reach the handlers paired with
+// the other. Its informers (pkg/informer) key by tenant/namespace/name.
 type Source struct {
 	set        *partition.Set
 	svc        []ServiceHandler
 	ep         []EndpointSliceHandler
 	svcSynced  []cache.InformerSynced
 	epSynced   []cache.InformerSynced
-	svcStores  map[string]cache.Store
-	epStores   map[string]cache.Store
+	svcInfs    map[string]*informer.Informer
+	epInfs     map[string]*informer.Informer
 	mu         sync.RWMutex
 	removed    map[string]bool
+	stop       map[string]context.CancelFunc // per TP, set by Run
 	runOnce    sync.Once
 	syncedOnce sync.Once
 	synced     chan struct{}
 }
 
-// NewSource registers informers and event handlers on every TP of set. It
-// must run before set.Start. It trims the objects the informers cache
-// (managed fields, last-applied annotations), which is safe for other users
-// of the same informers; an informer that has already started keeps its
-// objects whole. An informer has one transform: a package that installs
-// its own on the same informers later replaces this one, and must still
-// deliver *v1.Service and *discoveryv1.EndpointSlice objects, or Source
-// ignores them.
+// NewSource prepares the list/watches and handlers for every TP of set; Run
+// starts them. The informers keep trimmed objects (TrimObject).
 func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointSliceHandler) (*Source, error) {
 	if set == nil {
 		return nil, fmt.Errorf("kubeproxy: nil partition set")
 	}
 	s := &Source{
 		set: set, svc: services, ep: slices,
-		svcStores: map[string]cache.Store{}, epStores: map[string]cache.Store{},
-		removed: map[string]bool{}, synced: make(chan struct{}),
+		svcInfs: map[string]*informer.Informer{}, epInfs: map[string]*informer.Informer{},
+		removed: map[string]bool{}, stop: map[string]context.CancelFunc{}, synced: make(chan struct{}),
 	}
 	for _, p := range set.Partitions() {
 		tp := p.Name
-		si := p.Informers.Core().V1().Services().Informer()
-		ei := p.Informers.Discovery().V1().EndpointSlices().Informer()
-		for _, inf := range []cache.SharedIndexInformer{si, ei} {
-			if err := inf.SetTransform(TrimObject); err != nil {
-				klog.V(2).InfoS("Informer already started; objects stay untrimmed", "partition", tp, "err", err)
-			}
-		}
-		sr, err := si.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		c := p.Client
+		svcHandler := cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				if o, ok := obj.(*corev1.Service); ok {
 					s.forward(tp, func() {
@@ -90,11 +88,8 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 					})
 				}
 			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("kubeproxy: partition %s: service handler: %w", tp, err)
 		}
-		er, err := ei.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		sliceHandler := cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				if o, ok := obj.(*discoveryv1.EndpointSlice); ok {
 					s.forward(tp, func() {
@@ -124,14 +119,28 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 					})
 				}
 			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("kubeproxy: partition %s: endpoint slice handler: %w", tp, err)
 		}
-		s.svcSynced = append(s.svcSynced, sr.HasSynced)
-		s.epSynced = append(s.epSynced, er.HasSynced)
-		s.svcStores[tp] = si.GetStore()
-		s.epStores[tp] = ei.GetStore()
+		si := informer.New(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return c.CoreV1().Services("").List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return c.CoreV1().Services("").Watch(ctx, o)
+			},
+		}, &corev1.Service{}, svcHandler, informer.Options{Name: "kubeproxy " + tp + " services", Transform: TrimObject})
+		ei := informer.New(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
+			},
+		}, &discoveryv1.EndpointSlice{}, sliceHandler, informer.Options{Name: "kubeproxy " + tp + " endpointslices", Transform: TrimObject})
+		// A removed TP no longer holds Synced back.
+		s.svcSynced = append(s.svcSynced, func() bool { return si.HasSynced() || s.isRemoved(tp) })
+		s.epSynced = append(s.epSynced, func() bool { return ei.HasSynced() || s.isRemoved(tp) })
+		s.svcInfs[tp] = si
+		s.epInfs[tp] = ei
 	}
 	return s, nil
 }
@@ -159,6 +168,17 @@ func (s *Source) forward(tp string, fn func()) {
 // again.
 func (s *Source) Run(ctx context.Context) {
 	s.runOnce.Do(func() {
+		s.mu.Lock()
+		for _, p := range s.set.Partitions() {
+			if s.removed[p.Name] {
+				continue
+			}
+			tpCtx, cancel := context.WithCancel(ctx)
+			s.stop[p.Name] = cancel
+			go s.svcInfs[p.Name].Run(tpCtx)
+			go s.epInfs[p.Name].Run(tpCtx)
+		}
+		s.mu.Unlock()
 		if !cache.WaitForCacheSync(ctx.Done(), s.svcSynced...) {
 			return
 		}
@@ -179,21 +199,30 @@ func (s *Source) Run(ctx context.Context) {
 // Synced is closed once Run has fired both Synced calls.
 func (s *Source) Synced() <-chan struct{} { return s.synced }
 
-// RemovePartition stops forwarding tp's events and sends a delete for each
-// of its services and slices still cached, so every handler forgets the TP:
-// it was removed from the configuration. Stop tp's informers separately.
+func (s *Source) isRemoved(tp string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.removed[tp]
+}
+
+// RemovePartition stops tp's list/watches and the forwarding of its events,
+// and sends a delete for each of its services and slices still held, so
+// every handler forgets the TP: it was removed from the configuration.
 func (s *Source) RemovePartition(tp string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.removed[tp] {
 		return nil
 	}
-	ss, ok := s.svcStores[tp]
+	ss, ok := s.svcInfs[tp]
 	if !ok {
 		return fmt.Errorf("kubeproxy: no partition %q", tp)
 	}
 	s.removed[tp] = true
-	for _, obj := range s.epStores[tp].List() {
+	if stop := s.stop[tp]; stop != nil {
+		stop()
+	}
+	for _, obj := range s.epInfs[tp].List() {
 		if o, ok := obj.(*discoveryv1.EndpointSlice); ok {
 			for _, h := range s.ep {
 				h.OnEndpointSliceDelete(tp, o)

@@ -32,7 +32,10 @@ type Partition struct {
 	// cache.ToListWatcherWithWatchListSemantics for hand-built ListWatches.
 	Client kubernetes.Interface
 	// Informers is the TP's shared informer factory. Register informers
-	// before Set.Start; those registered later are not waited for.
+	// before Set.Start; those registered later are not waited for. Its
+	// stores key by namespace/name, as upstream's do: for namespaced
+	// resources that regular tenants have, two tenants' objects of equal
+	// name collide there; use pkg/informer, keyed by tenant, for those.
 	Informers informers.SharedInformerFactory
 
 	health *health

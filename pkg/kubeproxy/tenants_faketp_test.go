@@ -1,0 +1,149 @@
+package kubeproxy_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// Two regular tenants of one TP each have service web/api and slice
+// web/api-1. Upstream informer stores key by namespace/name only; the view
+// must still hold both services, each with its own endpoints, through a
+// delete of one and a relist.
+func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 1})
+	tp := c.TPs()[0]
+	if err := tp.Seed(
+		service("acme", "web", "api", "10.96.5.5"),
+		endpointSlice("acme", "web", "api-1", "api", "10.244.1.50"),
+		service("zeta", "web", "api", "10.96.6.6"),
+		endpointSlice("zeta", "web", "api-1", "api", "10.244.1.60"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	set, err := partition.NewFromConfigs([]string{tp.Name()}, []*rest.Config{tp.RESTConfig()}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := kubeproxy.NewView([]string{tp.Name()}, kubeproxy.Options{})
+	rec := &recorder{}
+	pairs := &pairChecker{}
+	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view, rec, pairs}, []kubeproxy.EndpointSliceHandler{view, rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	set.Start(ctx)
+	go src.Run(ctx)
+	waitFor(t, "view synced", view.Synced)
+
+	name := func(tenant string) kubeproxy.ServicePortName {
+		return kubeproxy.ServicePortName{Service: tenancy.Key{Partition: tp.Name(), Tenant: tenant, Namespace: "web", Name: "api"}, Port: "dns", Protocol: corev1.ProtocolTCP}
+	}
+	check := func(when string, want map[string]string) {
+		t.Helper()
+		waitFor(t, when, func() bool {
+			s := view.Snapshot()
+			if s.Services() != len(want) {
+				return false
+			}
+			for tenant, ep := range want {
+				if eps(s, name(tenant)) != ep {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	check("both tenants' services with their own endpoints", map[string]string{"acme": "10.244.1.50:5353", "zeta": "10.244.1.60:5353"})
+
+	// An update event never turns one tenant's object into the other's.
+	events, _, _ := rec.snapshot()
+	for _, e := range events { // none expected before the update below
+		if len(e) > 6 && e[:6] == "update" {
+			t.Errorf("unexpected update event on start: %q (of %v)", e, events)
+		}
+	}
+
+	// An update of acme's service reaches handlers paired with acme's
+	// previous version, never with zeta's service of the same name.
+	cs := set.Partitions()[0].Client
+	cur, err := cs.CoreV1().Services("web").Get(tenancy.WithTenant(ctx, "acme"), "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Labels = map[string]string{"touched": "yes"}
+	if _, err := cs.CoreV1().Services("web").Update(tenancy.WithTenant(ctx, "acme"), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "acme's update", func() bool { return pairs.updates() > 0 })
+	if bad := pairs.mismatches(); len(bad) != 0 {
+		t.Errorf("updates paired across tenants: %v", bad)
+	}
+
+	if err := cs.CoreV1().Services("web").Delete(tenancy.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.DiscoveryV1().EndpointSlices("web").Delete(tenancy.WithTenant(ctx, "acme"), "api-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("zeta's service alone after acme's delete", map[string]string{"zeta": "10.244.1.60:5353"})
+
+	// A relist (history compacted, watches closed) keeps zeta's service and
+	// brings back nothing of acme's.
+	tp.Compact()
+	tp.CloseWatches()
+	if err := tp.Seed(service("acme", "web", "api", "10.96.7.7"), endpointSlice("acme", "web", "api-1", "api", "10.244.1.70")); err != nil {
+		t.Fatal(err)
+	}
+	check("both again after a relist", map[string]string{"acme": "10.244.1.70:5353", "zeta": "10.244.1.60:5353"})
+	events, _, _ = rec.snapshot()
+	if !slices.Contains(events, "add tp1 acme/web/api 10.96.7.7") {
+		t.Errorf("no add for acme's new service in %v", events)
+	}
+}
+
+// pairChecker is a service handler that records updates whose old and new
+// objects are not the same tenant/namespace/name.
+type pairChecker struct {
+	mu  sync.Mutex
+	n   int
+	bad []string
+}
+
+func (p *pairChecker) OnServiceAdd(string, *corev1.Service)    {}
+func (p *pairChecker) OnServiceDelete(string, *corev1.Service) {}
+func (p *pairChecker) OnServiceSynced()                        {}
+func (p *pairChecker) OnServiceUpdate(tp string, old, cur *corev1.Service) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	o := tenancy.TenantOf(old) + "/" + old.Namespace + "/" + old.Name
+	c := tenancy.TenantOf(cur) + "/" + cur.Namespace + "/" + cur.Name
+	if o != c {
+		p.bad = append(p.bad, tp+": "+o+" -> "+c)
+	}
+}
+
+func (p *pairChecker) updates() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+func (p *pairChecker) mismatches() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.bad)
+}
