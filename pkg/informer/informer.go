@@ -31,14 +31,14 @@ type Informer struct {
 	transform cache.TransformFunc
 
 	mu     sync.RWMutex
-	items  map[string]any
+	items  map[objectKey]any
 	synced atomic.Bool
 }
 
 // New builds an Informer over lw for objects like expected. It always lists
 // and then watches (see ListThenWatch).
 func New(lw *cache.ListWatch, expected runtime.Object, h cache.ResourceEventHandler, o Options) *Informer {
-	i := &Informer{h: h, transform: o.Transform, items: map[string]any{}}
+	i := &Informer{h: h, transform: o.Transform, items: map[objectKey]any{}}
 	i.r = cache.NewReflectorWithOptions(ListThenWatch(lw), expected, (*store)(i), cache.ReflectorOptions{Name: o.Name})
 	return i
 }
@@ -83,28 +83,41 @@ func (i *Informer) Len() int {
 // KeyOf returns obj's "<tenant>/<namespace>/<name>"; cluster-scoped objects
 // have an empty namespace.
 func KeyOf(obj any) (string, error) {
+	k, err := keyOf(obj)
+	if err != nil {
+		return "", err
+	}
+	return k.String(), nil
+}
+
+// objectKey is KeyOf as a comparable struct, so a lookup builds no string.
+type objectKey struct{ tenant, namespace, name string }
+
+func (k objectKey) String() string { return k.tenant + "/" + k.namespace + "/" + k.name }
+
+func keyOf(obj any) (objectKey, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return "", fmt.Errorf("informer: %T is not an API object: %w", obj, err)
+		return objectKey{}, fmt.Errorf("informer: %T is not an API object: %w", obj, err)
 	}
-	return tenancy.TenantOf(m) + "/" + m.GetNamespace() + "/" + m.GetName(), nil
+	return objectKey{tenancy.TenantOf(m), m.GetNamespace(), m.GetName()}, nil
 }
 
 // store is the reflector's side of an Informer (cache.ReflectorStore). The
 // reflector calls it from one goroutine, so events stay in order.
 type store Informer
 
-func (s *store) prepare(obj any) (string, any, error) {
+func (s *store) prepare(obj any) (objectKey, any, error) {
 	if s.transform != nil {
 		var err error
 		if obj, err = s.transform(obj); err != nil {
-			return "", nil, err
+			return objectKey{}, nil, err
 		}
 	}
-	k, err := KeyOf(obj)
+	k, err := keyOf(obj)
 	return k, obj, err
 }
 
@@ -130,7 +143,7 @@ func (s *store) upsert(obj any) error {
 }
 
 func (s *store) Delete(obj any) error {
-	k, err := KeyOf(obj)
+	k, err := keyOf(obj)
 	if err != nil {
 		return err
 	}
@@ -148,7 +161,7 @@ func (s *store) Delete(obj any) error {
 // updated, and those the list lacks deleted (they went away while the
 // watch was down).
 func (s *store) Replace(list []any, _ string) error {
-	next := make(map[string]any, len(list))
+	next := make(map[objectKey]any, len(list))
 	for _, obj := range list {
 		k, obj, err := s.prepare(obj)
 		if err != nil {
@@ -170,7 +183,7 @@ func (s *store) Replace(list []any, _ string) error {
 	}
 	for k, old := range prev {
 		if _, ok := next[k]; !ok {
-			s.h.OnDelete(cache.DeletedFinalStateUnknown{Key: k, Obj: old})
+			s.h.OnDelete(cache.DeletedFinalStateUnknown{Key: k.String(), Obj: old})
 		}
 	}
 	s.synced.Store(true)
