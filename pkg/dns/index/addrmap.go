@@ -52,6 +52,27 @@ func (m *addrMap[V]) len() int {
 type addrEdits[V any] struct {
 	old   *addrMap[V]
 	edits [shards]map[netip.Addr][]V // an empty value deletes the address
+	chunk []V                        // where alloc takes values from
+}
+
+// editChunk is how many values alloc takes from the heap at once.
+const editChunk = 4096
+
+// alloc returns an empty slice with room for n values. Edits are dropped
+// once applied, so they come from a few large chunks: tens of thousands of
+// small short-lived slices would otherwise be strewn among the index's
+// long-lived objects of the same size, and keep their memory spans in use
+// after they are collected.
+func (e *addrEdits[V]) alloc(n int) []V {
+	if n > editChunk/8 {
+		return make([]V, 0, n)
+	}
+	if cap(e.chunk)-len(e.chunk) < n {
+		e.chunk = make([]V, 0, editChunk)
+	}
+	l := len(e.chunk)
+	e.chunk = e.chunk[:l+n]
+	return e.chunk[l : l : l+n]
 }
 
 func (e *addrEdits[V]) get(a netip.Addr) []V {

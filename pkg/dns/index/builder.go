@@ -236,7 +236,8 @@ func (b *Builder) DeleteService(tp int, tenant, ns, name string) {
 }
 
 // SetEndpointSlice adds or replaces an endpoint slice of partition tp. The
-// Builder owns e from then on.
+// Builder owns e from then on, and keeps its endpoints in the form answers
+// use (e.Endpoints is emptied).
 func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 	if !b.valid(tp) || e == nil {
 		return
@@ -250,6 +251,8 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	e.Ports = b.ports.intern(e.Ports)
+	e.views = endpointViews(e)
+	e.Endpoints = nil // in e.views now
 	if old, ok := r.sliceSvc[e.Name]; ok {
 		r.removeSlice(old, e.Name)
 		if old != e.Service {
@@ -625,20 +628,20 @@ func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
 		slices = append([]*EndpointSlice(nil), slices...)
 		sort.Slice(slices, func(i, j int) bool { return slices[i].Name < slices[j].Name }) // a stable answer order
 	}
-	n := 0
-	for _, e := range slices {
-		for _, ep := range e.Endpoints {
-			n += len(ep.Addrs)
+	switch len(slices) {
+	case 0:
+	case 1:
+		// The common case: the view shares the slice's endpoints (both are
+		// immutable once published).
+		sv.Endpoints = slices[0].views
+	default:
+		n := 0
+		for _, e := range slices {
+			n += len(e.views)
 		}
-	}
-	if n > 0 {
 		sv.Endpoints = make([]EndpointView, 0, n)
-	}
-	for _, e := range slices {
-		for _, ep := range e.Endpoints {
-			for _, a := range ep.Addrs {
-				sv.Endpoints = append(sv.Endpoints, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), Ports: e.Ports})
-			}
+		for _, e := range slices {
+			sv.Endpoints = append(sv.Endpoints, e.views...)
 		}
 	}
 	sv.Addrs = distinctAddrs(sv.Endpoints)
@@ -649,6 +652,25 @@ func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
 		}
 	}
 	return sv
+}
+
+// endpointViews lists a slice's endpoints one address each, as answers use
+// them.
+func endpointViews(e *EndpointSlice) []EndpointView {
+	n := 0
+	for _, ep := range e.Endpoints {
+		n += len(ep.Addrs)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]EndpointView, 0, n)
+	for _, ep := range e.Endpoints {
+		for _, a := range ep.Addrs {
+			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), Ports: e.Ports})
+		}
+	}
+	return out
 }
 
 // ipWriter edits the address maps of the snapshot being built; the
@@ -662,9 +684,7 @@ type ipWriter struct {
 func (w *ipWriter) indexService(id *NamespaceID, name string, sv *ServiceView) {
 	add := func(a netip.Addr, host string) {
 		old := w.rev.get(a)
-		n := make([]PTR, len(old), len(old)+1)
-		copy(n, old)
-		w.rev.set(a, append(n, PTR{NamespaceID: id, Service: name, Host: host}))
+		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, Service: name, Host: host}))
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs {
@@ -682,7 +702,7 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 		if len(old) == 0 {
 			return
 		}
-		n := make([]PTR, 0, len(old))
+		n := w.rev.alloc(len(old))
 		for _, p := range old {
 			if p.is(id) && p.Service == name {
 				continue
@@ -711,7 +731,7 @@ func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, deltas map[netip.Addr]po
 			continue
 		}
 		old := w.src.get(a)
-		n := make([]srcOwner, 0, len(old)+1)
+		n := w.src.alloc(len(old) + 1)
 		own := srcOwner{NamespaceID: id}
 		had := false
 		for _, o := range old {

@@ -82,17 +82,17 @@ func TestEndpointSlicesMoveBetweenServices(t *testing.T) {
 	b := NewBuilder(Options{Partitions: []string{"tp1"}})
 	b.SetService(0, &Service{Tenant: "system", Namespace: "default", Name: "a", Type: Headless, Ports: []Port{{Port: NoPort}}})
 	b.SetService(0, &Service{Tenant: "system", Namespace: "default", Name: "b", Type: Headless, Ports: []Port{{Port: NoPort}}})
-	e := &EndpointSlice{Tenant: "system", Namespace: "default", Name: "s1", Service: "a", Ports: []Port{{Port: NoPort}},
-		Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.1.0.1")}, Hostname: "h"}, {Addrs: []netip.Addr{a("10.1.0.1")}}}}
-	b.SetEndpointSlice(0, e)
+	slice := func(svc string) *EndpointSlice {
+		return &EndpointSlice{Tenant: "system", Namespace: "default", Name: "s1", Service: svc, Ports: []Port{{Port: NoPort}},
+			Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.1.0.1")}, Hostname: "h"}, {Addrs: []netip.Addr{a("10.1.0.1")}}}}
+	}
+	b.SetEndpointSlice(0, slice("a"))
 	b.Publish()
 	ns := b.Current().Namespace(0, []byte("system"), []byte("default"))
 	if sa := ns.Services["a"]; len(sa.Endpoints) != 2 || len(sa.Addrs) != 1 {
 		t.Fatalf("a: %+v", sa)
 	}
-	moved := *e
-	moved.Service = "b"
-	b.SetEndpointSlice(0, &moved)
+	b.SetEndpointSlice(0, slice("b"))
 	b.Publish()
 	ns = b.Current().Namespace(0, []byte("system"), []byte("default"))
 	if len(ns.Services["a"].Endpoints) != 0 || len(ns.Services["b"].Endpoints) != 2 {
