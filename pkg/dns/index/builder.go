@@ -28,8 +28,8 @@ type nsRec struct {
 	id          *NamespaceID
 	object      bool
 	services    map[string]*Service
-	slicesBySvc map[string][]*EndpointSlice // few per service: a slice beats a map
-	sliceSvc    map[string]string           // slice name → service name
+	slicesBySvc map[string][]sliceRec // few per service: a slice beats a map
+	sliceSvc    map[string]string     // slice name → service name
 	pods        map[string]podRec
 	// podAddrs is the number of distinct addresses of the namespace's pods
 	// in the current snapshot. The per-address pod counts live in the
@@ -63,12 +63,20 @@ func (p *pending) countPod(pod podRec, d int32) {
 	}
 }
 
+// sliceRec is what the Builder keeps of an endpoint slice: its name and its
+// endpoints in the form answers use (which a service view with this one
+// slice shares).
+type sliceRec struct {
+	name  string
+	views []EndpointView
+}
+
 // removeSlice drops slice name from service svc's list.
 func (r *nsRec) removeSlice(svc, name string) {
 	l := r.slicesBySvc[svc]
 	out := l[:0]
 	for _, e := range l {
-		if e.Name != name {
+		if e.name != name {
 			out = append(out, e)
 		}
 	}
@@ -236,8 +244,7 @@ func (b *Builder) DeleteService(tp int, tenant, ns, name string) {
 }
 
 // SetEndpointSlice adds or replaces an endpoint slice of partition tp. The
-// Builder owns e from then on, and keeps its endpoints in the form answers
-// use (e.Endpoints is emptied).
+// Builder keeps its name and endpoints, not e.
 func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 	if !b.valid(tp) || e == nil {
 		return
@@ -251,8 +258,6 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	e.Ports = b.ports.intern(e.Ports)
-	e.views = endpointViews(e)
-	e.Endpoints = nil // in e.views now
 	if old, ok := r.sliceSvc[e.Name]; ok {
 		r.removeSlice(old, e.Name)
 		if old != e.Service {
@@ -261,10 +266,10 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	}
 	if r.sliceSvc == nil {
 		r.sliceSvc = map[string]string{}
-		r.slicesBySvc = map[string][]*EndpointSlice{}
+		r.slicesBySvc = map[string][]sliceRec{}
 	}
 	r.sliceSvc[e.Name] = e.Service
-	r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], e)
+	r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], sliceRec{name: e.Name, views: endpointViews(e)})
 	p.addService(e.Service)
 }
 
@@ -378,7 +383,6 @@ func (b *Builder) ReplaceServices(tp int, svcs []*Service) {
 
 // ReplaceEndpointSlices makes slices partition tp's whole set of endpoint
 // slices, as a reflector's list does: every other slice of tp is deleted.
-// The Builder owns the records from then on.
 func (b *Builder) ReplaceEndpointSlices(tp int, slices []*EndpointSlice) {
 	if !b.valid(tp) {
 		return
@@ -615,7 +619,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 	return n
 }
 
-func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
+func buildService(s *Service, slices []sliceRec) *ServiceView {
 	if s == nil {
 		return nil
 	}
@@ -625,8 +629,8 @@ func buildService(s *Service, slices []*EndpointSlice) *ServiceView {
 	}
 	slices = slices[:len(slices):len(slices)]
 	if len(slices) > 1 {
-		slices = append([]*EndpointSlice(nil), slices...)
-		sort.Slice(slices, func(i, j int) bool { return slices[i].Name < slices[j].Name }) // a stable answer order
+		slices = append([]sliceRec(nil), slices...)
+		sort.Slice(slices, func(i, j int) bool { return slices[i].name < slices[j].name }) // a stable answer order
 	}
 	switch len(slices) {
 	case 0:

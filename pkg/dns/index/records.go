@@ -47,8 +47,6 @@ type EndpointSlice struct {
 	// Ports holds one Port{Port: NoPort} when the slice has none.
 	Ports     []Port
 	Endpoints []Endpoint
-
-	views []EndpointView // Endpoints as answers use them; set by the Builder
 }
 
 // Endpoint is one ready endpoint.
