@@ -27,7 +27,7 @@ type nsRec struct {
 	key         nsKey
 	id          *NamespaceID
 	object      bool
-	services    map[string]*Service
+	services    map[string]*ServiceSpec
 	slicesBySvc map[string][]sliceRec // few per service: a slice beats a map
 	sliceSvc    map[string]string     // slice name → service name
 	pods        map[string]podRec
@@ -209,8 +209,8 @@ func (b *Builder) setNamespace(tp int, tenant, ns string, present bool) {
 	p.object = true
 }
 
-// SetService adds or replaces a service of partition tp. The Builder owns s
-// from then on.
+// SetService adds or replaces a service of partition tp. The Builder keeps
+// s's ServiceSpec, sharing s's slices.
 func (b *Builder) SetService(tp int, s *Service) {
 	if !b.valid(tp) || s == nil {
 		return
@@ -222,12 +222,10 @@ func (b *Builder) SetService(tp int, s *Service) {
 
 func (b *Builder) setService(tp int, s *Service) {
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
-	s.Tenant, s.Namespace = r.key.tenant, r.key.ns
-	s.Ports = b.ports.intern(s.Ports)
 	if r.services == nil {
-		r.services = map[string]*Service{}
+		r.services = map[string]*ServiceSpec{}
 	}
-	r.services[s.Name] = s
+	r.services[s.Name] = &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: b.ports.intern(s.Ports)}
 	p.addService(s.Name)
 }
 
@@ -365,8 +363,7 @@ func (b *Builder) ReplaceNamespaces(tp int, nss []NamespaceKey) {
 }
 
 // ReplaceServices makes svcs partition tp's whole set of services, as a
-// reflector's list does: every other service of tp is deleted. The Builder
-// owns svcs' records from then on.
+// reflector's list does: every other service of tp is deleted.
 func (b *Builder) ReplaceServices(tp int, svcs []*Service) {
 	if !b.valid(tp) {
 		return
@@ -619,11 +616,11 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 	return n
 }
 
-func buildService(s *Service, slices []sliceRec) *ServiceView {
+func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
 	if s == nil {
 		return nil
 	}
-	sv := &ServiceView{Service: s}
+	sv := &ServiceView{ServiceSpec: s}
 	if s.Type == ExternalName {
 		return sv
 	}

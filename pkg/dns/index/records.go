@@ -38,6 +38,17 @@ type Service struct {
 	Ports []Port
 }
 
+// ServiceSpec is what answers need of a Service: the Builder keeps this
+// much of each, without the tenant and namespace that its namespace already
+// names (96 bytes a service instead of 128).
+type ServiceSpec struct {
+	Name         string
+	Type         ServiceType
+	ClusterIPs   []netip.Addr
+	ExternalName string
+	Ports        []Port
+}
+
 // EndpointSlice is what DNS needs of a discovery/v1 EndpointSlice: only the
 // endpoints that are ready (a nil condition counts as ready).
 type EndpointSlice struct {

@@ -48,10 +48,10 @@ type NamespaceView struct {
 // seen, or it holds services.
 func (n *NamespaceView) Exists() bool { return n != nil && (n.Object || len(n.Services) > 0) }
 
-// ServiceView is one service with its ready endpoints. The Service record
-// is shared with the Builder, which never changes a record once it is set.
+// ServiceView is one service with its ready endpoints. The ServiceSpec is
+// shared with the Builder, which never changes one once it is set.
 type ServiceView struct {
-	*Service
+	*ServiceSpec
 	// Endpoints lists every ready endpoint address of every slice.
 	Endpoints []EndpointView
 	// Addrs lists the distinct endpoint addresses, in endpoint order.
