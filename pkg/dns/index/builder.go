@@ -24,10 +24,14 @@ type nsRec struct {
 	// key holds the namespace's own copies of its tenant and name, which
 	// every record of the namespace shares; id holds them too, for the
 	// address maps.
-	key         nsKey
-	id          *NamespaceID
-	object      bool
-	services    map[string]*ServiceSpec
+	key    nsKey
+	id     *NamespaceID
+	object bool
+	// services counts the namespace's services: the published ones with
+	// the pending changes applied. Their specs are in the snapshot's views
+	// and, until published, in pending.specs; the Builder keeps no map of
+	// its own.
+	services    int
 	slicesBySvc map[string][]sliceRec // few per service: a slice beats a map
 	sliceSvc    map[string]string     // slice name → service name
 	pods        map[string]podRec
@@ -89,11 +93,12 @@ func (r *nsRec) removeSlice(svc, name string) {
 }
 
 func (r *nsRec) empty() bool {
-	return !r.object && len(r.services) == 0 && len(r.sliceSvc) == 0 && len(r.pods) == 0
+	return !r.object && r.services == 0 && len(r.sliceSvc) == 0 && len(r.pods) == 0
 }
 
 type pending struct {
-	services map[string]struct{}
+	services map[string]struct{}     // services whose views need building
+	specs    map[string]*ServiceSpec // services set (or, nil, deleted) since the last publish
 	podAddrs map[netip.Addr]podDelta
 	object   bool
 }
@@ -222,11 +227,67 @@ func (b *Builder) SetService(tp int, s *Service) {
 
 func (b *Builder) setService(tp int, s *Service) {
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
-	if r.services == nil {
-		r.services = map[string]*ServiceSpec{}
+	b.putService(tp, r, p, s.Name, &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: b.ports.intern(s.Ports)})
+}
+
+// published returns namespace k of partition tp in the current snapshot,
+// or nil.
+func (b *Builder) published(tp int, k nsKey) *NamespaceView {
+	if tv := b.cur.Load().TPs[tp].Tenants[k.tenant]; tv != nil {
+		return tv.Namespaces[k.ns]
 	}
-	r.services[s.Name] = &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: b.ports.intern(s.Ports)}
-	p.addService(s.Name)
+	return nil
+}
+
+// service returns service name of namespace r as the Builder has it: its
+// pending spec, else the published one, else nil. Callers hold b.mu.
+func (b *Builder) service(tp int, r *nsRec, p *pending, name string) *ServiceSpec {
+	if s, ok := p.specs[name]; ok {
+		return s
+	}
+	if nv := b.published(tp, r.key); nv != nil {
+		if sv := nv.Services[name]; sv != nil {
+			return sv.ServiceSpec
+		}
+	}
+	return nil
+}
+
+// putService sets (or, with a nil s, deletes) service name of namespace r.
+// Callers hold b.mu.
+func (b *Builder) putService(tp int, r *nsRec, p *pending, name string, s *ServiceSpec) {
+	switch had := b.service(tp, r, p, name) != nil; {
+	case had && s == nil:
+		r.services--
+	case !had && s != nil:
+		r.services++
+	}
+	if p.specs == nil {
+		p.specs = map[string]*ServiceSpec{}
+	}
+	p.specs[name] = s
+	p.addService(name)
+}
+
+// serviceNames yields the names of namespace r's services (some may come
+// twice). Callers hold b.mu.
+func (b *Builder) serviceNames(tp int, r *nsRec) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if nv := b.published(tp, r.key); nv != nil {
+			for name := range nv.Services {
+				if !yield(name) {
+					return
+				}
+			}
+		}
+		if p := b.dirty[dirtyKey{tp, r.key}]; p != nil {
+			for name, s := range p.specs {
+				if s != nil && !yield(name) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // DeleteService removes a service of partition tp.
@@ -237,8 +298,7 @@ func (b *Builder) DeleteService(tp int, tenant, ns, name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, p := b.touch(tp, tenant, ns)
-	delete(r.services, name)
-	p.addService(name)
+	b.putService(tp, r, p, name, nil)
 }
 
 // SetEndpointSlice adds or replaces an endpoint slice of partition tp. The
@@ -371,8 +431,8 @@ func (b *Builder) ReplaceServices(tp int, svcs []*Service) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropUnlisted(tp, keysOf(svcs, func(s *Service) objKey { return objKey{s.Tenant, s.Namespace, s.Name} }),
-		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.services) },
-		func(r *nsRec, p *pending, name string) { delete(r.services, name); p.addService(name) })
+		func(r *nsRec) iter.Seq[string] { return b.serviceNames(tp, r) },
+		func(r *nsRec, p *pending, name string) { b.putService(tp, r, p, name, nil) })
 	for _, s := range svcs {
 		b.setService(tp, s)
 	}
@@ -598,10 +658,14 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 			n.Services = map[string]*ServiceView{}
 		}
 		for name := range p.services {
+			spec, changed := p.specs[name]
 			if ov := n.Services[name]; ov != nil {
 				w.unindexService(rec.id, name, ov)
+				if !changed {
+					spec = ov.ServiceSpec
+				}
 			}
-			sv := buildService(rec.services[name], rec.slicesBySvc[name])
+			sv := buildService(spec, rec.slicesBySvc[name])
 			if sv == nil {
 				delete(n.Services, name)
 				continue

@@ -291,3 +291,32 @@ func TestPodAddressesFollowPods(t *testing.T) {
 		t.Fatal("a namespace without pods keeps addresses")
 	}
 }
+
+// TestServiceChangesBetweenPublishes: several changes to one service
+// between two publishes count once, and a namespace whose services are all
+// gone is dropped.
+func TestServiceChangesBetweenPublishes(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.SetService(0, svc("acme", "web", "api", "10.0.0.1"))
+	b.Publish()
+	b.SetService(0, svc("acme", "web", "api", "10.0.0.2")) // update: still one
+	b.SetService(0, svc("acme", "web", "db", "10.0.0.3"))
+	b.DeleteService(0, "acme", "web", "db")
+	b.DeleteService(0, "acme", "web", "db")      // twice
+	b.DeleteService(0, "acme", "web", "unknown") // never existed
+	b.Publish()
+	web := b.Current().Namespace(0, []byte("acme"), []byte("web"))
+	if web == nil || len(web.Services) != 1 || web.Services["api"].ClusterIPs[0] != a("10.0.0.2") {
+		t.Fatalf("acme/web: %+v", web)
+	}
+	b.DeleteService(0, "acme", "web", "api")
+	b.SetService(0, svc("acme", "web", "api", "10.0.0.4"))
+	b.DeleteService(0, "acme", "web", "api")
+	b.Publish()
+	if n := b.Current().Namespace(0, []byte("acme"), []byte("web")); n != nil {
+		t.Fatalf("namespace without services remains: %+v", n)
+	}
+	if len(b.Current().PTRs(a("10.0.0.2"))) != 0 || len(b.Current().PTRs(a("10.0.0.4"))) != 0 {
+		t.Fatal("deleted service keeps PTRs")
+	}
+}
