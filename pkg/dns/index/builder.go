@@ -41,10 +41,30 @@ type nsRec struct {
 	podAddrs int
 }
 
-// podRec is what a pod's later update or delete needs.
+// podRec is what a pod's later update or delete needs. Nearly every pod
+// has one IPv4 address: that one is kept inline (no allocation), others in
+// ips.
 type podRec struct {
-	ips         []netip.Addr
+	v4          [4]byte
+	single      bool // the pod's one address is v4; ips is nil
 	hostNetwork bool
+	ips         []netip.Addr
+}
+
+func newPodRec(ips []netip.Addr, hostNetwork bool) podRec {
+	if len(ips) == 1 && ips[0].Is4() {
+		return podRec{v4: ips[0].As4(), single: true, hostNetwork: hostNetwork}
+	}
+	return podRec{ips: ips, hostNetwork: hostNetwork}
+}
+
+// addrs returns the pod's addresses, using buf for an inline one.
+func (pr *podRec) addrs(buf *[1]netip.Addr) []netip.Addr {
+	if pr.single {
+		buf[0] = netip.AddrFrom4(pr.v4)
+		return buf[:]
+	}
+	return pr.ips
 }
 
 // podDelta is a pending change to the count of a namespace's pods with one
@@ -57,7 +77,8 @@ func (p *pending) countPod(pod podRec, d int32) {
 	if p.podAddrs == nil {
 		p.podAddrs = map[netip.Addr]podDelta{}
 	}
-	for _, a := range pod.ips {
+	var buf [1]netip.Addr
+	for _, a := range pod.addrs(&buf) {
 		c := p.podAddrs[a]
 		c.pods += d
 		if !pod.hostNetwork {
@@ -371,7 +392,7 @@ func (b *Builder) setPod(tp int, pod *Pod) {
 	if r.pods == nil {
 		r.pods = map[string]podRec{}
 	}
-	rec := podRec{ips: pod.IPs, hostNetwork: pod.HostNetwork}
+	rec := newPodRec(pod.IPs, pod.HostNetwork)
 	r.pods[pod.Name] = rec
 	p.countPod(rec, 1)
 }
