@@ -730,7 +730,7 @@ func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
 			sv.Endpoints = append(sv.Endpoints, e.views...)
 		}
 	}
-	sv.Addrs = distinctAddrs(sv.Endpoints)
+	sv.addrs = distinctAddrs(sv.Endpoints)
 	if len(sv.Endpoints) > manyEndpoints {
 		sv.hosts = make(map[string][]int32, len(sv.Endpoints))
 		for i, e := range sv.Endpoints {
@@ -844,30 +844,38 @@ func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, deltas map[netip.Addr]po
 	}
 }
 
-// distinctAddrs lists the endpoint addresses without repeats, in order.
+// distinctAddrs lists the endpoint addresses without repeats, in order, or
+// returns nil when there are no repeats (the common case: the endpoints
+// list them already).
 func distinctAddrs(eps []EndpointView) []netip.Addr {
-	if len(eps) == 0 {
+	var buf [manyEndpoints]netip.Addr
+	out := buf[:0]
+	if len(eps) <= manyEndpoints {
+		for _, e := range eps {
+			out = appendNew(out, e.Addr)
+		}
+	} else {
+		seen := make(map[netip.Addr]struct{}, len(eps))
+		out = make([]netip.Addr, 0, len(eps))
+		for _, e := range eps {
+			if _, dup := seen[e.Addr]; !dup {
+				seen[e.Addr] = struct{}{}
+				out = append(out, e.Addr)
+			}
+		}
+	}
+	if len(out) == len(eps) {
 		return nil
 	}
-	out := make([]netip.Addr, 0, len(eps))
-	if len(eps) <= manyEndpoints {
-	next:
-		for _, e := range eps {
-			for _, a := range out {
-				if a == e.Addr {
-					continue next
-				}
-			}
-			out = append(out, e.Addr)
-		}
-		return out
-	}
-	seen := make(map[netip.Addr]struct{}, len(eps))
-	for _, e := range eps {
-		if _, dup := seen[e.Addr]; !dup {
-			seen[e.Addr] = struct{}{}
-			out = append(out, e.Addr)
+	return slices.Clone(out)
+}
+
+// appendNew appends a to out unless out has it.
+func appendNew(out []netip.Addr, a netip.Addr) []netip.Addr {
+	for _, o := range out {
+		if o == a {
+			return out
 		}
 	}
-	return out
+	return append(out, a)
 }

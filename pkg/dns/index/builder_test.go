@@ -2,6 +2,7 @@ package index
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestEndpointSlicesMoveBetweenServices(t *testing.T) {
 	b.SetEndpointSlice(0, slice("a"))
 	b.Publish()
 	ns := b.Current().Namespace(0, []byte("system"), []byte("default"))
-	if sa := ns.Services["a"]; len(sa.Endpoints) != 2 || len(sa.Addrs) != 1 {
+	if sa := ns.Services["a"]; len(sa.Endpoints) != 2 || sa.AddrCount() != 1 || sa.Addr(0) != a("10.1.0.1") {
 		t.Fatalf("a: %+v", sa)
 	}
 	b.SetEndpointSlice(0, slice("b"))
@@ -318,5 +319,46 @@ func TestServiceChangesBetweenPublishes(t *testing.T) {
 	}
 	if len(b.Current().PTRs(a("10.0.0.2"))) != 0 || len(b.Current().PTRs(a("10.0.0.4"))) != 0 {
 		t.Fatal("deleted service keeps PTRs")
+	}
+}
+
+func TestDistinctAddrs(t *testing.T) {
+	eps := func(ips ...string) []EndpointView {
+		var out []EndpointView
+		for _, ip := range ips {
+			out = append(out, EndpointView{Addr: a(ip)})
+		}
+		return out
+	}
+	many := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.0.7", "10.0.0.8", "10.0.0.9"}
+	for _, c := range []struct {
+		name string
+		eps  []EndpointView
+		want []string // nil: the endpoints' own addresses
+	}{
+		{"none", nil, nil},
+		{"distinct", eps("10.0.0.1", "fd00::1"), nil},
+		{"repeat", eps("10.0.0.2", "10.0.0.1", "10.0.0.2"), []string{"10.0.0.2", "10.0.0.1"}},
+		{"many distinct", eps(many...), nil},
+		{"many with a repeat", eps(append(many, "10.0.0.1")...), many},
+	} {
+		got := distinctAddrs(c.eps)
+		if c.want == nil {
+			if got != nil {
+				t.Errorf("%s: %v, want nil", c.name, got)
+			}
+			continue
+		}
+		var want []netip.Addr
+		for _, ip := range c.want {
+			want = append(want, a(ip))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", c.name, got, want)
+		}
+		sv := &ServiceView{Endpoints: c.eps, addrs: got}
+		if sv.AddrCount() != len(want) || sv.Addr(len(want)-1) != want[len(want)-1] {
+			t.Errorf("%s: AddrCount/Addr disagree with %v", c.name, want)
+		}
 	}
 }

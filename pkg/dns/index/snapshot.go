@@ -54,8 +54,10 @@ type ServiceView struct {
 	*ServiceSpec
 	// Endpoints lists every ready endpoint address of every slice.
 	Endpoints []EndpointView
-	// Addrs lists the distinct endpoint addresses, in endpoint order.
-	Addrs []netip.Addr
+	// addrs lists the distinct endpoint addresses, in endpoint order, when
+	// some endpoints share one; else it is nil and they are the endpoints'
+	// (see AddrCount and Addr).
+	addrs []netip.Addr
 	// hosts indexes Endpoints by hostname when there are many.
 	hosts map[string][]int32
 }
@@ -66,6 +68,23 @@ type EndpointView struct {
 	Host string
 	// Ports are the ports of the endpoint's slice.
 	Ports []Port
+}
+
+// AddrCount is the number of distinct endpoint addresses.
+func (s *ServiceView) AddrCount() int {
+	if s.addrs != nil {
+		return len(s.addrs)
+	}
+	return len(s.Endpoints)
+}
+
+// Addr returns distinct endpoint address i (0 <= i < AddrCount()), in
+// endpoint order.
+func (s *ServiceView) Addr(i int) netip.Addr {
+	if s.addrs != nil {
+		return s.addrs[i]
+	}
+	return s.Endpoints[i].Addr
 }
 
 // EndpointsByHost calls fn for every endpoint whose hostname is host, until

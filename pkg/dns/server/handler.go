@@ -656,8 +656,8 @@ func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qt
 			h.cname(st, svc, qtype)
 		case svc.Type == index.Headless || f.rd.Form == names.EndpointName:
 			if f.rd.Form != names.EndpointName && len(f.rd.Port) == 0 && len(f.rd.Protocol) == 0 {
-				for _, a := range svc.Addrs {
-					if a.Is6() == want6 {
+				for i, n := 0, svc.AddrCount(); i < n; i++ {
+					if a := svc.Addr(i); a.Is6() == want6 {
 						r := e.begin(answerSection)
 						e.ownerQ()
 						e.addr(r, a, ttl)
