@@ -11,7 +11,8 @@
 # Throughput: dnsperf at full speed (100 outstanding), best of ROUNDS,
 # alternating servers. Latency: a second pass at LAT_QPS queries per second
 # with per-query timings (dnsperf -v) for p50 and p99. RSS: partition-dns's
-# VmRSS after the sync and after the load, and its peak (VmHWM).
+# VmRSS after the sync and after the load (split into anonymous and file
+# pages), and its peak (VmHWM), in MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
@@ -85,7 +86,10 @@ read -r p50_f p99_f < <(lat "$FLOOR_PORT")
 read -r p50_p p99_p < <(lat "$DNS_PORT")
 rss_load=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
 hwm=$(awk '/VmHWM/{print $2}' /proc/$pdns/status)
+anon=$(awk '/RssAnon/{print $2}' /proc/$pdns/status)
+file=$(awk '/RssFile/{print $2}' /proc/$pdns/status)
 ratio=$(echo "scale=3; $best_p / $best_f" | bc)
+mib() { awk -v k="$1" 'BEGIN{printf "%.1f", k / 1024}'; } # kB -> MB (MiB), one decimal
 
 cat <<OUT
 
@@ -97,5 +101,6 @@ cat <<OUT
 | p50 / p99 latency at $LAT_QPS qps (µs) | $p50_p / $p99_p | $p50_f / $p99_f |
 
 partition-dns: 3 TPs x ($SERVICES services + $PODS pods), synced and ready in ${sync_s}s;
-RSS after sync $((rss_idle / 1024)) MB, after load $((rss_load / 1024)) MB, peak (VmHWM) $((hwm / 1024)) MB.
+RSS after sync $(mib "$rss_idle") MB, after load $(mib "$rss_load") MB, peak (VmHWM) $(mib "$hwm") MB;
+after load $(mib "$anon") MB of it anonymous (heap, stacks, runtime) and $(mib "$file") MB the binary's file pages.
 OUT
