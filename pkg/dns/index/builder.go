@@ -692,7 +692,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 				continue
 			}
 			n.Services[name] = sv
-			w.indexService(rec.id, name, sv)
+			w.indexService(rec.id, sv)
 		}
 	}
 	if old != nil && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
@@ -767,18 +767,18 @@ type ipWriter struct {
 	src addrEdits[srcOwner]
 }
 
-func (w *ipWriter) indexService(id *NamespaceID, name string, sv *ServiceView) {
-	add := func(a netip.Addr, host string) {
+func (w *ipWriter) indexService(id *NamespaceID, sv *ServiceView) {
+	add := func(a netip.Addr, ep *EndpointView) {
 		old := w.rev.get(a)
-		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, Service: name, Host: host}))
+		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, svc: sv.ServiceSpec, ep: ep}))
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs {
-			add(a, "")
+			add(a, nil)
 		}
 	}
-	for _, e := range sv.Endpoints {
-		add(e.Addr, e.Host)
+	for i := range sv.Endpoints {
+		add(sv.Endpoints[i].Addr, &sv.Endpoints[i])
 	}
 }
 
@@ -790,7 +790,7 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 		}
 		n := w.rev.alloc(len(old))
 		for _, p := range old {
-			if p.is(id) && p.Service == name {
+			if p.is(id) && p.svc.Name == name {
 				continue
 			}
 			n = append(n, p)

@@ -122,11 +122,22 @@ func (id *NamespaceID) is(o *NamespaceID) bool {
 }
 
 // PTR is an owner of an address: a service's cluster IP, or an endpoint.
+// It points into the service's view (24 bytes, instead of copying names).
 type PTR struct {
 	*NamespaceID
-	Service string
-	// Host is the endpoint's hostname; empty for a cluster IP.
-	Host string
+	svc *ServiceSpec
+	ep  *EndpointView // nil for a cluster IP
+}
+
+// Service is the name of the owning service.
+func (p *PTR) Service() string { return p.svc.Name }
+
+// Host is the endpoint's hostname; empty for a cluster IP.
+func (p *PTR) Host() string {
+	if p.ep == nil {
+		return ""
+	}
+	return p.ep.Host
 }
 
 // Source is what a client address says about the querier: the partition and

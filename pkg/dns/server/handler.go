@@ -964,7 +964,7 @@ func (h *Handler) ptr(e *encoder, snap *index.Snapshot, a netip.Addr, src index.
 			if o.TP != tp || !h.ptrVisible(snap, o, src, known) {
 				continue
 			}
-			if o.Host == "" {
+			if o.Host() == "" {
 				best = i
 				break
 			}
@@ -981,10 +981,10 @@ func (h *Handler) ptr(e *encoder, snap *index.Snapshot, a netip.Addr, src index.
 			r := e.begin(answerSection)
 			e.ownerQ()
 			d := e.typ(typePTR, h.opts.TTL)
-			if o.Host != "" {
-				e.label(o.Host)
+			if host := o.Host(); host != "" {
+				e.label(host)
 			}
-			e.label(o.Service)
+			e.label(o.Service())
 			e.label(o.Namespace)
 			if o.Tenant != tenancy.SystemTenant {
 				e.label(o.Tenant)
