@@ -48,14 +48,14 @@ type podRec struct {
 	v4          [4]byte
 	single      bool // the pod's one address is v4; ips is nil
 	hostNetwork bool
-	ips         []netip.Addr
+	ips         *[]netip.Addr // 16 bytes a record, so 32 a map slot
 }
 
 func newPodRec(ips []netip.Addr, hostNetwork bool) podRec {
 	if len(ips) == 1 && ips[0].Is4() {
 		return podRec{v4: ips[0].As4(), single: true, hostNetwork: hostNetwork}
 	}
-	return podRec{ips: ips, hostNetwork: hostNetwork}
+	return podRec{ips: &ips, hostNetwork: hostNetwork}
 }
 
 // addrs returns the pod's addresses, using buf for an inline one.
@@ -64,7 +64,10 @@ func (pr *podRec) addrs(buf *[1]netip.Addr) []netip.Addr {
 		buf[0] = netip.AddrFrom4(pr.v4)
 		return buf[:]
 	}
-	return pr.ips
+	if pr.ips == nil {
+		return nil
+	}
+	return *pr.ips
 }
 
 // podDelta is a pending change to the count of a namespace's pods with one
@@ -730,12 +733,16 @@ func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
 			sv.Endpoints = append(sv.Endpoints, e.views...)
 		}
 	}
-	sv.addrs = distinctAddrs(sv.Endpoints)
+	var more viewMore
+	more.addrs = distinctAddrs(sv.Endpoints)
 	if len(sv.Endpoints) > manyEndpoints {
-		sv.hosts = make(map[string][]int32, len(sv.Endpoints))
+		more.hosts = make(map[string][]int32, len(sv.Endpoints))
 		for i, e := range sv.Endpoints {
-			sv.hosts[e.Host] = append(sv.hosts[e.Host], int32(i))
+			more.hosts[e.Host] = append(more.hosts[e.Host], int32(i))
 		}
+	}
+	if more.addrs != nil || more.hosts != nil {
+		sv.more = &more
 	}
 	return sv
 }

@@ -356,7 +356,7 @@ func TestDistinctAddrs(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", c.name, got, want)
 		}
-		sv := &ServiceView{Endpoints: c.eps, addrs: got}
+		sv := &ServiceView{Endpoints: c.eps, more: &viewMore{addrs: got}}
 		if sv.AddrCount() != len(want) || sv.Addr(len(want)-1) != want[len(want)-1] {
 			t.Errorf("%s: AddrCount/Addr disagree with %v", c.name, want)
 		}

@@ -54,6 +54,13 @@ type ServiceView struct {
 	*ServiceSpec
 	// Endpoints lists every ready endpoint address of every slice.
 	Endpoints []EndpointView
+	// more is what only some views need; nil for most (a view is 48
+	// bytes, not 64).
+	more *viewMore
+}
+
+// viewMore holds a service view's rarely needed parts.
+type viewMore struct {
 	// addrs lists the distinct endpoint addresses, in endpoint order, when
 	// some endpoints share one; else it is nil and they are the endpoints'
 	// (see AddrCount and Addr).
@@ -72,8 +79,8 @@ type EndpointView struct {
 
 // AddrCount is the number of distinct endpoint addresses.
 func (s *ServiceView) AddrCount() int {
-	if s.addrs != nil {
-		return len(s.addrs)
+	if s.more != nil && s.more.addrs != nil {
+		return len(s.more.addrs)
 	}
 	return len(s.Endpoints)
 }
@@ -81,8 +88,8 @@ func (s *ServiceView) AddrCount() int {
 // Addr returns distinct endpoint address i (0 <= i < AddrCount()), in
 // endpoint order.
 func (s *ServiceView) Addr(i int) netip.Addr {
-	if s.addrs != nil {
-		return s.addrs[i]
+	if s.more != nil && s.more.addrs != nil {
+		return s.more.addrs[i]
 	}
 	return s.Endpoints[i].Addr
 }
@@ -90,8 +97,8 @@ func (s *ServiceView) Addr(i int) netip.Addr {
 // EndpointsByHost calls fn for every endpoint whose hostname is host, until
 // fn returns false.
 func (s *ServiceView) EndpointsByHost(host []byte, fn func(*EndpointView) bool) {
-	if s.hosts != nil {
-		for _, i := range s.hosts[string(host)] {
+	if s.more != nil && s.more.hosts != nil {
+		for _, i := range s.more.hosts[string(host)] {
 			if !fn(&s.Endpoints[i]) {
 				return
 			}
