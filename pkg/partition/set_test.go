@@ -133,7 +133,9 @@ func TestUnreachablePartitionDoesNotBlockOthers(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		srv := httptest.NewServer(arktoshttp.NewHandler("pods", "PodList",
 			fmt.Sprintf(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"default","tenant":"system","uid":"u%d","resourceVersion":"1"}}`, i)))
-		defer srv.Close()
+		// Cleanups run after the deferred cancel below has ended the
+		// informers' watches; httptest's Close waits for open requests.
+		t.Cleanup(srv.Close)
 		cfgs = append(cfgs, &rest.Config{Host: srv.URL})
 	}
 	// A port that refuses connections until the TP "comes up" below.
@@ -206,7 +208,7 @@ tpkit_partition_synced{partition="tp3"} 0
 	late.Listener.Close()
 	late.Listener = ln
 	late.Start()
-	defer late.Close()
+	t.Cleanup(late.Close)
 	if !s.WaitForSync(ctx, time.Minute) {
 		t.Fatalf("tp3 did not sync after coming up: %+v", s.Statuses()[2])
 	}
