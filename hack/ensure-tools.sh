@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ensure-tools.sh CMD... installs the Debian packages that provide the given
-# commands when they are missing, so `make demo` and `make bench-dns` work on a
-# fresh machine. It only installs as root; otherwise it says what to run.
+# commands when they are missing, so CI, `make demo` and `make bench-dns` work
+# on a fresh machine. It only installs as root; otherwise it says what to run.
 set -euo pipefail
 
 declare -A pkg=(
@@ -9,6 +9,7 @@ declare -A pkg=(
   [dnsperf]=dnsperf
   [iptables]=iptables
   [ip]=iproute2
+  [make]=make
 )
 need=()
 for cmd in "$@"; do
