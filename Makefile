@@ -50,7 +50,6 @@ bench-failover:
 	$(GO) test -count=3 -run TestNodeLocalHASwitch -v ./pkg/nodelocal/ | grep RESULT
 
 demo:
-	./hack/ensure-tools.sh dig
 	./hack/demo.sh
 
 FUZZTIME ?= 20s

@@ -14,10 +14,7 @@ ADMIN_PORT=${DEMO_ADMIN_PORT:-25340}
 
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
-if ! command -v dig >/dev/null; then
-  echo "demo: dig is missing; install it with: apt-get install -y bind9-dnsutils" >&2
-  exit 1
-fi
+./hack/ensure-tools.sh dig
 
 say "Building"
 mkdir -p "$BIN"
