@@ -29,7 +29,6 @@ type Status struct {
 
 // health is updated by every request through the TP's transport.
 type health struct {
-	synced    atomic.Bool
 	reachable atomic.Bool
 	lastEvent atomic.Int64 // unix nanoseconds
 	errors    atomic.Uint64
@@ -47,8 +46,8 @@ func (h *health) fail(err error) {
 	h.mu.Unlock()
 }
 
-func (h *health) status(name string, index int) Status {
-	s := Status{Name: name, Index: index, Synced: h.synced.Load(), Reachable: h.reachable.Load(), Errors: h.errors.Load()}
+func (h *health) status(name string, index int, synced bool) Status {
+	s := Status{Name: name, Index: index, Synced: synced, Reachable: h.reachable.Load(), Errors: h.errors.Load()}
 	if t := h.lastEvent.Load(); t != 0 {
 		s.LastEvent = time.Unix(0, t)
 	}

@@ -39,22 +39,28 @@ type Partition struct {
 	Informers informers.SharedInformerFactory
 
 	health *health
-	synced chan struct{}
+	synced chan struct{} // closed once Informers have synced
 }
 
 // Status returns the TP's current health.
-func (p *Partition) Status() Status { return p.health.status(p.Name, p.Index) }
+func (p *Partition) Status() Status { return p.health.status(p.Name, p.Index, p.Synced()) }
 
 // Synced reports whether the informers started from Informers have all
 // synced. Informers built by hand (with their own keys or transforms) are not
 // counted: their owners track them, as pkg/dns/source does.
-func (p *Partition) Synced() bool { return p.health.synced.Load() }
+func (p *Partition) Synced() bool {
+	select {
+	case <-p.synced:
+		return true
+	default:
+		return false
+	}
+}
 
 // Set is the fixed, ordered set of TPs.
 type Set struct {
 	partitions []*Partition
 	byName     map[string]*Partition
-	opts       Options
 	startOnce  sync.Once
 }
 
@@ -107,7 +113,7 @@ func NewFromConfigs(names []string, cfgs []*rest.Config, o Options) (*Set, error
 	if len(cfgs) == 0 {
 		return nil, fmt.Errorf("no tenant partitions")
 	}
-	s := &Set{byName: make(map[string]*Partition, len(names)), opts: o}
+	s := &Set{byName: make(map[string]*Partition, len(names))}
 	for i, cfg := range cfgs {
 		name := names[i]
 		if err := tenancy.ValidatePartitionName(name); err != nil {
@@ -192,7 +198,6 @@ func (s *Set) awaitSync(ctx context.Context, p *Partition) {
 			return
 		}
 	}
-	p.health.synced.Store(true)
 	close(p.synced)
 	klog.InfoS("Tenant partition synced", "partition", p.Name, "index", p.Index, "duration", time.Since(start).Round(time.Millisecond))
 }
