@@ -35,9 +35,9 @@ type Server struct {
 // New returns a Server whose /metrics serves reg (nothing when reg is nil).
 func New(reg *prometheus.Registry) *Server {
 	s := &Server{mux: http.NewServeMux(), healthz: map[string]Check{}, readyz: map[string]Check{}}
-	s.mux.HandleFunc("/healthz", s.serveChecks(&s.healthz))
-	s.mux.HandleFunc("/livez", s.serveChecks(&s.healthz))
-	s.mux.HandleFunc("/readyz", s.serveChecks(&s.readyz))
+	s.mux.HandleFunc("/healthz", s.serveChecks(s.healthz))
+	s.mux.HandleFunc("/livez", s.serveChecks(s.healthz))
+	s.mux.HandleFunc("/readyz", s.serveChecks(s.readyz))
 	if reg != nil {
 		s.mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	}
@@ -45,15 +45,15 @@ func New(reg *prometheus.Registry) *Server {
 }
 
 // AddHealthz adds a liveness check, served by /healthz and /livez.
-func (s *Server) AddHealthz(name string, c Check) { s.add(&s.healthz, name, c) }
+func (s *Server) AddHealthz(name string, c Check) { s.add(s.healthz, name, c) }
 
 // AddReadyz adds a readiness check, served by /readyz.
-func (s *Server) AddReadyz(name string, c Check) { s.add(&s.readyz, name, c) }
+func (s *Server) AddReadyz(name string, c Check) { s.add(s.readyz, name, c) }
 
-func (s *Server) add(m *map[string]Check, name string, c Check) {
+func (s *Server) add(m map[string]Check, name string, c Check) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	(*m)[name] = c
+	m[name] = c
 }
 
 // Handle mounts an extra handler (an admin endpoint, a webhook) on the mux.
@@ -65,21 +65,26 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // serveChecks answers 200 "ok" when every check passes, else 503 with one
 // line per failing check. "?verbose" lists passing checks too, as the
 // Kubernetes API server does.
-func (s *Server) serveChecks(m *map[string]Check) http.HandlerFunc {
+func (s *Server) serveChecks(m map[string]Check) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// Copy the checks under the lock: one added while they run must not
+		// race with this read of the map.
 		s.mu.RLock()
-		names := make([]string, 0, len(*m))
-		for n := range *m {
+		names := make([]string, 0, len(m))
+		for n := range m {
 			names = append(names, n)
 		}
-		checks := *m
-		s.mu.RUnlock()
 		sort.Strings(names)
+		checks := make([]Check, len(names))
+		for i, n := range names {
+			checks[i] = m[n]
+		}
+		s.mu.RUnlock()
 		var b strings.Builder
 		failed := false
 		_, verbose := r.URL.Query()["verbose"]
-		for _, n := range names {
-			if err := checks[n](); err != nil {
+		for i, n := range names {
+			if err := checks[i](); err != nil {
 				failed = true
 				fmt.Fprintf(&b, "[-]%s failed: %v\n", n, err)
 			} else if verbose {
