@@ -15,7 +15,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
 	"github.com/tpkit-dev/tpkit/pkg/admission/tenantname"
@@ -104,7 +104,7 @@ func serve(ctx context.Context, o options, listening func(net.Addr)) error {
 	if err != nil {
 		return err
 	}
-	chain := admission.Chain{daemonset.New(daemonset.Config{AdminOnly: o.adminOnly, AdminGroups: splitList(o.adminGroups)})}
+	chain := admission.Chain{daemonset.New(daemonset.Config{AdminOnly: o.adminOnly, AdminGroups: cliflag.SplitList(o.adminGroups)})}
 	if o.tenantNames {
 		chain = append(chain, tenantname.New())
 	}
@@ -173,7 +173,7 @@ func loadCerts(o options) (*webhook.KeyPair, error) {
 	case o.selfSignedDir != "" && (o.certFile != "" || o.keyFile != ""):
 		return nil, errors.New("--self-signed-dir excludes --tls-cert-file and --tls-private-key-file")
 	case o.selfSignedDir != "":
-		f, err := webhook.SelfSigned(o.selfSignedDir, splitList(o.selfSignedHosts), time.Now())
+		f, err := webhook.SelfSigned(o.selfSignedDir, cliflag.SplitList(o.selfSignedHosts), time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -184,14 +184,4 @@ func loadCerts(o options) (*webhook.KeyPair, error) {
 	default:
 		return webhook.LoadKeyPair(o.certFile, o.keyFile)
 	}
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

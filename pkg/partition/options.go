@@ -2,8 +2,9 @@ package partition
 
 import (
 	"flag"
-	"strings"
 	"time"
+
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 )
 
 // Options configure a Set. AddFlags binds them to Kubernetes-style flags.
@@ -34,9 +35,9 @@ const DefaultSyncTimeout = 30 * time.Second
 
 // AddFlags registers the TP-set flags on fs.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	fs.Var((*commaList)(&o.KubeconfigPaths), "tenant-server-kubeconfig",
+	fs.Var((*cliflag.List)(&o.KubeconfigPaths), "tenant-server-kubeconfig",
 		"Comma-separated kubeconfig files, one per tenant partition, in order.")
-	fs.Var((*commaList)(&o.Names), "tenant-partition-names",
+	fs.Var((*cliflag.List)(&o.Names), "tenant-partition-names",
 		"Comma-separated names for the tenant partitions, in the order of --tenant-server-kubeconfig. Default: each kubeconfig's current context, else its file name.")
 	fs.DurationVar(&o.Resync, "partition-resync", o.Resync,
 		"Resync period of the per-partition informers; 0 disables resync.")
@@ -47,19 +48,4 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"How long to wait at start for every tenant partition to sync before serving what is there; unsynced partitions keep retrying.")
 	fs.BoolVar(&o.WatchList, "partition-watch-list", o.WatchList,
 		"Use client-go's streaming watch-list against the tenant partitions. Leave off for Arktos API servers, which ignore it, so informers would never sync.")
-}
-
-// commaList is a flag.Value for comma-separated lists; empty items are dropped.
-type commaList []string
-
-func (c *commaList) String() string { return strings.Join(*c, ",") }
-
-func (c *commaList) Set(v string) error {
-	*c = (*c)[:0]
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*c = append(*c, s)
-		}
-	}
-	return nil
 }
