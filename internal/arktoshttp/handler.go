@@ -26,8 +26,9 @@ func NewHandler(resource, listKind string, items ...string) *Handler {
 	return &Handler{Resource: resource, ListKind: listKind, items: items, rv: 1}
 }
 
-// Send delivers a raw watch event ({"type":...,"object":...}) to every open
-// watch, and to watches opened later.
+// Send delivers a raw watch event ({"type":...,"object":...}) to every watch
+// opened so far; watches opened later do not see it. Each watch buffers 16
+// events, so tests wait for Watchers before sending.
 func (h *Handler) Send(event string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
