@@ -18,16 +18,18 @@ func liftFast(raw []byte) ([]byte, bool) {
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
-	ok := s.members(i, func(key []byte, vs, ve int) bool {
+	// Each byte is scanned once: a member's value is walked by the function
+	// that understands it (metadata, object, items) or skipped by value.
+	_, ok := s.members(i, func(key []byte, vs int) (int, bool) {
 		switch string(key) {
 		case `"metadata"`:
-			return s.metadata(vs, ve)
+			return s.metadata(vs)
 		case `"object"`:
-			return s.objectMetadata(vs, ve)
+			return s.objectMetadata(vs)
 		case `"items"`:
-			return s.items(vs, ve)
+			return s.items(vs)
 		}
-		return true
+		return s.value(vs)
 	})
 	if !ok {
 		return nil, false
@@ -38,7 +40,7 @@ func liftFast(raw []byte) ([]byte, bool) {
 	sort.Slice(s.edits, func(a, b int) bool { return s.edits[a].at < s.edits[b].at })
 	n := len(raw)
 	for _, e := range s.edits {
-		n += len(e.insert) - (e.end - e.at)
+		n += s.insertLen(e) - (e.end - e.at)
 	}
 	out := make([]byte, 0, n)
 	prev := 0
@@ -47,16 +49,61 @@ func liftFast(raw []byte) ([]byte, bool) {
 			return nil, false
 		}
 		out = append(out, raw[prev:e.at]...)
-		out = append(out, e.insert...)
+		out = s.appendInsert(out, e)
 		prev = e.end
 	}
 	return append(out, raw[prev:]...), true
 }
 
-// edit replaces raw[at:end] with insert.
+// edit replaces raw[at:end] with what form says, built from the tenant value
+// raw[tvs:tve] when there is one. Building the text only while copying keeps
+// the scan free of allocations but for the edits slice.
 type edit struct {
-	at, end int
-	insert  []byte
+	at, end  int
+	tvs, tve int
+	form     editForm
+}
+
+type editForm uint8
+
+const (
+	removeOnly           editForm = iota // nothing inserted
+	newAnnotations                       // "annotations":{"<TenantAnnotation>":<tenant>}
+	intoAnnotations                      // "<TenantAnnotation>":<tenant>
+	intoAnnotationsComma                 // "<TenantAnnotation>":<tenant>,
+)
+
+func (s *scanner) insertLen(e edit) int {
+	entry := len(TenantAnnotation) + 3 + (e.tve - e.tvs)
+	switch e.form {
+	case newAnnotations:
+		return len(`"annotations":{}`) + entry
+	case intoAnnotations:
+		return entry
+	case intoAnnotationsComma:
+		return entry + 1
+	}
+	return 0
+}
+
+func (s *scanner) appendInsert(out []byte, e edit) []byte {
+	if e.form == removeOnly {
+		return out
+	}
+	if e.form == newAnnotations {
+		out = append(out, `"annotations":{`...)
+	}
+	out = append(out, '"')
+	out = append(out, TenantAnnotation...)
+	out = append(out, '"', ':')
+	out = append(out, s.b[e.tvs:e.tve]...)
+	switch e.form {
+	case newAnnotations:
+		out = append(out, '}')
+	case intoAnnotationsComma:
+		out = append(out, ',')
+	}
+	return out
 }
 
 type scanner struct {
@@ -117,144 +164,148 @@ func (s *scanner) value(i int) (int, bool) {
 		return 0, false
 	default:
 		start := i
-		for i < len(s.b) && !bytes.ContainsRune([]byte(",}] \n\t\r"), rune(s.b[i])) {
-			i++
+	literal:
+		for ; i < len(s.b); i++ {
+			switch s.b[i] {
+			case ',', '}', ']', ' ', '\n', '\t', '\r':
+				break literal
+			}
 		}
 		return i, i > start
 	}
 }
 
 // members calls f for each member of the object at i, with the raw key and
-// the value's span, and checks the object's shape on the way.
-func (s *scanner) members(i int, f func(key []byte, vs, ve int) bool) bool {
+// the start of the value; f returns the index just past the value. members
+// checks the object's shape on the way and returns the index just past it.
+func (s *scanner) members(i int, f func(key []byte, vs int) (int, bool)) (int, bool) {
 	if i >= len(s.b) || s.b[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = s.ws(i + 1)
 	if i < len(s.b) && s.b[i] == '}' {
-		return true
+		return i + 1, true
 	}
 	for {
 		ks := i
 		ke, ok := s.str(i)
 		if !ok {
-			return false
+			return 0, false
 		}
 		i = s.ws(ke)
 		if i >= len(s.b) || s.b[i] != ':' {
-			return false
+			return 0, false
 		}
-		vs := s.ws(i + 1)
-		ve, ok := s.value(vs)
-		if !ok || !f(s.b[ks:ke], vs, ve) {
-			return false
+		ve, ok := f(s.b[ks:ke], s.ws(i+1))
+		if !ok {
+			return 0, false
 		}
 		i = s.ws(ve)
 		if i >= len(s.b) {
-			return false
+			return 0, false
 		}
 		switch s.b[i] {
 		case ',':
 			i = s.ws(i + 1)
 		case '}':
-			return true
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
 
-func (s *scanner) objectMetadata(vs, ve int) bool {
-	if s.b[vs] != '{' {
-		return true
+// objectMetadata plans the edits for the metadata of the value at vs, when
+// that value is an object, and returns the index just past the value.
+func (s *scanner) objectMetadata(vs int) (int, bool) {
+	if vs >= len(s.b) || s.b[vs] != '{' {
+		return s.value(vs)
 	}
-	return s.members(vs, func(key []byte, ms, me int) bool {
+	return s.members(vs, func(key []byte, ms int) (int, bool) {
 		if string(key) == `"metadata"` {
-			return s.metadata(ms, me)
+			return s.metadata(ms)
 		}
-		return true
+		return s.value(ms)
 	})
 }
 
-func (s *scanner) items(vs, ve int) bool {
-	if s.b[vs] != '[' {
-		return true
+// items plans the edits for each item of the value at vs, when that value is
+// an array, and returns the index just past the value.
+func (s *scanner) items(vs int) (int, bool) {
+	if vs >= len(s.b) || s.b[vs] != '[' {
+		return s.value(vs)
 	}
 	i := s.ws(vs + 1)
-	if i < ve && s.b[i] == ']' {
-		return true
+	if i < len(s.b) && s.b[i] == ']' {
+		return i + 1, true
 	}
 	for {
-		end, ok := s.value(i)
-		if !ok || !s.objectMetadata(i, end) {
-			return false
+		end, ok := s.objectMetadata(i)
+		if !ok {
+			return 0, false
 		}
 		i = s.ws(end)
 		if i >= len(s.b) {
-			return false
+			return 0, false
 		}
 		switch s.b[i] {
 		case ',':
 			i = s.ws(i + 1)
 		case ']':
-			return true
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
 
-// metadata plans the edits for one metadata object: the tenant member goes,
-// and its value joins the annotations.
-func (s *scanner) metadata(vs, ve int) bool {
-	if s.b[vs] != '{' {
-		return true
+// metadata plans the edits for the value at vs, when it is an object: the
+// tenant member goes, and its value joins the annotations. It returns the
+// index just past the value.
+func (s *scanner) metadata(vs int) (int, bool) {
+	if vs >= len(s.b) || s.b[vs] != '{' {
+		return s.value(vs)
 	}
 	tenantKS, tenantVS, tenantVE := -1, -1, -1
 	annVS, annVE := -1, -1
 	prevEnd := vs + 1 // just past '{' or the previous member's value
 	var tenantFrom, tenantTo int
-	ok := s.members(vs, func(key []byte, ms, me int) bool {
+	end, ok := s.members(vs, func(key []byte, ms int) (int, bool) {
+		me, ok := s.value(ms)
+		if !ok {
+			return 0, false
+		}
 		ks := s.keyStart(prevEnd)
 		switch string(key) {
 		case `"tenant"`:
 			if tenantKS >= 0 {
-				return false
+				return 0, false
 			}
 			tenantKS, tenantVS, tenantVE = ks, ms, me
 			tenantFrom, tenantTo = prevEnd, me // includes the comma before it, if any
 		case `"annotations"`:
 			if annVS >= 0 {
-				return false
+				return 0, false
 			}
 			annVS, annVE = ms, me
 		}
 		prevEnd = me
-		return true
+		return me, true
 	})
 	if !ok || tenantKS < 0 {
-		return ok
+		return end, ok
 	}
 	tenant := s.b[tenantVS:tenantVE]
 	if len(tenant) < 3 || tenant[0] != '"' { // not a non-empty string
-		return false
+		return 0, false
 	}
-	entry := make([]byte, 0, len(TenantAnnotation)+len(tenant)+3)
-	entry = append(entry, '"')
-	entry = append(entry, TenantAnnotation...)
-	entry = append(entry, '"', ':')
-	entry = append(entry, tenant...)
 	if annVS < 0 {
 		// Replace the tenant member in place: the commas around it stay valid.
-		ins := make([]byte, 0, len(entry)+16)
-		ins = append(ins, `"annotations":{`...)
-		ins = append(ins, entry...)
-		ins = append(ins, '}')
-		s.edits = append(s.edits, edit{at: tenantKS, end: tenantVE, insert: ins})
-		return true
+		s.edits = append(s.edits, edit{at: tenantKS, end: tenantVE, tvs: tenantVS, tve: tenantVE, form: newAnnotations})
+		return end, true
 	}
 	if s.b[annVS] != '{' || bytes.Contains(s.b[annVS:annVE], []byte(TenantAnnotation)) {
-		return false
+		return 0, false
 	}
 	// Remove the tenant member with the comma before it; when it is the first
 	// member, remove the comma after it instead.
@@ -265,11 +316,12 @@ func (s *scanner) metadata(vs, ve int) bool {
 		}
 	}
 	s.edits = append(s.edits, edit{at: tenantFrom, end: tenantTo})
+	form := intoAnnotations
 	if s.b[s.ws(annVS+1)] != '}' {
-		entry = append(entry, ',')
+		form = intoAnnotationsComma
 	}
-	s.edits = append(s.edits, edit{at: annVS + 1, end: annVS + 1, insert: entry})
-	return true
+	s.edits = append(s.edits, edit{at: annVS + 1, end: annVS + 1, tvs: tenantVS, tve: tenantVE, form: form})
+	return end, true
 }
 
 // keyStart finds the opening quote of the member key that follows prevEnd.
