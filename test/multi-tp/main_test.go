@@ -5,7 +5,6 @@ package multitp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +21,8 @@ import (
 	"github.com/miekg/dns"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tpkit-dev/tpkit/internal/testbin"
 )
 
 // binDir holds the programs TestMain built.
@@ -31,39 +32,14 @@ var binDir string
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	root, err := repoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "multitp:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "multitp-bin-")
+	dir, err := testbin.Build("./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "multitp:", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "multitp: building the programs in %s: %v\n%s", root, err, out)
-		return 1
-	}
 	binDir = dir
 	return m.Run()
-}
-
-// repoRoot is the directory of the module's go.mod.
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("go env GOMOD: not inside the module")
-	}
-	return filepath.Dir(gomod), nil
 }
 
 // deadline bounds every wait in the suite. It only detects hangs: nothing

@@ -1,0 +1,49 @@
+package testbin
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Build compiles the module's main packages pkgs, given relative to the
+// module root ("./cmd/fake-tp"), into a new temporary directory, where each
+// program is named after its package directory. The caller removes the
+// directory. Call it once per test binary (from TestMain or a sync.Once):
+// a build takes seconds.
+func Build(pkgs ...string) (dir string, err error) {
+	if len(pkgs) == 0 {
+		return "", errors.New("testbin: no packages to build")
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err = os.MkdirTemp("", "tpkit-testbin-")
+	if err != nil {
+		return "", fmt.Errorf("testbin: %w", err)
+	}
+	build := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("testbin: building %s in %s: %v\n%s", strings.Join(pkgs, " "), root, err, out)
+	}
+	return dir, nil
+}
+
+// ModuleRoot is the directory of the module's go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("testbin: go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("testbin: go env GOMOD: not inside the module")
+	}
+	return filepath.Dir(gomod), nil
+}
