@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -192,21 +193,8 @@ func New(o Options) (*Configurer, error) {
 
 func (c *Configurer) setOverrides(overrides []NameserverOverride) error {
 	for i, ov := range overrides {
-		if err := tenancy.ValidateTenantName(ov.Tenant); err != nil {
-			return fmt.Errorf("nameserver override %d: %w", i, err)
-		}
-		if ov.Namespace != "" {
-			if err := tenancy.ValidateLabel("namespace", ov.Namespace); err != nil {
-				return fmt.Errorf("nameserver override %d: %w", i, err)
-			}
-		}
-		if len(ov.Nameservers) == 0 {
-			return fmt.Errorf("nameserver override %d (%s): no nameservers", i, overrideName(ov))
-		}
-		for _, ns := range ov.Nameservers {
-			if err := validateNameserver(ns); err != nil {
-				return fmt.Errorf("nameserver override %d (%s): %w", i, overrideName(ov), err)
-			}
+		if err := ov.validate(false); err != nil {
+			return fmt.Errorf("nameserver override %d (%s): %w", i, overrideName(ov), err)
 		}
 		servers := append([]string(nil), ov.Nameservers...)
 		if ov.Namespace == "" {
@@ -231,6 +219,30 @@ func (c *Configurer) setOverrides(overrides []NameserverOverride) error {
 	return nil
 }
 
+// validate checks what makes an override usable, wherever it comes from: a
+// valid tenant, a valid namespace when one is set or namespaceGiven (the flag
+// form "<tenant>/=" names an empty one), and at least one nameserver, each an
+// IP address.
+func (ov NameserverOverride) validate(namespaceGiven bool) error {
+	if err := tenancy.ValidateTenantName(ov.Tenant); err != nil {
+		return err
+	}
+	if namespaceGiven || ov.Namespace != "" {
+		if err := tenancy.ValidateLabel("namespace", ov.Namespace); err != nil {
+			return err
+		}
+	}
+	if len(ov.Nameservers) == 0 {
+		return errors.New("no nameservers")
+	}
+	for _, ns := range ov.Nameservers {
+		if err := validateNameserver(ns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func overrideName(ov NameserverOverride) string {
 	if ov.Namespace == "" {
 		return "tenant " + ov.Tenant
@@ -244,28 +256,10 @@ func ParseNameserverOverride(s string) (NameserverOverride, error) {
 	if !ok {
 		return NameserverOverride{}, fmt.Errorf("nameserver override %q: want <tenant>[/<namespace>]=<ip>[,<ip>...]", clip(s))
 	}
-	var ov NameserverOverride
+	ov := NameserverOverride{Nameservers: cliflag.SplitList(ips)}
 	ov.Tenant, ov.Namespace, _ = strings.Cut(who, "/")
-	for _, ip := range strings.Split(ips, ",") {
-		if ip = strings.TrimSpace(ip); ip != "" {
-			ov.Nameservers = append(ov.Nameservers, ip)
-		}
-	}
-	if err := tenancy.ValidateTenantName(ov.Tenant); err != nil {
+	if err := ov.validate(strings.Contains(who, "/")); err != nil {
 		return NameserverOverride{}, fmt.Errorf("nameserver override %q: %w", clip(s), err)
-	}
-	if strings.Contains(who, "/") {
-		if err := tenancy.ValidateLabel("namespace", ov.Namespace); err != nil {
-			return NameserverOverride{}, fmt.Errorf("nameserver override %q: %w", clip(s), err)
-		}
-	}
-	if len(ov.Nameservers) == 0 {
-		return NameserverOverride{}, fmt.Errorf("nameserver override %q: no nameservers", clip(s))
-	}
-	for _, ns := range ov.Nameservers {
-		if err := validateNameserver(ns); err != nil {
-			return NameserverOverride{}, fmt.Errorf("nameserver override %q: %w", clip(s), err)
-		}
 	}
 	return ov, nil
 }
