@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
 	"github.com/tpkit-dev/tpkit/pkg/admission/webhook"
 )
@@ -237,23 +237,13 @@ func TestFlagErrors(t *testing.T) {
 
 // TestMain lets the SIGTERM test run this binary as the real program.
 func TestMain(m *testing.M) {
-	if os.Getenv("TP_ADMISSION_WEBHOOK_AS_MAIN") == "1" {
-		os.Args = append([]string{"tp-admission-webhook"}, strings.Fields(os.Getenv("TP_ADMISSION_WEBHOOK_ARGS"))...)
-		main()
-		os.Exit(0)
-	}
+	testbin.AsMain("tp-admission-webhook", main)
 	os.Exit(m.Run())
 }
 
 func TestGracefulSIGTERM(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), "TP_ADMISSION_WEBHOOK_AS_MAIN=1",
-		"TP_ADMISSION_WEBHOOK_ARGS=--listen 127.0.0.1:0 --self-signed-dir "+dir)
+	cmd := testbin.Command("--listen", "127.0.0.1:0", "--self-signed-dir", dir)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

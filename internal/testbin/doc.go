@@ -1,5 +1,8 @@
-// Package testbin builds the module's programs for tests that run them as
-// real processes (test/multi-tp, and any command's own end-to-end test). It
-// is the one place that finds the module root and calls the go tool, so
-// every such test builds the same way. Only tests import it.
+// Package testbin runs the module's programs as real processes for tests:
+// Build compiles them (test/multi-tp, and any command's own end-to-end
+// test), and AsMain with Command lets a command's test binary re-run itself
+// as the program, for exit codes and signals without a build. It is the one
+// place that finds the module root, calls the go tool and passes arguments
+// to a re-run test binary, so every such test does it the same way. Only
+// tests import it.
 package testbin
