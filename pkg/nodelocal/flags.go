@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 )
 
 // LinkLocalIP is the KEP's default link-local listen IP.
@@ -30,11 +32,7 @@ func DefaultLocalIPs(getenv func(string) string) string {
 func ParseIPList(s string) ([]netip.Addr, error) {
 	var out []netip.Addr
 	seen := map[netip.Addr]bool{}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range cliflag.SplitList(s) {
 		ip, err := netip.ParseAddr(f)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not an IP address", f)
@@ -59,11 +57,7 @@ func ParseIPList(s string) ([]netip.Addr, error) {
 // given as IP addresses, adding port 53 where none is given.
 func ParseServerList(s string) ([]string, error) {
 	var out []string
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range cliflag.SplitList(s) {
 		host, port := f, "53"
 		if h, p, err := net.SplitHostPort(f); err == nil {
 			host, port = h, p

@@ -14,10 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/cache"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/netif"
@@ -128,13 +130,11 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 			return nil, fmt.Errorf("--upstream-svc-ip %s is one of --local-ip: the cache would forward to itself", ip)
 		}
 	}
-	for _, z := range strings.Split(*zones, ",") {
-		if z = strings.TrimSpace(z); z != "" {
-			if _, ok := dnsName(z); !ok {
-				return nil, fmt.Errorf("--cluster-zones: %q is not a domain name", z)
-			}
-			o.ClusterZones = append(o.ClusterZones, z)
+	for _, z := range cliflag.SplitList(*zones) {
+		if _, ok := dns.IsDomainName(z); !ok {
+			return nil, fmt.Errorf("--cluster-zones: %q is not a domain name", z)
 		}
+		o.ClusterZones = append(o.ClusterZones, z)
 	}
 	if len(o.ClusterZones) == 0 {
 		return nil, errors.New("--cluster-zones is empty")

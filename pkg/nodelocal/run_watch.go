@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
@@ -19,8 +18,6 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/watch"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 )
-
-func dnsName(s string) (int, bool) { return dns.IsDomainName(s) }
 
 // WatchOptions are the node-cache-watch flags, parsed.
 type WatchOptions struct {
