@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -221,16 +222,9 @@ func rawGet(t *testing.T, kubeconfig, path string) map[string]any {
 	return obj
 }
 
-// field walks nested maps: field(obj, "metadata", "tenant").
+// field walks nested maps: field(obj, "metadata", "tenant"); nil when absent.
 func field(obj map[string]any, path ...string) any {
-	var v any = obj
-	for _, k := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
 	return v
 }
 
