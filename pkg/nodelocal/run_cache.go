@@ -394,7 +394,7 @@ loop:
 		// while it removes the switch rules, or remove our own rules first.
 		h.SetDraining(true)
 		if ipt != nil {
-			res, err := ipt.Teardown(families(o.LocalIPs)...)
+			res, err := ipt.Teardown(rules.Families(ruleSet)...)
 			klog.InfoS("Removed iptables rules", "count", res.Removed)
 			if err != nil {
 				errs = append(errs, err)
@@ -433,7 +433,7 @@ loop:
 		return errors.Join(errs...)
 	}
 	if ipt != nil {
-		res, err := ipt.Teardown(families(o.LocalIPs)...)
+		res, err := ipt.Teardown(rules.Families(ruleSet)...)
 		klog.InfoS("Removed iptables rules", "count", res.Removed)
 		if err != nil {
 			errs = append(errs, err)
@@ -445,16 +445,6 @@ loop:
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func families(ips []netip.Addr) []int {
-	fams := []int{4}
-	for _, ip := range ips {
-		if ip.Is6() && !ip.Is4In6() {
-			return []int{4, 6}
-		}
-	}
-	return fams
 }
 
 func flatten(err error) []error {

@@ -139,3 +139,14 @@ func SwitchOnly(rules []Rule) []Rule {
 	}
 	return out
 }
+
+// Families returns the IP families rules use, 4 always included: what a
+// Sync or Teardown must clean to remove the whole set.
+func Families(rules []Rule) []int {
+	for _, r := range rules {
+		if r.Family == 6 {
+			return []int{4, 6}
+		}
+	}
+	return []int{4}
+}

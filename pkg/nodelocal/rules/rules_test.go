@@ -128,3 +128,20 @@ func FuzzParseListLine(f *testing.F) {
 		}
 	})
 }
+
+func TestFamilies(t *testing.T) {
+	v6 := append([]netip.Addr{netip.MustParseAddr("fd00::a")}, testIPs...)
+	for _, c := range []struct {
+		ips  []netip.Addr
+		want []int
+	}{
+		{nil, []int{4}},
+		{testIPs, []int{4}},
+		{[]netip.Addr{netip.MustParseAddr("::ffff:10.0.0.10")}, []int{4}},
+		{v6, []int{4, 6}},
+	} {
+		if got := Families(Build(Config{LocalIPs: c.ips, DNSPort: 53})); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Families(Build(%v)) = %v, want %v", c.ips, got, c.want)
+		}
+	}
+}

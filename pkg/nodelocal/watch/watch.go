@@ -141,13 +141,7 @@ func New(cfg Config, mgr RuleSyncer, reg prometheus.Registerer) (*Watcher, error
 			Help: "iptables rules added or removed by syncs, by operation.",
 		}, []string{"op"}),
 	}
-	fams := map[int]bool{4: true}
-	for _, r := range cfg.Rules {
-		fams[r.Family] = true
-	}
-	for f := range fams {
-		w.fams = append(w.fams, f)
-	}
+	w.fams = rules.Families(cfg.Rules)
 	if reg != nil {
 		for _, c := range []prometheus.Collector{w.state, w.flips, w.probes, w.setupErrors, w.changes} {
 			if err := reg.Register(c); err != nil {
