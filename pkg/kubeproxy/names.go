@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
@@ -31,4 +32,9 @@ func (n ServicePortName) String() string {
 		b.WriteString(n.Port)
 	}
 	return b.String()
+}
+
+// keyIn is obj's key as seen in TP tp.
+func keyIn(tp string, obj metav1.Object) tenancy.Key {
+	return tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }

@@ -78,7 +78,7 @@ func ServiceFromAPI(tp string, svc *corev1.Service) (*Service, error) {
 	if svc == nil {
 		return nil, fmt.Errorf("nil service")
 	}
-	key := tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(svc), Namespace: svc.Namespace, Name: svc.Name}
+	key := keyIn(tp, svc)
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -125,7 +125,7 @@ func SliceFromAPI(tp string, es *discoveryv1.EndpointSlice) (*EndpointSlice, err
 	if es == nil {
 		return nil, fmt.Errorf("nil endpoint slice")
 	}
-	key := tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(es), Namespace: es.Namespace, Name: es.Name}
+	key := keyIn(tp, es)
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("endpoint slice: %w", err)
 	}

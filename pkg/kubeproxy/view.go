@@ -113,7 +113,7 @@ func (v *View) OnServiceDelete(tp string, service *corev1.Service) {
 	if service == nil {
 		return
 	}
-	v.DeleteService(tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(service), Namespace: service.Namespace, Name: service.Name})
+	v.DeleteService(keyIn(tp, service))
 }
 
 // OnServiceSynced marks services synced in every TP.
@@ -139,7 +139,7 @@ func (v *View) OnEndpointSliceDelete(tp string, slice *discoveryv1.EndpointSlice
 	if slice == nil {
 		return
 	}
-	v.DeleteSlice(tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(slice), Namespace: slice.Namespace, Name: slice.Name})
+	v.DeleteSlice(keyIn(tp, slice))
 }
 
 // OnEndpointSlicesSynced marks slices synced in every TP.
@@ -173,7 +173,7 @@ func (v *View) upsertSlice(tp string, slice *discoveryv1.EndpointSlice) {
 	case err == nil && slice != nil:
 		// The slice no longer feeds a service (its label went away): forget
 		// what it fed before.
-		v.DeleteSlice(tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(slice), Namespace: slice.Namespace, Name: slice.Name})
+		v.DeleteSlice(keyIn(tp, slice))
 	}
 }
 
