@@ -388,19 +388,25 @@ loop:
 		}
 	}
 	var errs []error
+	// teardownRules removes the iptables rules once: before the drain on a
+	// graceful stop, at the end otherwise.
+	teardownRules := func() {
+		if ipt == nil {
+			return
+		}
+		res, err := ipt.Teardown(rules.Families(ruleSet)...)
+		klog.InfoS("Removed iptables rules", "count", res.Removed)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		ipt = nil
+	}
 	if graceful && !o.SkipTeardown {
 		// Move the traffic away before the sockets close, so a graceful
 		// stop loses no query: fail the watcher's probe and keep serving
 		// while it removes the switch rules, or remove our own rules first.
 		h.SetDraining(true)
-		if ipt != nil {
-			res, err := ipt.Teardown(rules.Families(ruleSet)...)
-			klog.InfoS("Removed iptables rules", "count", res.Removed)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			ipt = nil
-		}
+		teardownRules()
 		if o.DrainDuration > 0 {
 			klog.InfoS("Draining: failing the watcher's probe while still serving", "duration", o.DrainDuration)
 			select {
@@ -432,13 +438,7 @@ loop:
 		klog.InfoS("Leaving the interface and the iptables rules in place (--skip-teardown)")
 		return errors.Join(errs...)
 	}
-	if ipt != nil {
-		res, err := ipt.Teardown(rules.Families(ruleSet)...)
-		klog.InfoS("Removed iptables rules", "count", res.Removed)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
+	teardownRules()
 	if nif != nil {
 		if err := nif.Teardown(); err != nil {
 			errs = append(errs, err)
