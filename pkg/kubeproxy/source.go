@@ -58,68 +58,38 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 	for _, p := range set.Partitions() {
 		tp := p.Name
 		c := p.Client
-		svcHandler := cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if o, ok := obj.(*corev1.Service); ok {
-					s.forward(tp, func() {
-						for _, h := range s.svc {
-							h.OnServiceAdd(tp, o)
-						}
-					})
+		svcHandler := forwarding(s, tp,
+			func(o *corev1.Service) {
+				for _, h := range s.svc {
+					h.OnServiceAdd(tp, o)
 				}
 			},
-			UpdateFunc: func(old, cur any) {
-				o, ok1 := old.(*corev1.Service)
-				c, ok2 := cur.(*corev1.Service)
-				if ok1 && ok2 {
-					s.forward(tp, func() {
-						for _, h := range s.svc {
-							h.OnServiceUpdate(tp, o, c)
-						}
-					})
+			func(old, cur *corev1.Service) {
+				for _, h := range s.svc {
+					h.OnServiceUpdate(tp, old, cur)
 				}
 			},
-			DeleteFunc: func(obj any) {
-				if o, ok := tombstone(obj).(*corev1.Service); ok {
-					s.forward(tp, func() {
-						for _, h := range s.svc {
-							h.OnServiceDelete(tp, o)
-						}
-					})
+			func(o *corev1.Service) {
+				for _, h := range s.svc {
+					h.OnServiceDelete(tp, o)
+				}
+			})
+		sliceHandler := forwarding(s, tp,
+			func(o *discoveryv1.EndpointSlice) {
+				for _, h := range s.ep {
+					h.OnEndpointSliceAdd(tp, o)
 				}
 			},
-		}
-		sliceHandler := cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if o, ok := obj.(*discoveryv1.EndpointSlice); ok {
-					s.forward(tp, func() {
-						for _, h := range s.ep {
-							h.OnEndpointSliceAdd(tp, o)
-						}
-					})
+			func(old, cur *discoveryv1.EndpointSlice) {
+				for _, h := range s.ep {
+					h.OnEndpointSliceUpdate(tp, old, cur)
 				}
 			},
-			UpdateFunc: func(old, cur any) {
-				o, ok1 := old.(*discoveryv1.EndpointSlice)
-				c, ok2 := cur.(*discoveryv1.EndpointSlice)
-				if ok1 && ok2 {
-					s.forward(tp, func() {
-						for _, h := range s.ep {
-							h.OnEndpointSliceUpdate(tp, o, c)
-						}
-					})
+			func(o *discoveryv1.EndpointSlice) {
+				for _, h := range s.ep {
+					h.OnEndpointSliceDelete(tp, o)
 				}
-			},
-			DeleteFunc: func(obj any) {
-				if o, ok := tombstone(obj).(*discoveryv1.EndpointSlice); ok {
-					s.forward(tp, func() {
-						for _, h := range s.ep {
-							h.OnEndpointSliceDelete(tp, o)
-						}
-					})
-				}
-			},
-		}
+			})
 		si := informer.New(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return c.CoreV1().Services("").List(ctx, o)
@@ -145,11 +115,31 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 	return s, nil
 }
 
-func tombstone(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
+// forwarding is an informer handler that passes tp's events for objects of
+// type T to add, update and del, through s.forward.
+func forwarding[T any](s *Source, tp string, add func(T), update func(old, cur T), del func(T)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if o, ok := obj.(T); ok {
+				s.forward(tp, func() { add(o) })
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(T)
+			c, ok2 := cur.(T)
+			if ok1 && ok2 {
+				s.forward(tp, func() { update(o, c) })
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if o, ok := obj.(T); ok {
+				s.forward(tp, func() { del(o) })
+			}
+		},
 	}
-	return obj
 }
 
 // forward runs fn unless tp was removed. The read lock makes removal and
