@@ -55,6 +55,13 @@ func newMetrics() *metrics {
 	}
 }
 
+// collectors are the metrics kept as client_golang values, in the order
+// Describe and Collect emit them.
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.tenantConflicts, m.uidConflictsVec, m.prunedVec,
+		m.commits, m.commitErrors, m.commitDuration, m.batchSize}
+}
+
 func (m *metrics) uidConflicts(partition string) prometheus.Counter {
 	return m.uidConflictsVec.WithLabelValues(partition)
 }
@@ -96,14 +103,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- entriesDesc
 	ch <- tenantsInConflictDesc
 	ch <- pendingDesc
-	m := c.m
-	m.tenantConflicts.Describe(ch)
-	m.uidConflictsVec.Describe(ch)
-	m.prunedVec.Describe(ch)
-	m.commits.Describe(ch)
-	m.commitErrors.Describe(ch)
-	m.commitDuration.Describe(ch)
-	m.batchSize.Describe(ch)
+	for _, m := range c.m.collectors() {
+		m.Describe(ch)
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -117,12 +119,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	t.mu.RUnlock()
 	ch <- prometheus.MustNewConstMetric(tenantsInConflictDesc, prometheus.GaugeValue, float64(t.m.tenantsInConflict.Load()))
 	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(t.Pending()))
-	m := t.m
-	m.tenantConflicts.Collect(ch)
-	m.uidConflictsVec.Collect(ch)
-	m.prunedVec.Collect(ch)
-	m.commits.Collect(ch)
-	m.commitErrors.Collect(ch)
-	m.commitDuration.Collect(ch)
-	m.batchSize.Collect(ch)
+	for _, m := range t.m.collectors() {
+		m.Collect(ch)
+	}
 }
