@@ -51,10 +51,9 @@ type feed struct {
 	synced atomic.Bool
 }
 
+// metaOf is obj as an API object. A reflector hands its store the objects
+// of a list or a watch event, never a cache.DeletedFinalStateUnknown.
 func metaOf(obj any) (metav1.Object, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return nil, fmt.Errorf("tporigin: list/watch delivered %T, not an API object", obj)
