@@ -20,6 +20,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
 )
@@ -55,18 +56,15 @@ type child struct {
 
 func startChild(t *testing.T, ns *netns.NS, role string, args ...string) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &child{t: t, role: role, done: make(chan error, 1)}
 	c.log = filepath.Join(t.TempDir(), role+".log")
 	f, err := os.Create(c.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = ns.Command(exe)
-	c.cmd.Env = append(os.Environ(), childEnv+"="+role, argsEnv+"="+strings.Join(args, argsSep))
+	self := testbin.Command(append([]string{role}, args...)...)
+	c.cmd = ns.Command(self.Path)
+	c.cmd.Env = self.Env
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

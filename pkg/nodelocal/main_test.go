@@ -6,30 +6,23 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 
+	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 )
 
-// Child processes: the end-to-end test re-executes this test binary with
-// TPKIT_NODELOCAL_CHILD set, so the cache and the watcher are real processes
-// that can be killed with SIGKILL.
-const (
-	childEnv = "TPKIT_NODELOCAL_CHILD"
-	argsEnv  = "TPKIT_NODELOCAL_ARGS"
-	argsSep  = "\x1f"
-)
-
+// Child processes: the end-to-end test re-executes this test binary through
+// testbin.Command with the role ("cache" or "watch") as first argument, so
+// the cache and the watcher are real processes that can be killed with
+// SIGKILL.
 func TestMain(m *testing.M) {
-	role := os.Getenv(childEnv)
-	if role == "" {
-		os.Exit(m.Run())
-	}
-	var args []string
-	if a := os.Getenv(argsEnv); a != "" {
-		args = strings.Split(a, argsSep)
-	}
+	testbin.AsMain("nodelocal", runChild)
+	os.Exit(m.Run())
+}
+
+func runChild() {
+	role, args := os.Args[1], os.Args[2:]
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
 	var err error
@@ -45,5 +38,4 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
 		os.Exit(1)
 	}
-	os.Exit(0)
 }
