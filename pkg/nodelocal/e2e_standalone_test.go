@@ -1,6 +1,7 @@
 package nodelocal
 
 import (
+	"net/netip"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -25,14 +26,10 @@ func TestCacheOwnRulesAndLeftovers(t *testing.T) {
 	}
 	ns := netns.New(t)
 	ns.MustRun(t, "ip", "addr", "add", upstreamEP+"/32", "dev", "lo")
-	ns.MustRun(t, "ip", "link", "add", "node0", "type", "veth", "peer", "name", "node1")
-	ns.MustRun(t, "ip", "link", "set", "node0", "up")
-	ns.MustRun(t, "ip", "link", "set", "node1", "up")
-	ns.MustRun(t, "ip", "addr", "add", "192.168.255.1/30", "dev", "node0")
-	ns.MustRun(t, "ip", "route", "add", "default", "via", "192.168.255.2", "dev", "node0")
+	addDefaultRoute(t, ns)
 	dnsServer(t, ns, upstreamEP+":53", viaCache)
 
-	set := rules.Build(rules.Config{LocalIPs: []netipAddr{mustAddr(linkLocal), mustAddr(kubeDNS)}, DNSPort: 53, HealthPort: 8080})
+	set := rules.Build(rules.Config{LocalIPs: []netip.Addr{netip.MustParseAddr(linkLocal), netip.MustParseAddr(kubeDNS)}, DNSPort: 53, HealthPort: 8080})
 	owned := func() map[string]int {
 		c := map[string]int{}
 		for _, l := range strings.Split(ns.MustRun(t, "iptables-save"), "\n") {

@@ -301,14 +301,7 @@ func testHASwitch(t *testing.T, bin string) {
 	for _, ip := range []string{endpointIP, upstreamEP} {
 		ns.MustRun(t, "ip", "addr", "add", ip+"/32", "dev", "lo")
 	}
-	// A node has a default route; without one, packets to a service IP
-	// fail the route lookup before kube-proxy's DNAT can apply. A veth
-	// pair with both ends in the namespace gives one that leads nowhere.
-	ns.MustRun(t, "ip", "link", "add", "node0", "type", "veth", "peer", "name", "node1")
-	ns.MustRun(t, "ip", "link", "set", "node0", "up")
-	ns.MustRun(t, "ip", "link", "set", "node1", "up")
-	ns.MustRun(t, "ip", "addr", "add", "192.168.255.1/30", "dev", "node0")
-	ns.MustRun(t, "ip", "route", "add", "default", "via", "192.168.255.2", "dev", "node0")
+	addDefaultRoute(t, ns)
 	// kube-proxy's stand-in: DNAT the service IPs to their endpoints.
 	for _, svc := range [][2]string{{kubeDNS, endpointIP}, {upstreamSvc, upstreamEP}} {
 		for _, chain := range []string{"OUTPUT", "PREROUTING"} {
@@ -335,7 +328,7 @@ func testHASwitch(t *testing.T, bin string) {
 	cacheProc := startChild(t, ns, "cache", cacheArgs...)
 	watcher := startChild(t, ns, "watch", watchArgs...)
 
-	set := rules.Build(rules.Config{LocalIPs: []netipAddr{mustAddr(linkLocal), mustAddr(kubeDNS)}, DNSPort: 53, HealthPort: 8080})
+	set := rules.Build(rules.Config{LocalIPs: []netip.Addr{netip.MustParseAddr(linkLocal), netip.MustParseAddr(kubeDNS)}, DNSPort: 53, HealthPort: 8080})
 	counts := func() map[string]int {
 		out := ns.MustRun(t, bin+"-save")
 		c := map[string]int{}
@@ -509,6 +502,15 @@ func testHASwitch(t *testing.T, bin string) {
 	}
 }
 
-type netipAddr = netip.Addr
-
-func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+// addDefaultRoute gives ns the default route a node has; without one,
+// packets to a service IP fail the route lookup before kube-proxy's DNAT can
+// apply. A veth pair with both ends in the namespace gives one that leads
+// nowhere.
+func addDefaultRoute(t *testing.T, ns *netns.NS) {
+	t.Helper()
+	ns.MustRun(t, "ip", "link", "add", "node0", "type", "veth", "peer", "name", "node1")
+	ns.MustRun(t, "ip", "link", "set", "node0", "up")
+	ns.MustRun(t, "ip", "link", "set", "node1", "up")
+	ns.MustRun(t, "ip", "addr", "add", "192.168.255.1/30", "dev", "node0")
+	ns.MustRun(t, "ip", "route", "add", "default", "via", "192.168.255.2", "dev", "node0")
+}
