@@ -132,25 +132,22 @@ type Freshness struct {
 	NotFound bool
 }
 
-// objKey names an object across TPs: the same tenant/namespace/name in two
-// TPs are two keys.
-type objKey struct {
-	tp, tenant, ns, name string
-}
-
-func (k objKey) String() string {
-	return tenancy.Key{Partition: k.tp, Tenant: k.tenant, Namespace: k.ns, Name: k.name}.String()
-}
-
-// podEntry is a registered pod and what it references.
+// podEntry is a registered pod: its TP, tenant and namespace, and the names
+// of the objects it references there.
 type podEntry struct {
-	tp, tenant, ns, name string
-	names                []string
+	tp, tenant, ns string
+	names          []string
+}
+
+// key is the key of the pod's referenced object name. Objects are keyed by
+// tenancy.Key: the same tenant/namespace/name in two TPs are two objects.
+func (pe *podEntry) key(name string) tenancy.Key {
+	return tenancy.Key{Partition: pe.tp, Tenant: pe.tenant, Namespace: pe.ns, Name: name}
 }
 
 // item is one referenced object.
 type item[T runtime.Object] struct {
-	key  objKey
+	key  tenancy.Key
 	refs int // guarded by manager.mu
 
 	lastAccess atomic.Int64 // unix nanoseconds of the last Get
@@ -169,7 +166,6 @@ type item[T runtime.Object] struct {
 	attempted bool          // the running reflector's first list has succeeded or failed
 	attemptCh chan struct{} // closed when attempted becomes true
 	cancel    context.CancelFunc
-	done      chan struct{}
 	immutable bool
 	up        bool // the reflector's last list or watch succeeded
 	removed   bool // no pod references it any more: never restart
@@ -187,7 +183,7 @@ type manager[T runtime.Object] struct {
 	stop   context.CancelFunc
 	mu     sync.RWMutex
 	pods   map[types.UID]*podEntry
-	items  map[objKey]*item[T]
+	items  map[tenancy.Key]*item[T]
 	closed bool
 	wg     sync.WaitGroup // reflectors
 
@@ -210,7 +206,7 @@ func newManager[T runtime.Object](k kind[T], parts Partitions, res Resolver, o O
 		base:  base,
 		stop:  stop,
 		pods:  make(map[types.UID]*podEntry),
-		items: make(map[objKey]*item[T]),
+		items: make(map[tenancy.Key]*item[T]),
 		m:     newMetrics(k.resource),
 	}, nil
 }
@@ -249,7 +245,7 @@ func (m *manager[T]) RegisterPod(pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	pe := &podEntry{tp: tp, tenant: tenancy.TenantOf(pod), ns: pod.Namespace, name: pod.Name, names: m.k.names(pod)}
+	pe := &podEntry{tp: tp, tenant: tenancy.TenantOf(pod), ns: pod.Namespace, names: m.k.names(pod)}
 	if tenancy.IsSystem(pe.tenant) {
 		pe.tenant = tenancy.SystemTenant
 	}
@@ -260,7 +256,7 @@ func (m *manager[T]) RegisterPod(pod *corev1.Pod) error {
 	}
 	old := m.pods[pod.UID]
 	for _, name := range pe.names {
-		key := objKey{tp: pe.tp, tenant: pe.tenant, ns: pe.ns, name: name}
+		key := pe.key(name)
 		it := m.items[key]
 		if it == nil {
 			it = &item[T]{key: key}
@@ -306,7 +302,7 @@ func (m *manager[T]) UnregisterPod(pod *corev1.Pod) {
 
 func (m *manager[T]) releaseLocked(pe *podEntry) {
 	for _, name := range pe.names {
-		key := objKey{tp: pe.tp, tenant: pe.tenant, ns: pe.ns, name: name}
+		key := pe.key(name)
 		it := m.items[key]
 		if it == nil {
 			continue
@@ -330,7 +326,7 @@ func (m *manager[T]) lookup(pod *corev1.Pod, name string) (*item[T], error) {
 	pe := m.pods[pod.UID]
 	var it *item[T]
 	if pe != nil && slices.Contains(pe.names, name) {
-		it = m.items[objKey{tp: pe.tp, tenant: pe.tenant, ns: pe.ns, name: name}]
+		it = m.items[pe.key(name)]
 	}
 	m.mu.RUnlock()
 	if pe == nil {
@@ -391,9 +387,9 @@ func requestContext(ctx context.Context, tenant string) context.Context {
 // NotFound stays NotFound.
 func (m *manager[T]) fetch(it *item[T]) (T, error) {
 	var zero T
-	p, ok := m.parts.Get(it.key.tp)
+	p, ok := m.parts.Get(it.key.Partition)
 	if !ok {
-		return zero, fmt.Errorf("kubeletcache: partition %q is not configured", it.key.tp)
+		return zero, fmt.Errorf("kubeletcache: partition %q is not configured", it.key.Partition)
 	}
 	c := p.Client
 	// A TP that just failed (any request of this node to it, informers
@@ -404,18 +400,18 @@ func (m *manager[T]) fetch(it *item[T]) (T, error) {
 		if it.have || it.notFound {
 			defer it.mu.Unlock()
 			if it.lastErr == nil {
-				it.lastErr = fmt.Errorf("partition %s unreachable: %s", it.key.tp, st.LastError)
+				it.lastErr = fmt.Errorf("partition %s unreachable: %s", it.key.Partition, st.LastError)
 			}
-			m.m.servedStale(it.key.tp).Inc()
+			m.m.servedStale(it.key.Partition).Inc()
 			if it.have {
 				return it.obj, nil
 			}
-			return zero, apierrors.NewNotFound(m.gr, it.key.name)
+			return zero, apierrors.NewNotFound(m.gr, it.key.Name)
 		}
 		it.mu.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.o.SyncTimeout)
-	obj, err := m.k.get(requestContext(ctx, it.key.tenant), c, it.key.ns, it.key.name)
+	obj, err := m.k.get(requestContext(ctx, it.key.Tenant), c, it.key.Namespace, it.key.Name)
 	cancel()
 	now := m.o.Now()
 	it.mu.Lock()
@@ -431,12 +427,12 @@ func (m *manager[T]) fetch(it *item[T]) (T, error) {
 	it.lastErr = err
 	switch {
 	case it.have:
-		m.m.servedStale(it.key.tp).Inc()
+		m.m.servedStale(it.key.Partition).Inc()
 		return it.obj, nil
 	case it.notFound:
 		// The last answer was "does not exist"; that is what is known.
-		m.m.servedStale(it.key.tp).Inc()
-		return zero, apierrors.NewNotFound(m.gr, it.key.name)
+		m.m.servedStale(it.key.Partition).Inc()
+		return zero, apierrors.NewNotFound(m.gr, it.key.Name)
 	}
 	return zero, fmt.Errorf("kubeletcache: getting %s %s: %w", m.k.resource, it.key, err)
 }
@@ -454,7 +450,7 @@ func (m *manager[T]) Freshness(pod *corev1.Pod, name string) (Freshness, error) 
 }
 
 func (m *manager[T]) freshnessLocked(it *item[T], now time.Time) Freshness {
-	f := Freshness{Partition: it.key.tp, AsOf: it.asOf, LastError: it.lastErr, NotFound: it.notFound}
+	f := Freshness{Partition: it.key.Partition, AsOf: it.asOf, LastError: it.lastErr, NotFound: it.notFound}
 	switch {
 	case m.o.Strategy == Watch && it.immutable:
 		f.AsOf = now // an immutable object cannot change

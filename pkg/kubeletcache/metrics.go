@@ -57,10 +57,10 @@ func (c *collector[T]) Collect(ch chan<- prometheus.Metric) {
 	now := m.o.Now()
 	m.mu.RLock()
 	for _, it := range m.items {
-		a := per[it.key.tp]
+		a := per[it.key.Partition]
 		if a == nil {
 			a = &agg{}
-			per[it.key.tp] = a
+			per[it.key.Partition] = a
 		}
 		it.mu.Lock()
 		f := m.freshnessLocked(it, now)

@@ -19,13 +19,13 @@ func (m *manager[T]) startLocked(it *item[T]) {
 	if it.running || it.immutable || it.removed || m.base.Err() != nil {
 		return
 	}
-	c, err := m.client(it.key.tp)
+	c, err := m.client(it.key.Partition)
 	if err != nil {
 		it.lastErr = err
 		return
 	}
-	sel := fields.OneTermEqualSelector("metadata.name", it.key.name).String()
-	tenant, ns := it.key.tenant, it.key.ns
+	sel := fields.OneTermEqualSelector("metadata.name", it.key.Name).String()
+	tenant, ns := it.key.Tenant, it.key.Namespace
 	it.gen++
 	gen := it.gen
 	// The client decides whether the reflector may use watch-list (see
@@ -56,14 +56,12 @@ func (m *manager[T]) startLocked(it *item[T]) {
 		TypeDescription: m.k.resource,
 	})
 	ctx, cancel := context.WithCancel(m.base)
-	done := make(chan struct{})
 	it.running, it.synced, it.attempted, it.up = true, false, false, false
 	it.attemptCh = make(chan struct{})
-	it.cancel, it.done = cancel, done
+	it.cancel = cancel
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer close(done)
 		r.RunWithContext(ctx)
 	}()
 }
@@ -133,15 +131,15 @@ func (m *manager[T]) getWatched(it *item[T]) (T, error) {
 	switch {
 	case it.have:
 		if !it.immutable && !(it.synced && it.up) {
-			m.m.servedStale(it.key.tp).Inc()
+			m.m.servedStale(it.key.Partition).Inc()
 		}
 		return it.obj, nil
 	case it.notFound:
 		// The last answer was "does not exist"; that is what is known.
 		if !it.synced || !it.up {
-			m.m.servedStale(it.key.tp).Inc()
+			m.m.servedStale(it.key.Partition).Inc()
 		}
-		return zero, apierrors.NewNotFound(m.gr, it.key.name)
+		return zero, apierrors.NewNotFound(m.gr, it.key.Name)
 	}
 	err := it.lastErr
 	if err == nil {
