@@ -29,19 +29,15 @@ import (
 // hide each other, and an update of one would reach the handlers paired with
 // the other. Its informers (pkg/informer) key by tenant/namespace/name.
 type Source struct {
-	set        *partition.Set
-	svc        []ServiceHandler
-	ep         []EndpointSliceHandler
-	svcSynced  []cache.InformerSynced
-	epSynced   []cache.InformerSynced
-	svcInfs    map[string]*informer.Informer
-	epInfs     map[string]*informer.Informer
-	mu         sync.RWMutex
-	removed    map[string]bool
-	stop       map[string]context.CancelFunc // per TP, set by Run
-	runOnce    sync.Once
-	syncedOnce sync.Once
-	synced     chan struct{}
+	set     *partition.Set
+	svc     []ServiceHandler
+	ep      []EndpointSliceHandler
+	infs    map[string]tpInformers
+	mu      sync.RWMutex
+	removed map[string]bool
+	stop    map[string]context.CancelFunc // per TP, set by Run
+	runOnce sync.Once
+	synced  chan struct{}
 }
 
 // NewSource prepares the list/watches and handlers for every TP of set; Run
@@ -52,7 +48,7 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 	}
 	s := &Source{
 		set: set, svc: services, ep: slices,
-		svcInfs: map[string]*informer.Informer{}, epInfs: map[string]*informer.Informer{},
+		infs:    map[string]tpInformers{},
 		removed: map[string]bool{}, stop: map[string]context.CancelFunc{}, synced: make(chan struct{}),
 	}
 	for _, p := range set.Partitions() {
@@ -106,14 +102,13 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 				return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
 			},
 		}, &discoveryv1.EndpointSlice{}, sliceHandler, informer.Options{Name: "kubeproxy " + tp + " endpointslices", Transform: TrimObject})
-		// A removed TP no longer holds Synced back.
-		s.svcSynced = append(s.svcSynced, func() bool { return si.HasSynced() || s.isRemoved(tp) })
-		s.epSynced = append(s.epSynced, func() bool { return ei.HasSynced() || s.isRemoved(tp) })
-		s.svcInfs[tp] = si
-		s.epInfs[tp] = ei
+		s.infs[tp] = tpInformers{svc: si, ep: ei}
 	}
 	return s, nil
 }
+
+// tpInformers are one TP's list/watches.
+type tpInformers struct{ svc, ep *informer.Informer }
 
 // forwarding is an informer handler that passes tp's events for objects of
 // type T to add, update and del, through s.forward.
@@ -158,30 +153,36 @@ func (s *Source) forward(tp string, fn func()) {
 // again.
 func (s *Source) Run(ctx context.Context) {
 	s.runOnce.Do(func() {
+		// A TP removed now or later no longer holds Synced back.
+		var svcSynced, epSynced []cache.InformerSynced
 		s.mu.Lock()
 		for _, p := range s.set.Partitions() {
-			if s.removed[p.Name] {
+			tp := p.Name
+			if s.removed[tp] {
 				continue
 			}
 			tpCtx, cancel := context.WithCancel(ctx)
-			s.stop[p.Name] = cancel
-			go s.svcInfs[p.Name].Run(tpCtx)
-			go s.epInfs[p.Name].Run(tpCtx)
+			s.stop[tp] = cancel
+			i := s.infs[tp]
+			go i.svc.Run(tpCtx)
+			go i.ep.Run(tpCtx)
+			svcSynced = append(svcSynced, func() bool { return i.svc.HasSynced() || s.isRemoved(tp) })
+			epSynced = append(epSynced, func() bool { return i.ep.HasSynced() || s.isRemoved(tp) })
 		}
 		s.mu.Unlock()
-		if !cache.WaitForCacheSync(ctx.Done(), s.svcSynced...) {
+		if !cache.WaitForCacheSync(ctx.Done(), svcSynced...) {
 			return
 		}
 		for _, h := range s.svc {
 			h.OnServiceSynced()
 		}
-		if !cache.WaitForCacheSync(ctx.Done(), s.epSynced...) {
+		if !cache.WaitForCacheSync(ctx.Done(), epSynced...) {
 			return
 		}
 		for _, h := range s.ep {
 			h.OnEndpointSlicesSynced()
 		}
-		s.syncedOnce.Do(func() { close(s.synced) })
+		close(s.synced) // once: Run's body runs once
 		klog.InfoS("Services and endpoint slices synced in every tenant partition", "partitions", s.set.Len())
 	})
 }
@@ -204,7 +205,7 @@ func (s *Source) RemovePartition(tp string) error {
 	if s.removed[tp] {
 		return nil
 	}
-	ss, ok := s.svcInfs[tp]
+	infs, ok := s.infs[tp]
 	if !ok {
 		return fmt.Errorf("kubeproxy: no partition %q", tp)
 	}
@@ -212,14 +213,14 @@ func (s *Source) RemovePartition(tp string) error {
 	if stop := s.stop[tp]; stop != nil {
 		stop()
 	}
-	for _, obj := range s.epInfs[tp].List() {
+	for _, obj := range infs.ep.List() {
 		if o, ok := obj.(*discoveryv1.EndpointSlice); ok {
 			for _, h := range s.ep {
 				h.OnEndpointSliceDelete(tp, o)
 			}
 		}
 	}
-	for _, obj := range ss.List() {
+	for _, obj := range infs.svc.List() {
 		if o, ok := obj.(*corev1.Service); ok {
 			for _, h := range s.svc {
 				h.OnServiceDelete(tp, o)
