@@ -126,14 +126,8 @@ func (p *Proxier) ensureBase() error {
 		}
 	}
 	for _, j := range jumps {
-		ok, err := p.ipt.Exists(j.table, j.chain, jumpSpec...)
-		if err != nil {
-			return fmt.Errorf("kubeproxy/iptables: checking jump from %s/%s: %w", j.table, j.chain, err)
-		}
-		if !ok {
-			if err := p.ipt.Insert(j.table, j.chain, 1, jumpSpec...); err != nil {
-				return fmt.Errorf("kubeproxy/iptables: adding jump from %s/%s: %w", j.table, j.chain, err)
-			}
+		if err := p.ipt.InsertUnique(j.table, j.chain, 1, jumpSpec...); err != nil {
+			return fmt.Errorf("kubeproxy/iptables: adding jump from %s/%s: %w", j.table, j.chain, err)
 		}
 	}
 	return nil
