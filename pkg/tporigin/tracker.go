@@ -1,10 +1,12 @@
 package tporigin
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -317,12 +319,12 @@ func (t *Tracker) internTenant(name string) uint32 {
 	return id
 }
 
-// less orders TPs for conflict answers: flag order, then name.
-func (t *Tracker) less(a, b uint16) bool {
-	if t.tpRank[a] != t.tpRank[b] {
-		return t.tpRank[a] < t.tpRank[b]
+// compareTP orders TPs for conflict answers: flag order, then name.
+func (t *Tracker) compareTP(a, b uint16) int {
+	if c := cmp.Compare(t.tpRank[a], t.tpRank[b]); c != 0 {
+		return c
 	}
-	return t.tpNames[a] < t.tpNames[b]
+	return strings.Compare(t.tpNames[a], t.tpNames[b])
 }
 
 // OriginOf returns the TP that uid came from. found is false for a UID the
@@ -396,12 +398,7 @@ func (t *Tracker) Partitions() []string {
 			ids = append(ids, uint16(id))
 		}
 	}
-	slices.SortFunc(ids, func(a, b uint16) int {
-		if t.less(a, b) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(ids, t.compareTP)
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = t.tpNames[id]
@@ -563,7 +560,7 @@ func (t *Tracker) forgetLocked(uid, partition string, changes []Change) ([]Chang
 	if len(others) > 0 {
 		best := 0
 		for i := range others {
-			if t.less(others[i].tp, others[best].tp) {
+			if t.compareTP(others[i].tp, others[best].tp) < 0 {
 				best = i
 			}
 		}
@@ -677,12 +674,7 @@ func (t *Tracker) updateTenantLocked(tenant string) {
 	for tp := range st.counts {
 		seen = append(seen, tp)
 	}
-	slices.SortFunc(seen, func(a, b uint16) int {
-		if t.less(a, b) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(seen, t.compareTP)
 	conflict := len(seen) > 1
 	switch {
 	case hasStatic:
