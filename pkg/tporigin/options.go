@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -105,10 +106,7 @@ func (m *tenantMap) String() string {
 
 func (m *tenantMap) Set(s string) error {
 	out := map[string]string{}
-	for _, pair := range strings.Split(s, ",") {
-		if pair = strings.TrimSpace(pair); pair == "" {
-			continue
-		}
+	for _, pair := range cliflag.SplitList(s) {
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok || k == "" || v == "" {
 			return fmt.Errorf("%q is not tenant=partition", pair)
