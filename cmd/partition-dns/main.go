@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/dns/forward"
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
@@ -29,8 +30,9 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 )
 
-// listFlag is a repeatable flag that also accepts comma-separated values.
-// The first use replaces the default.
+// listFlag is a repeatable flag that also accepts comma-separated values
+// (split by cliflag.SplitList). The first use replaces the default; unlike
+// cliflag.List, later uses add to it.
 type listFlag struct {
 	vals []string
 	set  bool
@@ -42,11 +44,7 @@ func (l *listFlag) Set(v string) error {
 	if !l.set {
 		l.vals, l.set = nil, true
 	}
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			l.vals = append(l.vals, s)
-		}
-	}
+	l.vals = append(l.vals, cliflag.SplitList(v)...)
 	return nil
 }
 
