@@ -729,6 +729,19 @@ func (e *encoder) target(z *zone, f *found, host string) {
 	e.buf = append(e.buf, z.wire...)
 }
 
+// srv writes one answer-section SRV record for the queried name: priority
+// 0, weight w, port and the target host (see target).
+func (e *encoder) srv(z *zone, f *found, ttl uint32, w uint16, port int32, host string) {
+	r := e.begin(answerSection)
+	e.ownerQ()
+	d := e.typ(typeSRV, ttl)
+	e.u16(0)
+	e.u16(w)
+	e.u16(uint16(port))
+	e.target(z, f, host)
+	e.end(r, d)
+}
+
 // srvWeight is CoreDNS's weight for n records of equal priority.
 func srvWeight(n int) uint16 {
 	if n <= 0 {
@@ -760,14 +773,7 @@ func (h *Handler) srv(e *encoder, z *zone, f *found) {
 			if p.Port == index.NoPort || !portMatch(rd, p) || len(svc.ClusterIPs) == 0 || dupPort(svc.Ports[:i], rd, p.Port) {
 				continue
 			}
-			r := e.begin(answerSection)
-			e.ownerQ()
-			d := e.typ(typeSRV, ttl)
-			e.u16(0)
-			e.u16(w)
-			e.u16(uint16(p.Port))
-			e.target(z, f, "")
-			e.end(r, d)
+			e.srv(z, f, ttl, w, p.Port, "")
 			wrote = true
 		}
 		if wrote {
@@ -802,14 +808,7 @@ func (h *Handler) srv(e *encoder, z *zone, f *found) {
 			if p.Port == index.NoPort || !portMatch(rd, p) || dupEndpointPort(svc, i, j, rd) {
 				continue
 			}
-			r := e.begin(answerSection)
-			e.ownerQ()
-			d := e.typ(typeSRV, ttl)
-			e.u16(0)
-			e.u16(w)
-			e.u16(uint16(p.Port))
-			e.target(z, f, ep.Host)
-			e.end(r, d)
+			e.srv(z, f, ttl, w, p.Port, ep.Host)
 		}
 	}
 	for i := range svc.Endpoints {
