@@ -104,10 +104,7 @@ func rekey(obj runtime.Object) {
 	if err != nil || m.GetName() == "" || strings.Contains(m.GetNamespace(), "/") {
 		return
 	}
-	t := tenancy.TenantOf(m)
-	if tenancy.IsSystem(t) {
-		t = tenancy.SystemTenant
-	}
+	t := tenantOf(m)
 	if _, ok := obj.(*corev1.Namespace); ok {
 		m.SetNamespace(t)
 		return
