@@ -111,8 +111,9 @@ func TestProgram(t *testing.T) {
 	if r := q("example.org."); r.Rcode != dns.RcodeRefused {
 		t.Errorf("--upstream none: %v", r)
 	}
-	_, body := get("http://" + metrics + "/metrics")
-	for _, want := range []string{
+	// A UDP answer is sent before its request is counted, so the counters
+	// may lag the answers by a moment: scrape until they all show, or 5s.
+	wants := []string{
 		`tpkit_dns_requests_total{rcode="NOERROR",type="A",zone="cluster.local."} 1`,
 		`tpkit_dns_requests_total{rcode="NXDOMAIN",type="A",zone="cluster.local."} 2`,
 		`tpkit_dns_requests_total{rcode="REFUSED",type="A",zone="."} 1`,
@@ -122,10 +123,23 @@ func TestProgram(t *testing.T) {
 		`tpkit_dns_programming_latency_seconds_count`,
 		`tpkit_dns_request_duration_seconds_bucket`,
 		`tpkit_partition_reachable{partition="tp3"} 1`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q", want)
+	}
+	missing := func(body string) []string {
+		var out []string
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				out = append(out, want)
+			}
 		}
+		return out
+	}
+	_, body := get("http://" + metrics + "/metrics")
+	for deadline := time.Now().Add(5 * time.Second); len(missing(body)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		_, body = get("http://" + metrics + "/metrics")
+	}
+	for _, want := range missing(body) {
+		t.Errorf("/metrics lacks %q", want)
 	}
 	cancel()
 	if err := <-done; err != nil {
