@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
@@ -61,6 +62,11 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	}
 	// Counted when the request starts, so a test can see a watch open.
 	tp.metrics.started(verb, res)
+	if t.tenant == tenantAll && verb != "get" && verb != "list" && verb != "watch" {
+		// "all" reads every tenant; no tenant of that name exists to write in.
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{Resource: "tenants"}, tenantAll))
+		return verb, res
+	}
 	switch verb {
 	case "watch":
 		tp.serveWatch(w, r, t)

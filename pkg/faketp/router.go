@@ -30,8 +30,8 @@ type target struct {
 	res   *resource
 	// tenant is the tenant of the path; SystemTenant for short paths.
 	tenant string
-	// allTenants: a short-path collection (/api/v1/pods, /api/v1/namespaces)
-	// lists every tenant.
+	// allTenants: the collection lists and watches every tenant: a
+	// /tenants/all/{res} path, or a short-path collection (/api/v1/pods).
 	allTenants bool
 	// namespace is "" for collections across namespaces and for objects
 	// that are not namespaced.
@@ -41,6 +41,10 @@ type target struct {
 	// watch: the path used the legacy /watch/ prefix.
 	watch bool
 }
+
+// tenantAll is the tenant segment that means every tenant in Arktos paths
+// (/api/v1/tenants/all/pods); no tenant may have that name.
+const tenantAll = tenancy.ForbiddenTenantName
 
 // subresources are the served subresources of each resource.
 var subresources = map[string][]string{
@@ -117,11 +121,20 @@ func parsePath(p string) (target, error) {
 		case len(segs) <= 2:
 			return target{}, notFound
 		}
-		if err := tenancy.ValidateTenantName(segs[1]); err != nil {
-			return target{}, apierrors.NewBadRequest(fmt.Sprintf("invalid tenant in path: %v", err))
+		if segs[1] != tenantAll {
+			if err := tenancy.ValidateTenantName(segs[1]); err != nil {
+				return target{}, apierrors.NewBadRequest(fmt.Sprintf("invalid tenant in path: %v", err))
+			}
 		}
 		t.tenant = segs[1]
-		return t.resourcePath(segs[2:], false, notFound)
+		t, err := t.resourcePath(segs[2:], false, notFound)
+		// /tenants/all/{res} is every tenant, as in Arktos. Below a
+		// namespace or for one object, "all" stays a tenant name that no
+		// tenant can have: empty lists and NotFound, as Arktos answers.
+		if err == nil && t.tenant == tenantAll && t.kind == targetCollection && t.namespace == "" {
+			t.allTenants = true
+		}
+		return t, err
 	}
 	return t.resourcePath(segs, true, notFound)
 }
