@@ -1,16 +1,30 @@
-// Package informer is a tenant-aware informer: one list/watch of one TP,
-// kept in a store keyed by tenant/namespace/name, with add, update and delete
-// events for a handler.
+// Package informer is how tpkit lists and watches an Arktos tenant partition
+// (TP): one primitive that every consumer (partition-dns, the kube-proxy
+// source, tporigin's wiring, the kubelet caches) uses.
+//
+//   - ListWatch reads one resource through Arktos's tenant paths: every
+//     tenant through /api/v1/tenants/all/{resource}, or one tenant (and one
+//     namespace) through /api/v1/tenants/{t}/.... A short path
+//     (/api/v1/{resource}) would mean only the caller's own tenant.
+//   - EndpointsListWatch reads a TP's service endpoints as core/v1 Endpoints
+//     (all Arktos has) or discovery.k8s.io/v1 EndpointSlices, by the TP's
+//     discovery or as forced.
+//   - Feed runs a list/watch into a Sink: a full list, then a watch; a
+//     relist after a 410 Gone or a lost connection, within 5 seconds of the
+//     TP answering again; never a streaming watch-list, which Arktos
+//     (Kubernetes 1.18) ignores.
+//   - Informer is a Feed whose sink keeps objects by tenant/namespace/name
+//     and hands a handler exact add, update and delete events.
 //
 // client-go's informers key their stores by namespace/name. In an Arktos TP
 // two tenants may each have default/web: in an upstream informer one hides the
 // other, an update of one arrives as an update from the other, and a relist
-// cannot tell that one of them was deleted. Here the key carries the tenant,
-// so each object has its own history, and a relist (after a 410 or a lost
-// connection) turns into exact adds, updates and deletes.
+// cannot tell that one of them was deleted. Here every sink keys by more than
+// namespace/name, so each object has its own history, and a relist turns into
+// exact adds, updates and deletes.
 //
-// Invariants: events for one Informer are delivered one at a time, in the
-// order the TP reported them, and never while the store's lock is held, so a
-// handler may call List. An update always pairs two versions of the same
-// tenant/namespace/name.
+// Invariants: events for one Feed are delivered one at a time, in the order
+// the TP reported them, and an Informer never delivers them while its lock is
+// held, so a handler may call List. An update always pairs two versions of
+// the same tenant/namespace/name.
 package informer

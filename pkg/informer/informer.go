@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -23,44 +21,31 @@ type Options struct {
 	Transform cache.TransformFunc
 }
 
-// Informer lists and watches one resource through a reflector and keeps the
+// Informer lists and watches one resource through a Feed and keeps the
 // objects by tenant/namespace/name.
 type Informer struct {
-	r         *cache.Reflector
+	feed      *Feed
 	h         cache.ResourceEventHandler
 	transform cache.TransformFunc
 
-	mu     sync.RWMutex
-	items  map[objectKey]any
-	synced atomic.Bool
+	mu    sync.RWMutex
+	items map[objectKey]any
 }
 
-// New builds an Informer over lw for objects like expected. It always lists
-// and then watches (see ListThenWatch).
-func New(lw *cache.ListWatch, expected runtime.Object, h cache.ResourceEventHandler, o Options) *Informer {
+// New builds an Informer over lw (a ListWatch of this package, normally) for
+// objects like expected; nil expected accepts any object.
+func New(lw cache.ListerWatcher, expected any, h cache.ResourceEventHandler, o Options) *Informer {
 	i := &Informer{h: h, transform: o.Transform, items: map[objectKey]any{}}
-	i.r = cache.NewReflectorWithOptions(ListThenWatch(lw), expected, (*store)(i), cache.ReflectorOptions{Name: o.Name})
+	i.feed = NewFeed(lw, expected, (*store)(i), FeedOptions{Name: o.Name})
 	return i
 }
 
-// ListThenWatch makes a reflector over lw list and then watch, never use
-// watch-list: client-go collects a watch-list's initial events in a
-// temporary store keyed by namespace/name, where two tenants' objects of
-// equal name collide before any tenant-aware store sees them.
-func ListThenWatch(lw *cache.ListWatch) cache.ListerWatcher { return listThenWatch{lw} }
-
-type listThenWatch struct{ *cache.ListWatch }
-
-// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
-// watch-list.
-func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
-
 // Run lists, then watches, until ctx ends; it relists when the watch
 // cannot continue.
-func (i *Informer) Run(ctx context.Context) { i.r.RunWithContext(ctx) }
+func (i *Informer) Run(ctx context.Context) { i.feed.Run(ctx) }
 
 // HasSynced reports whether the first full list has been delivered.
-func (i *Informer) HasSynced() bool { return i.synced.Load() }
+func (i *Informer) HasSynced() bool { return i.feed.HasSynced() }
 
 // List returns the objects held now, in no particular order.
 func (i *Informer) List() []any {
@@ -173,7 +158,7 @@ func (s *store) Replace(list []any, _ string) error {
 	prev := s.items
 	s.items = next
 	s.mu.Unlock()
-	initial := !s.synced.Load()
+	initial := !s.feed.HasSynced()
 	for k, obj := range next {
 		if old, had := prev[k]; had {
 			s.h.OnUpdate(old, obj)
@@ -186,6 +171,5 @@ func (s *store) Replace(list []any, _ string) error {
 			s.h.OnDelete(cache.DeletedFinalStateUnknown{Key: k.String(), Obj: old})
 		}
 	}
-	s.synced.Store(true)
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -90,13 +88,9 @@ func TestTenantsWithEqualNamesStayApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Services("").List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Services("").Watch(ctx, o)
-		},
+	lw, err := informer.NewListWatch(c, informer.Services, informer.Scope{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	rec := &recorder{}
 	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services"})

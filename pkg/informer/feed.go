@@ -1,0 +1,111 @@
+package informer
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Sink receives what a Feed lists and watches: every object of a full list
+// (Replace), then each change. It is client-go's cache.ReflectorStore; a
+// Sink keys objects as its job needs (tenant/namespace/name for an Informer,
+// UID for pkg/tporigin, the DNS index's own keys), never by namespace/name
+// alone.
+type Sink = cache.ReflectorStore
+
+// DefaultBackoff is how long a Feed waits before it lists again after a
+// failure: from 250ms, doubling, at most 4s plus a jitter of a quarter, so a
+// TP that answers again (or a 410 Gone) is relisted within 5 seconds.
+// client-go's default waits up to a minute.
+var DefaultBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 4 * time.Second}
+
+// FeedOptions configure a Feed.
+type FeedOptions struct {
+	// Name identifies the feed in client-go's logs: "partition-dns tp1 services".
+	Name string
+	// Resync is the period of Resync calls on the sink; 0 never.
+	Resync time.Duration
+	// Backoff replaces DefaultBackoff.
+	Backoff *wait.Backoff
+	// Clock replaces the real clock (tests).
+	Clock clock.Clock
+}
+
+// Feed runs one list/watch into a Sink with a client-go reflector: a full
+// list, then a watch from its resourceVersion; after a 410 Gone or a lost
+// connection it lists again (within DefaultBackoff). With the list/watches of
+// this package it never uses watch-list.
+type Feed struct {
+	r      *cache.Reflector
+	sink   Sink
+	synced atomic.Bool
+}
+
+// NewFeed prepares a Feed of lw into sink; Run starts it. expected is the
+// type of object lw delivers (nil accepts any, for EndpointsListWatch).
+func NewFeed(lw cache.ListerWatcher, expected any, sink Sink, o FeedOptions) *Feed {
+	f := &Feed{sink: sink}
+	backoff := o.Backoff
+	if backoff == nil {
+		b := DefaultBackoff
+		backoff = &b
+	}
+	f.r = cache.NewReflectorWithOptions(listThenWatch{lw, cache.ToListerWatcherWithContext(lw)}, expected, (*feedSink)(f), cache.ReflectorOptions{
+		Name: o.Name, TypeDescription: o.Name, ResyncPeriod: o.Resync, Backoff: backoff, Clock: o.Clock,
+	})
+	return f
+}
+
+// Run lists, then watches, until ctx ends.
+func (f *Feed) Run(ctx context.Context) { f.r.RunWithContext(ctx) }
+
+// HasSynced reports whether a full list has reached the sink.
+func (f *Feed) HasSynced() bool { return f.synced.Load() }
+
+// LastSyncResourceVersion is the resourceVersion the feed has reached.
+func (f *Feed) LastSyncResourceVersion() string { return f.r.LastSyncResourceVersion() }
+
+// listThenWatch makes a reflector list and then watch whatever lw is: a
+// watch-list is ignored by Arktos, and client-go collects its initial events
+// in a temporary store keyed by namespace/name, where two tenants' objects of
+// equal name collide.
+type listThenWatch struct {
+	cache.ListerWatcher
+	ctx cache.ListerWatcherWithContext
+}
+
+func (l listThenWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return l.ctx.ListWithContext(ctx, o)
+}
+
+func (l listThenWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return l.ctx.WatchWithContext(ctx, o)
+}
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
+// watch-list.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// feedSink passes the reflector's calls on and notes the first full list.
+type feedSink Feed
+
+func (s *feedSink) Add(obj any) error    { return s.sink.Add(obj) }
+func (s *feedSink) Update(obj any) error { return s.sink.Update(obj) }
+func (s *feedSink) Delete(obj any) error { return s.sink.Delete(obj) }
+func (s *feedSink) Resync() error        { return s.sink.Resync() }
+
+func (s *feedSink) Replace(list []any, rv string) error {
+	if err := s.sink.Replace(list, rv); err != nil {
+		return err
+	}
+	s.synced.Store(true)
+	return nil
+}

@@ -1,0 +1,192 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// AllTenants is the tenant segment of Arktos paths that span every tenant:
+// /api/v1/tenants/all/{resource}. A short path (/api/v1/{resource}) means the
+// caller's own tenant, never every tenant.
+const AllTenants = "all"
+
+// Resource is an API resource that tpkit lists and watches in a TP.
+type Resource struct {
+	GroupVersion schema.GroupVersion
+	// Name is the plural resource name: "services".
+	Name string
+	// Namespaced resources take /namespaces/{ns}/ in their paths; namespaces
+	// themselves are tenanted but not namespaced.
+	Namespaced bool
+	// New returns an empty object and NewList an empty list of the resource.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+}
+
+// The resources tpkit's consumers read.
+var (
+	Services = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "services", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }}
+	Endpoints = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "endpoints", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }}
+	EndpointSlices = Resource{GroupVersion: discoveryv1.SchemeGroupVersion, Name: "endpointslices", Namespaced: true,
+		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }}
+	Pods = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "pods", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }}
+	Namespaces = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces",
+		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }}
+	ConfigMaps = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Namespaced: true,
+		New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }}
+	Secrets = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "secrets", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Secret{} }, NewList: func() runtime.Object { return &corev1.SecretList{} }}
+)
+
+// Scope narrows what a ListWatch covers.
+type Scope struct {
+	// Tenant is the one tenant to read, through /tenants/{Tenant}/ ("system"
+	// included); empty reads every tenant, through /tenants/all/.
+	Tenant string
+	// Namespace is the one namespace to read; empty reads every namespace.
+	// It needs a Tenant: Arktos answers /tenants/all/namespaces/{ns}/ with
+	// an empty list.
+	Namespace string
+	// LabelSelector and FieldSelector are passed to the TP as they are.
+	LabelSelector, FieldSelector string
+}
+
+// String is the scope's path segment, for names and logs.
+func (s Scope) String() string {
+	t := s.Tenant
+	if t == "" {
+		t = AllTenants
+	}
+	out := "tenants/" + t
+	if s.Namespace != "" {
+		out += "/namespaces/" + s.Namespace
+	}
+	return out
+}
+
+func (s Scope) validate(r Resource) error {
+	if s.Tenant != "" && !tenancy.IsSystem(s.Tenant) {
+		if err := tenancy.ValidateTenantName(s.Tenant); err != nil {
+			return err
+		}
+	}
+	if s.Namespace != "" {
+		if s.Tenant == "" {
+			return fmt.Errorf("a namespace scope (%q) needs a tenant: Arktos serves no namespace across all tenants", s.Namespace)
+		}
+		if !r.Namespaced {
+			return fmt.Errorf("%s are not namespaced", r.Name)
+		}
+	}
+	return nil
+}
+
+// ListWatch lists and watches one resource of one TP through Arktos's
+// tenant paths. It always lists and then watches: it never asks for a
+// streaming watch-list, which Arktos (Kubernetes 1.18) ignores, and whose
+// temporary store in client-go keys by namespace/name.
+//
+// It is a cache.ListerWatcher for client-go reflectors.
+type ListWatch struct {
+	client   rest.Interface
+	resource Resource
+	scope    Scope
+}
+
+// NewListWatch returns the list/watch of r in scope over a TP's clientset.
+func NewListWatch(c kubernetes.Interface, r Resource, s Scope) (*ListWatch, error) {
+	if err := s.validate(r); err != nil {
+		return nil, fmt.Errorf("informer: listing %s: %w", r.Name, err)
+	}
+	rc, err := restClientFor(c, r.GroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	return &ListWatch{client: rc, resource: r, scope: s}, nil
+}
+
+func restClientFor(c kubernetes.Interface, gv schema.GroupVersion) (rest.Interface, error) {
+	switch gv {
+	case corev1.SchemeGroupVersion:
+		return c.CoreV1().RESTClient(), nil
+	case discoveryv1.SchemeGroupVersion:
+		return c.DiscoveryV1().RESTClient(), nil
+	}
+	return nil, fmt.Errorf("informer: no client for %s", gv)
+}
+
+// Resource is what the ListWatch reads.
+func (lw *ListWatch) Resource() Resource { return lw.resource }
+
+// request builds the path /{prefix}/tenants/{t|all}[/namespaces/{ns}]/{resource}.
+func (lw *ListWatch) request(opts *metav1.ListOptions) *rest.Request {
+	tenant := lw.scope.Tenant
+	if tenant == "" {
+		tenant = AllTenants
+	}
+	if lw.scope.LabelSelector != "" {
+		opts.LabelSelector = lw.scope.LabelSelector
+	}
+	if lw.scope.FieldSelector != "" {
+		opts.FieldSelector = lw.scope.FieldSelector
+	}
+	// Never a watch-list: see the type's comment.
+	opts.SendInitialEvents = nil
+	opts.ResourceVersionMatch = ""
+	req := lw.client.Get().Prefix("tenants", tenant)
+	if lw.scope.Namespace != "" {
+		req = req.Namespace(lw.scope.Namespace)
+	}
+	return req.Resource(lw.resource.Name).VersionedParams(opts, scheme.ParameterCodec)
+}
+
+// ListWithContext lists the scope once.
+func (lw *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	out := lw.resource.NewList()
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	err := lw.request(&opts).Timeout(timeout).Do(ctx).Into(out)
+	return out, err
+}
+
+// WatchWithContext watches the scope from opts.ResourceVersion.
+func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	return lw.request(&opts).Timeout(timeout).Watch(ctx)
+}
+
+// List is ListWithContext without a context, for cache.ListerWatcher.
+func (lw *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// Watch is WatchWithContext without a context, for cache.ListerWatcher.
+func (lw *ListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
+// watch-list.
+func (*ListWatch) IsWatchListSemanticsUnSupported() bool { return true }

@@ -1,0 +1,114 @@
+package informer_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+func named(tenant, ns, name string) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	tenancy.SetTenant(s, tenant)
+	return s
+}
+
+// keys lists what an informer over scope holds once it has synced.
+func keys(t *testing.T, c kubernetes.Interface, scope informer.Scope) []string {
+	t.Helper()
+	lw, err := informer.NewListWatch(c, informer.Services, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := informer.New(lw, &corev1.Service{}, cache.ResourceEventHandlerFuncs{}, informer.Options{Name: scope.String()})
+	go inf.Run(t.Context())
+	for !inf.HasSynced() {
+		if t.Context().Err() != nil {
+			t.Fatal("test ended before the informer synced")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var out []string
+	for _, o := range inf.List() {
+		k, _ := informer.KeyOf(o)
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A scope reads every tenant through /tenants/all/, or one tenant (and one
+// namespace) through that tenant's path; never the caller's short path.
+func TestScopes(t *testing.T) {
+	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
+	if err := tp.Seed(named("acme", "web", "api"), named("zeta", "web", "api"), named("zeta", "db", "pg"), named("system", "kube-system", "kube-dns")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(tenancy.WrapConfig(tp.RESTConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		scope informer.Scope
+		want  []string
+	}{
+		{informer.Scope{}, []string{"acme/web/api", "system/kube-system/kube-dns", "zeta/db/pg", "zeta/web/api"}},
+		{informer.Scope{Tenant: "zeta"}, []string{"zeta/db/pg", "zeta/web/api"}},
+		{informer.Scope{Tenant: "zeta", Namespace: "web"}, []string{"zeta/web/api"}},
+		{informer.Scope{Tenant: "system"}, []string{"system/kube-system/kube-dns"}},
+		{informer.Scope{FieldSelector: "metadata.name=api"}, []string{"acme/web/api", "zeta/web/api"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.scope.String(), func(t *testing.T) {
+			if got := keys(t, c, tc.scope); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScopeErrors(t *testing.T) {
+	c := kubernetes.NewForConfigOrDie(tenancy.WrapConfig(&rest.Config{Host: "http://127.0.0.1:1"}))
+	cases := []struct {
+		r     informer.Resource
+		scope informer.Scope
+		want  string
+	}{
+		{informer.Services, informer.Scope{Namespace: "web"}, "needs a tenant"},
+		{informer.Services, informer.Scope{Tenant: "all"}, "reserved"},
+		{informer.Services, informer.Scope{Tenant: "Acme"}, "DNS-1123"},
+		{informer.Namespaces, informer.Scope{Tenant: "acme", Namespace: "web"}, "not namespaced"},
+	}
+	for _, tc := range cases {
+		_, err := informer.NewListWatch(c, tc.r, tc.scope)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewListWatch(%s, %+v) = %v, want an error containing %q", tc.r.Name, tc.scope, err, tc.want)
+		}
+	}
+	if _, err := informer.NewEndpointsListWatch(c, "tp1", "maybe", informer.Scope{}); err == nil {
+		t.Errorf("NewEndpointsListWatch accepted mode %q", "maybe")
+	}
+}
+
+// DefaultBackoff relists within 5 seconds of a TP answering again, however
+// long it was away (client-go's default waits up to a minute).
+func TestDefaultBackoffIsCapped(t *testing.T) {
+	next := informer.DefaultBackoff.DelayFunc()
+	var longest time.Duration
+	for range 1000 {
+		longest = max(longest, next())
+	}
+	if longest > 5*time.Second || longest < 4*time.Second {
+		t.Fatalf("longest delay %v, want within (4s, 5s]", longest)
+	}
+}
