@@ -13,7 +13,7 @@ func (s *Set) Collector() prometheus.Collector { return &collector{s: s} }
 
 var (
 	syncedDesc = prometheus.NewDesc("tpkit_partition_synced",
-		"1 when every informer of the tenant partition has synced.", []string{"partition"}, nil)
+		"1 when every consumer of the tenant partition has listed it once.", []string{"partition"}, nil)
 	reachableDesc = prometheus.NewDesc("tpkit_partition_reachable",
 		"1 when the last request to the tenant partition got an answer.", []string{"partition"}, nil)
 	lastEventDesc = prometheus.NewDesc("tpkit_partition_last_event_timestamp_seconds",

@@ -9,16 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Partition is one TP: its name, its position in the flag, and its clients.
+// Partition is one TP: its name, its position in the flag, and its client.
 type Partition struct {
 	// Name identifies the TP in keys ("<tenant>_<Name>/<ns>/<name>"), logs
 	// and metrics.
@@ -27,27 +27,61 @@ type Partition struct {
 	Index int
 	// Config is the tenant-preserving client configuration of the TP.
 	Config *rest.Config
-	// Client is a clientset built from Config. Unless Options.WatchList is
-	// set, it tells client-go's reflectors not to use watch-list; pass it to
-	// cache.ToListWatcherWithWatchListSemantics for hand-built ListWatches.
+	// Client is a clientset built from Config. List and watch through
+	// pkg/informer, whose paths reach every tenant (/tenants/all/) and whose
+	// stores key by tenant; a short path means only the caller's tenant.
 	Client kubernetes.Interface
-	// Informers is the TP's shared informer factory. Register informers
-	// before Set.Start; those registered later are not waited for. Its
-	// stores key by namespace/name, as upstream's do: for namespaced
-	// resources that regular tenants have, two tenants' objects of equal
-	// name collide there; use pkg/informer, keyed by tenant, for those.
-	Informers informers.SharedInformerFactory
 
-	health *health
-	synced chan struct{} // closed once Informers have synced
+	endpoints informer.EndpointsMode
+	health    *health
+	synced    chan struct{} // closed once every tracked check is true
+
+	mu     sync.Mutex
+	checks []syncCheck
+}
+
+// syncCheck is one consumer's "has my first list of this TP arrived".
+type syncCheck struct {
+	name      string
+	hasSynced func() bool
+}
+
+// TrackSynced makes the TP count as synced only once hasSynced (a feed's or
+// informer's HasSynced) is true, along with every other tracked check. The
+// consumers that read a TP register what they read, so Synced, readiness and
+// tpkit_partition_synced say what the consumers have, not what some other
+// cache has. name says what is waited for, in messages.
+func (p *Partition) TrackSynced(name string, hasSynced func() bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.checks = append(p.checks, syncCheck{name, hasSynced})
+}
+
+// pending returns the names of the tracked checks not yet true, and whether
+// any check is tracked.
+func (p *Partition) pending() (names []string, tracked bool) {
+	p.mu.Lock()
+	checks := append([]syncCheck(nil), p.checks...)
+	p.mu.Unlock()
+	for _, c := range checks {
+		if !c.hasSynced() {
+			names = append(names, c.name)
+		}
+	}
+	return names, len(checks) > 0
+}
+
+// EndpointsListWatch returns the list/watch of the TP's service endpoints
+// in scope, core/v1 Endpoints or EndpointSlices as Options.Endpoints says.
+func (p *Partition) EndpointsListWatch(s informer.Scope) (*informer.EndpointsListWatch, error) {
+	return informer.NewEndpointsListWatch(p.Client, p.Name, p.endpoints, s)
 }
 
 // Status returns the TP's current health.
 func (p *Partition) Status() Status { return p.health.status(p.Name, p.Index, p.Synced()) }
 
-// Synced reports whether the informers started from Informers have all
-// synced. Informers built by hand (with their own keys or transforms) are not
-// counted: their owners track them, as pkg/dns/source does.
+// Synced reports whether every check registered with TrackSynced is true
+// (and at least one is registered).
 func (p *Partition) Synced() bool {
 	select {
 	case <-p.synced:
@@ -155,13 +189,12 @@ func newPartition(name string, index int, cfg *rest.Config, o Options) (*Partiti
 	if err != nil {
 		return nil, err
 	}
-	client := &clientset{Clientset: cs, watchList: o.WatchList}
 	return &Partition{
 		Name:      name,
 		Index:     index,
 		Config:    c,
-		Client:    client,
-		Informers: informers.NewSharedInformerFactory(client, o.Resync),
+		Client:    cs,
+		endpoints: o.Endpoints,
 		health:    h,
 		synced:    make(chan struct{}),
 	}, nil
@@ -179,12 +212,15 @@ func (s *Set) Get(name string) (*Partition, bool) {
 // Len is the number of TPs.
 func (s *Set) Len() int { return len(s.partitions) }
 
-// Start starts every TP's informers and watches them sync, until ctx ends.
-// Calling it again does nothing.
+// syncPoll is how often Start looks at the tracked checks of a TP that has
+// not synced.
+const syncPoll = 50 * time.Millisecond
+
+// Start watches every TP's tracked checks until each TP has synced or ctx
+// ends. The consumers run their own feeds. Calling it again does nothing.
 func (s *Set) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
 		for _, p := range s.partitions {
-			p.Informers.Start(ctx.Done())
 			go s.awaitSync(ctx, p)
 		}
 	})
@@ -192,10 +228,16 @@ func (s *Set) Start(ctx context.Context) {
 
 func (s *Set) awaitSync(ctx context.Context, p *Partition) {
 	start := time.Now()
-	for typ, ok := range p.Informers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			klog.V(2).InfoS("Informer did not sync before shutdown", "partition", p.Name, "type", typ)
+	t := time.NewTicker(syncPoll)
+	defer t.Stop()
+	for {
+		if pending, tracked := p.pending(); tracked && len(pending) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
 			return
+		case <-t.C:
 		}
 	}
 	close(p.synced)
@@ -275,6 +317,11 @@ func (s *Set) check(ok func(Status) bool) error {
 			continue
 		}
 		msg := fmt.Sprintf("partition %s not synced", st.Name)
+		if pending, tracked := s.partitions[st.Index].pending(); !tracked {
+			msg += " (nothing reads it)"
+		} else if len(pending) > 0 {
+			msg += " (waiting for " + strings.Join(pending, ", ") + ")"
+		}
 		if !st.Reachable && st.LastError != "" {
 			msg += " (unreachable: " + st.LastError + ")"
 		}
@@ -285,14 +332,3 @@ func (s *Set) check(ok func(Status) bool) error {
 	}
 	return fmt.Errorf("%s", strings.Join(bad, "; "))
 }
-
-// clientset is a TP's clientset. client-go's typed informers ask the client
-// whether it supports watch-list semantics; an Arktos TP does not.
-type clientset struct {
-	*kubernetes.Clientset
-	watchList bool
-}
-
-// IsWatchListSemanticsUnSupported tells client-go's reflectors to list and
-// watch instead of streaming a watch-list the TP would ignore.
-func (c *clientset) IsWatchListSemanticsUnSupported() bool { return !c.watchList }

@@ -14,9 +14,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 )
 
 func writeKubeconfig(t *testing.T, dir, file, context, server string) string {
@@ -151,11 +154,17 @@ func TestUnreachablePartitionDoesNotBlockOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range s.Partitions() {
-		p.Informers.Core().V1().Pods().Informer()
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	for _, p := range s.Partitions() {
+		lw, err := informer.NewListWatch(p.Client, informer.Pods, informer.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf := informer.New(lw, &corev1.Pod{}, cache.ResourceEventHandlerFuncs{}, informer.Options{Name: p.Name + " pods"})
+		p.TrackSynced("pods", inf.HasSynced)
+		go inf.Run(ctx)
+	}
 	s.Start(ctx)
 
 	begin := time.Now()
@@ -179,7 +188,7 @@ func TestUnreachablePartitionDoesNotBlockOthers(t *testing.T) {
 	if s.AllSynced() {
 		t.Fatal("AllSynced true with tp3 down")
 	}
-	if err := s.CheckAllSynced(); err == nil || !strings.Contains(err.Error(), "partition tp3 not synced (unreachable") {
+	if err := s.CheckAllSynced(); err == nil || !strings.Contains(err.Error(), "partition tp3 not synced (waiting for pods) (unreachable") {
 		t.Fatalf("CheckAllSynced() = %v", err)
 	}
 	if err := s.CheckReachableSynced(); err != nil {
@@ -189,7 +198,7 @@ func TestUnreachablePartitionDoesNotBlockOthers(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.Collector())
 	expected := `
-# HELP tpkit_partition_synced 1 when every informer of the tenant partition has synced.
+# HELP tpkit_partition_synced 1 when every consumer of the tenant partition has listed it once.
 # TYPE tpkit_partition_synced gauge
 tpkit_partition_synced{partition="tp1"} 1
 tpkit_partition_synced{partition="tp2"} 1
