@@ -27,8 +27,9 @@ const (
 	KindPod           Kind = 1
 	KindService       Kind = 2
 	KindEndpointSlice Kind = 3
+	KindEndpoints     Kind = 4
 
-	numKinds = 4 // one past the largest kind
+	numKinds = 5 // one past the largest kind
 )
 
 func (k Kind) valid() bool { return k >= KindPod && k < numKinds }
@@ -42,6 +43,8 @@ func (k Kind) String() string {
 		return "services"
 	case KindEndpointSlice:
 		return "endpointslices"
+	case KindEndpoints:
+		return "endpoints"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

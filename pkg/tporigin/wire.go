@@ -6,12 +6,10 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -23,12 +21,14 @@ import (
 // WireOptions say which objects feed the tracker.
 type WireOptions struct {
 	// NodeName, when set, tracks the pods bound to this node (kubelet use),
-	// listed and watched with the field selector spec.nodeName.
+	// every tenant's, listed and watched with the field selector
+	// spec.nodeName.
 	NodeName string
-	// Services and EndpointSlices track those kinds (kube-proxy and DNS
-	// use), every tenant's.
-	Services       bool
-	EndpointSlices bool
+	// Services and Endpoints track those kinds of every tenant (kube-proxy
+	// and DNS use). Endpoints are core/v1 Endpoints or EndpointSlices, as the
+	// partition's endpoints mode picks for each TP.
+	Services  bool
+	Endpoints bool
 }
 
 // Wiring connects a Tracker to every TP of a partition set.
@@ -37,22 +37,24 @@ type Wiring struct {
 	feeds []*feed
 }
 
-// feed is one list/watch of one kind in one TP, and its reflector's store.
-// The store is the tracker itself, keyed by UID: an upstream informer store
-// keys by namespace/name, so two tenants' objects of equal namespace and
-// name would hide each other there, and the hidden one would be pruned.
+// feed is one list/watch of one kind in one TP, and its sink. The sink is
+// the tracker itself, keyed by UID: an upstream informer store keys by
+// namespace/name, so two tenants' objects of equal namespace and name would
+// hide each other there, and the hidden one would be pruned.
 type feed struct {
-	tp   string
-	kind Kind
+	tp string
+	// kind is the kind the TP serves; for endpoints it is known only once
+	// the first list has chosen between Endpoints and EndpointSlices.
+	kind func() Kind
 	t    *Tracker
-	r    *cache.Reflector
+	f    *informer.Feed
 	// synced is set once a full list has been applied and the origins it
 	// no longer reports are pruned.
 	synced atomic.Bool
 }
 
-// metaOf is obj as an API object. A reflector hands its store the objects
-// of a list or a watch event, never a cache.DeletedFinalStateUnknown.
+// metaOf is obj as an API object. A reflector hands its sink the objects of
+// a list or a watch event, never a cache.DeletedFinalStateUnknown.
 func metaOf(obj any) (metav1.Object, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
@@ -61,68 +63,64 @@ func metaOf(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
-// Wire prepares, for every TP of set, the list/watches o asks for, feeding
-// t: objects added or updated are observed, deleted ones forgotten, and
-// after every full list (the first, and each relist after a 410 or a lost
-// connection) the origins the TP no longer reports are pruned. Wire starts
-// nothing; call Start.
+// Wire prepares, for every TP of set, the list/watches o asks for (every
+// tenant, through Arktos's /tenants/all/ paths), feeding t: objects added or
+// updated are observed, deleted ones forgotten, and after every full list
+// (the first, and each relist after a 410 or a lost connection) the origins
+// the TP no longer reports are pruned. Each feed is tracked by its partition
+// (Partition.TrackSynced). Wire starts nothing; call Start.
 func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
-	if !o.Services && !o.EndpointSlices && o.NodeName == "" {
-		return nil, fmt.Errorf("tporigin: nothing to wire: set a node name, services or endpointslices")
+	if !o.Services && !o.Endpoints && o.NodeName == "" {
+		return nil, fmt.Errorf("tporigin: nothing to wire: set a node name, services or endpoints")
 	}
 	w := &Wiring{t: t}
 	for _, p := range set.Partitions() {
-		c := p.Client
 		if o.NodeName != "" {
 			sel := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-			w.add(p.Name, KindPod, &corev1.Pod{},
-				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-					lo.FieldSelector = sel
-					return c.CoreV1().Pods("").List(ctx, lo)
-				},
-				func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-					lo.FieldSelector = sel
-					return c.CoreV1().Pods("").Watch(ctx, lo)
-				})
+			lw, err := informer.NewListWatch(p.Client, informer.Pods, informer.Scope{FieldSelector: sel})
+			if err != nil {
+				return nil, err
+			}
+			w.add(p, "pods", fixed(KindPod), lw, &corev1.Pod{})
 		}
 		if o.Services {
-			w.add(p.Name, KindService, &corev1.Service{},
-				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-					return c.CoreV1().Services("").List(ctx, lo)
-				},
-				func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-					return c.CoreV1().Services("").Watch(ctx, lo)
-				})
+			lw, err := informer.NewListWatch(p.Client, informer.Services, informer.Scope{})
+			if err != nil {
+				return nil, err
+			}
+			w.add(p, "services", fixed(KindService), lw, &corev1.Service{})
 		}
-		if o.EndpointSlices {
-			w.add(p.Name, KindEndpointSlice, &discoveryv1.EndpointSlice{},
-				func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-					return c.DiscoveryV1().EndpointSlices("").List(ctx, lo)
-				},
-				func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-					return c.DiscoveryV1().EndpointSlices("").Watch(ctx, lo)
-				})
+		if o.Endpoints {
+			lw, err := p.EndpointsListWatch(informer.Scope{})
+			if err != nil {
+				return nil, err
+			}
+			w.add(p, "endpoints", func() Kind {
+				if lw.Chosen() == informer.EndpointSlices.Name {
+					return KindEndpointSlice
+				}
+				return KindEndpoints
+			}, lw, nil)
 		}
 	}
 	return w, nil
 }
 
-func (w *Wiring) add(tp string, kind Kind, expected runtime.Object,
-	list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) {
-	f := &feed{tp: tp, kind: kind, t: w.t}
-	// Never watch-list: its temporary store keys by namespace/name.
-	lw := informer.ListThenWatch(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn})
-	f.r = cache.NewReflectorWithOptions(lw, expected, f, cache.ReflectorOptions{
-		Name:            fmt.Sprintf("tporigin %s %s", tp, kind),
-		TypeDescription: string(kind),
-	})
+func fixed(k Kind) func() Kind { return func() Kind { return k } }
+
+// add prepares one feed of p; expected is nil for the endpoints feed, whose
+// objects are Endpoints or EndpointSlices.
+func (w *Wiring) add(p *partition.Partition, what string, kind func() Kind, lw cache.ListerWatcher, expected runtime.Object) {
+	f := &feed{tp: p.Name, kind: kind, t: w.t}
+	f.f = informer.NewFeed(lw, expected, f, informer.FeedOptions{Name: "tporigin " + p.Name + " " + what})
+	p.TrackSynced("tporigin", f.synced.Load)
 	w.feeds = append(w.feeds, f)
 }
 
-// Start runs every feed's reflector until ctx ends. It returns at once.
+// Start runs every feed until ctx ends. It returns at once.
 func (w *Wiring) Start(ctx context.Context) {
 	for _, f := range w.feeds {
-		go f.r.RunWithContext(ctx)
+		go f.f.Run(ctx)
 	}
 }
 
@@ -146,7 +144,7 @@ func (f *feed) Resync() error        { return nil }
 func (f *feed) Delete(obj any) error {
 	m, err := metaOf(obj)
 	if err != nil {
-		klog.ErrorS(err, "Ignoring a delete", "partition", f.tp, "kind", f.kind)
+		klog.ErrorS(err, "Ignoring a delete", "partition", f.tp, "kind", f.kind())
 		return nil
 	}
 	_, _ = f.t.Forget(m.GetUID(), f.tp)
@@ -163,15 +161,15 @@ func (f *feed) Replace(list []any, _ string) error {
 			live[uid] = struct{}{}
 		}
 	}
-	n, err := f.t.Prune(f.tp, f.kind, func(uid types.UID) bool { _, ok := live[uid]; return ok })
+	n, err := f.t.Prune(f.tp, f.kind(), func(uid types.UID) bool { _, ok := live[uid]; return ok })
 	if err != nil {
 		if err != ErrClosed {
-			klog.ErrorS(err, "Pruning origins after a full list failed", "partition", f.tp, "kind", f.kind)
+			klog.ErrorS(err, "Pruning origins after a full list failed", "partition", f.tp, "kind", f.kind())
 		}
 		return nil
 	}
 	if n > 0 {
-		klog.V(2).InfoS("Pruned origins the partition no longer reports", "partition", f.tp, "kind", f.kind, "count", n)
+		klog.V(2).InfoS("Pruned origins the partition no longer reports", "partition", f.tp, "kind", f.kind(), "count", n)
 	}
 	f.synced.Store(true)
 	return nil
@@ -181,11 +179,12 @@ func (f *feed) Replace(list []any, _ string) error {
 func (f *feed) observe(obj any) types.UID {
 	m, err := metaOf(obj)
 	if err != nil {
-		klog.ErrorS(err, "Ignoring an object", "partition", f.tp, "kind", f.kind)
+		klog.ErrorS(err, "Ignoring an object", "partition", f.tp, "kind", f.kind())
 		return ""
 	}
-	if _, err := f.t.Observe(Observation{UID: m.GetUID(), Kind: f.kind, Partition: f.tp, Tenant: tenancy.TenantOf(m)}); err != nil && err != ErrClosed {
-		klog.ErrorS(err, "Cannot record origin", "partition", f.tp, "kind", f.kind, "namespace", m.GetNamespace(), "name", m.GetName())
+	kind := f.kind()
+	if _, err := f.t.Observe(Observation{UID: m.GetUID(), Kind: kind, Partition: f.tp, Tenant: tenancy.TenantOf(m)}); err != nil && err != ErrClosed {
+		klog.ErrorS(err, "Cannot record origin", "partition", f.tp, "kind", kind, "namespace", m.GetNamespace(), "name", m.GetName())
 	}
 	return m.GetUID()
 }

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
@@ -50,7 +50,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		uidC     = "0c000000-0000-4000-8000-00000000000c" // tp2, tenant t1
 		uidStale = "0d000000-0000-4000-8000-00000000000d" // in the file, gone from tp1
 		uidS     = "0e000000-0000-4000-8000-00000000000e" // service in tp1
-		uidE     = "0f000000-0000-4000-8000-00000000000f" // endpointslice in tp2
+		uidE     = "0f000000-0000-4000-8000-00000000000f" // endpoints in tp2
 	)
 	if err := tp1.Seed(
 		pod("system", "kube-system", "ds-x", uidA, "n1"),
@@ -62,7 +62,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err := tp2.Seed(
 		pod("system", "kube-system", "ds-x", uidA, "n1"),
 		pod("t1", "default", "web", uidC, "n1"),
-		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns-abc", UID: uidE}, AddressType: discoveryv1.AddressTypeIPv4},
+		&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns", UID: uidE}},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +90,11 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if tp, ok := tr.OriginOf(uidStale); !ok || tp != "tp1" {
 		t.Fatalf("origin of a pod from the file = %q, %v", tp, ok)
 	}
-	set, err := partition.NewFromConfigs(names, []*rest.Config{tp1.RESTConfig(), tp2.RESTConfig()}, partition.Options{})
+	set, err := partition.NewFromConfigs(names, []*rest.Config{tp1.RESTConfig(), tp2.RESTConfig()}, partition.Options{Endpoints: informer.EndpointsCore})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true, EndpointSlices: true})
+	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true, Endpoints: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +115,8 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if o, _ := tr.Origin(uidS); o.Kind != tporigin.KindService {
 		t.Errorf("service origin = %+v", o)
 	}
-	if o, _ := tr.Origin(uidE); o.Kind != tporigin.KindEndpointSlice {
-		t.Errorf("endpointslice origin = %+v", o)
+	if o, _ := tr.Origin(uidE); o.Kind != tporigin.KindEndpoints {
+		t.Errorf("endpoints origin = %+v", o)
 	}
 	if tp, ok := tr.PartitionOfTenant("t1"); !ok || tp != "tp2" {
 		t.Errorf("PartitionOfTenant(t1) = %q, %v", tp, ok)
@@ -147,7 +147,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	}
 	defer again.Close()
 	if again.Len() != 3 {
-		t.Fatalf("after restart: %d origins, want 3 (A from tp2, the service, the endpointslice)", again.Len())
+		t.Fatalf("after restart: %d origins, want 3 (A from tp2, the service, the endpoints)", again.Len())
 	}
 	if tp, _ := again.OriginOf(uidA); tp != "tp2" {
 		t.Fatalf("after restart A is from %q", tp)
@@ -186,9 +186,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	// With watch-list allowed (fake-tp serves it), client-go would gather
-	// the initial objects in a namespace/name-keyed store; Wire must not.
-	set, err := partition.NewFromConfigs([]string{"tp1"}, []*rest.Config{tp1.RESTConfig()}, partition.Options{WatchList: true})
+	set, err := partition.NewFromConfigs([]string{"tp1"}, []*rest.Config{tp1.RESTConfig()}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
