@@ -6,32 +6,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 )
 
 // kind describes one resource the manager serves: how to reach it on a TP,
 // and which of its objects a pod references.
 type kind[T runtime.Object] struct {
 	resource  string // plural, for errors and metrics
+	api       informer.Resource
 	get       func(ctx context.Context, c kubernetes.Interface, ns, name string) (T, error)
-	list      func(ctx context.Context, c kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error)
-	watch     func(ctx context.Context, c kubernetes.Interface, ns string, o metav1.ListOptions) (watch.Interface, error)
 	empty     func() T
 	immutable func(T) bool
 	names     func(pod *corev1.Pod) []string
 }
 
 var configMapKind = kind[*corev1.ConfigMap]{
-	resource: "configmaps",
+	resource: informer.ConfigMaps.Name,
+	api:      informer.ConfigMaps,
 	get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (*corev1.ConfigMap, error) {
 		return c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	},
-	list: func(ctx context.Context, c kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
-		return c.CoreV1().ConfigMaps(ns).List(ctx, o)
-	},
-	watch: func(ctx context.Context, c kubernetes.Interface, ns string, o metav1.ListOptions) (watch.Interface, error) {
-		return c.CoreV1().ConfigMaps(ns).Watch(ctx, o)
 	},
 	empty:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 	immutable: func(o *corev1.ConfigMap) bool { return o.Immutable != nil && *o.Immutable },
@@ -39,15 +34,10 @@ var configMapKind = kind[*corev1.ConfigMap]{
 }
 
 var secretKind = kind[*corev1.Secret]{
-	resource: "secrets",
+	resource: informer.Secrets.Name,
+	api:      informer.Secrets,
 	get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (*corev1.Secret, error) {
 		return c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	},
-	list: func(ctx context.Context, c kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
-		return c.CoreV1().Secrets(ns).List(ctx, o)
-	},
-	watch: func(ctx context.Context, c kubernetes.Interface, ns string, o metav1.ListOptions) (watch.Interface, error) {
-		return c.CoreV1().Secrets(ns).Watch(ctx, o)
 	},
 	empty:     func() *corev1.Secret { return &corev1.Secret{} },
 	immutable: func(o *corev1.Secret) bool { return o.Immutable != nil && *o.Immutable },

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // startLocked starts it's reflector on its TP. Called with it.mu held.
@@ -24,24 +27,30 @@ func (m *manager[T]) startLocked(it *item[T]) {
 		it.lastErr = err
 		return
 	}
-	sel := fields.OneTermEqualSelector("metadata.name", it.key.Name).String()
-	tenant, ns := it.key.Tenant, it.key.Namespace
+	tenant := it.key.Tenant
+	if tenancy.IsSystem(tenant) {
+		tenant = tenancy.SystemTenant
+	}
+	objLW, err := informer.NewListWatch(c, m.k.api, informer.Scope{
+		Tenant: tenant, Namespace: it.key.Namespace,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", it.key.Name).String(),
+	})
+	if err != nil {
+		it.lastErr = err
+		return
+	}
 	it.gen++
 	gen := it.gen
-	// The client decides whether the reflector may use watch-list (see
-	// partition.Options.WatchList).
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			obj, err := m.k.list(requestContext(ctx, tenant), c, ns, o)
+			obj, err := objLW.ListWithContext(ctx, o)
 			if err != nil && ctx.Err() == nil {
 				m.markDown(it, gen, err)
 			}
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			w, err := m.k.watch(requestContext(ctx, tenant), c, ns, o)
+			w, err := objLW.WatchWithContext(ctx, o)
 			switch {
 			case err == nil:
 				m.markUp(it, gen)
@@ -50,10 +59,9 @@ func (m *manager[T]) startLocked(it *item[T]) {
 			}
 			return w, err
 		},
-	}, c)
-	r := cache.NewReflectorWithOptions(lw, m.k.empty(), &itemStore[T]{m: m, it: it, gen: gen}, cache.ReflectorOptions{
-		Name:            "kubeletcache " + m.k.resource + " " + it.key.String(),
-		TypeDescription: m.k.resource,
+	}
+	r := informer.NewFeed(lw, m.k.empty(), &itemStore[T]{m: m, it: it, gen: gen}, informer.FeedOptions{
+		Name: "kubeletcache " + m.k.resource + " " + it.key.String(),
 	})
 	ctx, cancel := context.WithCancel(m.base)
 	it.running, it.synced, it.attempted, it.up = true, false, false, false
@@ -62,7 +70,7 @@ func (m *manager[T]) startLocked(it *item[T]) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		r.RunWithContext(ctx)
+		r.Run(ctx)
 	}()
 }
 
