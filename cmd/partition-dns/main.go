@@ -318,6 +318,9 @@ func run(ctx context.Context, c *config) error {
 				case !st.Synced:
 					state = "not synced"
 				}
+				if st.Endpoints != "" {
+					state += " (endpoints from " + st.Endpoints + ")"
+				}
 				fmt.Fprintf(w, "%s: %s\n", st.Name, state)
 			}
 		}))

@@ -340,6 +340,11 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	e.Ports = b.ports.intern(e.Ports)
+	for i := range e.Endpoints {
+		if e.Endpoints[i].Ports != nil {
+			e.Endpoints[i].Ports = b.ports.intern(e.Endpoints[i].Ports)
+		}
+	}
 	if old, ok := r.sliceSvc[e.Name]; ok {
 		r.removeSlice(old, e.Name)
 		if old != e.Service {
@@ -759,8 +764,12 @@ func endpointViews(e *EndpointSlice) []EndpointView {
 	}
 	out := make([]EndpointView, 0, n)
 	for _, ep := range e.Endpoints {
+		ports := e.Ports
+		if ep.Ports != nil {
+			ports = ep.Ports
+		}
 		for _, a := range ep.Addrs {
-			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), Ports: e.Ports})
+			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), Ports: ports})
 		}
 	}
 	return out

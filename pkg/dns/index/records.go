@@ -49,8 +49,9 @@ type ServiceSpec struct {
 	Ports        []Port
 }
 
-// EndpointSlice is what DNS needs of a discovery/v1 EndpointSlice: only the
-// endpoints that are ready (a nil condition counts as ready).
+// EndpointSlice is what DNS needs of a discovery/v1 EndpointSlice, or of a
+// core/v1 Endpoints (named after its service): only the endpoints that are
+// ready (a nil condition counts as ready).
 type EndpointSlice struct {
 	Tenant, Namespace, Name string
 	// Service is the kubernetes.io/service-name label.
@@ -64,6 +65,9 @@ type EndpointSlice struct {
 type Endpoint struct {
 	Addrs    []netip.Addr
 	Hostname string
+	// Ports, when set, are this endpoint's ports instead of the slice's: a
+	// core/v1 Endpoints has a port list per subset.
+	Ports []Port
 }
 
 // Pod is what DNS needs of a v1.Pod.

@@ -14,14 +14,6 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// realNamespace undoes the re-keying: "<tenant>/<ns>" → ns.
-func realNamespace(ns string) string {
-	if i := strings.IndexByte(ns, '/'); i >= 0 {
-		return ns[i+1:]
-	}
-	return ns
-}
-
 func tenantOf(m metav1.Object) string {
 	t := tenancy.TenantOf(m)
 	if tenancy.IsSystem(t) {
@@ -61,7 +53,7 @@ func protocol(p corev1.Protocol) string {
 
 // toService converts a v1.Service.
 func toService(s *corev1.Service) *index.Service {
-	out := &index.Service{Tenant: tenantOf(s), Namespace: realNamespace(s.Namespace), Name: strings.Clone(s.Name)}
+	out := &index.Service{Tenant: tenantOf(s), Namespace: s.Namespace, Name: strings.Clone(s.Name)}
 	switch {
 	case s.Spec.Type == corev1.ServiceTypeExternalName:
 		out.Type = index.ExternalName
@@ -91,7 +83,7 @@ func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 	if svc == "" || e.AddressType == discoveryv1.AddressTypeFQDN {
 		return nil
 	}
-	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: realNamespace(e.Namespace), Name: strings.Clone(e.Name), Service: strings.Clone(svc)}
+	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: e.Namespace, Name: strings.Clone(e.Name), Service: strings.Clone(svc)}
 	for _, p := range e.Ports {
 		ip := index.Port{Port: index.NoPort}
 		if p.Port != nil {
@@ -123,6 +115,42 @@ func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 	return out
 }
 
+// toEndpoints converts a core/v1 Endpoints, named after its service, into
+// the same record as a slice: ready addresses only, each with its subset's
+// ports.
+func toEndpoints(e *corev1.Endpoints) *index.EndpointSlice {
+	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: e.Namespace, Name: strings.Clone(e.Name), Service: strings.Clone(e.Name),
+		Ports: []index.Port{{Port: index.NoPort}}}
+	for _, ss := range e.Subsets {
+		ports := make([]index.Port, 0, len(ss.Ports))
+		for _, p := range ss.Ports {
+			ports = append(ports, index.Port{Name: p.Name, Protocol: protocol(p.Protocol), Port: p.Port})
+		}
+		if len(ports) == 0 {
+			ports = append(ports, index.Port{Port: index.NoPort})
+		}
+		for _, a := range ss.Addresses {
+			x := index.Endpoint{Addrs: parseAddrs(a.IP), Hostname: strings.Clone(a.Hostname), Ports: ports}
+			if len(x.Addrs) > 0 {
+				out.Endpoints = append(out.Endpoints, x)
+			}
+		}
+	}
+	return out
+}
+
+// endpointsRecord converts what an endpoints feed delivers, an Endpoints or
+// an EndpointSlice; nil when it feeds no service.
+func endpointsRecord(obj any) (*index.EndpointSlice, bool) {
+	switch o := obj.(type) {
+	case *corev1.Endpoints:
+		return toEndpoints(o), true
+	case *discoveryv1.EndpointSlice:
+		return toSlice(o), true
+	}
+	return nil, false
+}
+
 // toPod converts a pod; nil when it has no address or has ended.
 func toPod(p *corev1.Pod) *index.Pod {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -135,28 +163,28 @@ func toPod(p *corev1.Pod) *index.Pod {
 	if len(ss) == 0 && p.Status.PodIP != "" {
 		ss = []string{p.Status.PodIP}
 	}
-	out := &index.Pod{Tenant: tenantOf(p), Namespace: realNamespace(p.Namespace), Name: strings.Clone(p.Name), IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
+	out := &index.Pod{Tenant: tenantOf(p), Namespace: p.Namespace, Name: strings.Clone(p.Name), IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
 	if len(out.IPs) == 0 {
 		return nil
 	}
 	return out
 }
 
-// kind is what a reflector lists and watches.
+// kind is what a feed lists and watches.
 type kind uint8
 
 const (
 	namespaces kind = iota
 	services
-	endpointSlices
+	endpoints // core/v1 Endpoints or EndpointSlices, as the TP serves
 	pods
 )
 
 func (k kind) String() string {
-	return [...]string{"namespaces", "services", "endpointslices", "pods"}[k]
+	return [...]string{"namespaces", "services", "endpoints", "pods"}[k]
 }
 
-// store is a reflector's store that keeps nothing of its own: it turns each
+// store is a feed's sink that keeps nothing of its own: it turns each
 // object into its small index record at once and hands it to the Builder,
 // which holds what later updates and deletes need. No informer cache, queue
 // or key strings stay alive beside the index.
@@ -172,7 +200,9 @@ func (st *store) Update(obj any) error { return st.apply(obj, false) }
 func (st *store) Delete(obj any) error { return st.apply(obj, true) }
 func (st *store) Resync() error        { return nil }
 
-// apply hands one watched object to the index.
+// apply hands one watched object to the index. Objects come with their
+// tenant in the annotation (tenancy.Transport); no store here keys by
+// namespace/name.
 func (st *store) apply(obj any, deleted bool) error {
 	b, tp := st.s.b, st.tp
 	switch o := obj.(type) {
@@ -181,7 +211,7 @@ func (st *store) apply(obj any, deleted bool) error {
 			b.SetNamespace(tp, t, o.Name, !deleted)
 		}
 	case *corev1.Service:
-		t, ns := tenantOf(o), realNamespace(o.Namespace)
+		t, ns := tenantOf(o), o.Namespace
 		switch {
 		case !st.s.exposed(t, ns):
 		case deleted:
@@ -189,17 +219,18 @@ func (st *store) apply(obj any, deleted bool) error {
 		default:
 			b.SetService(tp, toService(o))
 		}
-	case *discoveryv1.EndpointSlice:
-		t, ns := tenantOf(o), realNamespace(o.Namespace)
+	case *corev1.Endpoints, *discoveryv1.EndpointSlice:
+		m := o.(metav1.Object)
+		t, ns := tenantOf(m), m.GetNamespace()
 		if !st.s.exposed(t, ns) {
 			return nil
 		}
 		var rec *index.EndpointSlice
 		if !deleted {
-			rec = toSlice(o)
+			rec, _ = endpointsRecord(o)
 		}
 		if rec == nil {
-			b.DeleteEndpointSlice(tp, t, ns, o.Name)
+			b.DeleteEndpointSlice(tp, t, ns, m.GetName())
 			return nil
 		}
 		b.SetEndpointSlice(tp, rec)
@@ -211,12 +242,12 @@ func (st *store) apply(obj any, deleted bool) error {
 			rec = toPod(o)
 		}
 		if rec == nil {
-			b.DeletePod(tp, tenantOf(o), realNamespace(o.Namespace), o.Name)
+			b.DeletePod(tp, tenantOf(o), o.Namespace, o.Name)
 			return nil
 		}
 		b.SetPod(tp, rec)
 	default:
-		return fmt.Errorf("partition-dns: %s reflector delivered a %T", st.kind, obj)
+		return fmt.Errorf("partition-dns: %s feed delivered a %T", st.kind, obj)
 	}
 	return nil
 }
@@ -234,17 +265,20 @@ func (st *store) Replace(list []any, _ string) error {
 		}))
 	case services:
 		b.ReplaceServices(tp, records(list, &bad, func(o *corev1.Service) (*index.Service, bool) {
-			if !s.exposed(tenantOf(o), realNamespace(o.Namespace)) {
+			if !s.exposed(tenantOf(o), o.Namespace) {
 				return nil, false
 			}
 			return toService(o), true
 		}))
-	case endpointSlices:
-		b.ReplaceEndpointSlices(tp, records(list, &bad, func(o *discoveryv1.EndpointSlice) (*index.EndpointSlice, bool) {
-			if !s.exposed(tenantOf(o), realNamespace(o.Namespace)) {
+	case endpoints:
+		b.ReplaceEndpointSlices(tp, records(list, &bad, func(o metav1.Object) (*index.EndpointSlice, bool) {
+			if !s.exposed(tenantOf(o), o.GetNamespace()) {
 				return nil, false
 			}
-			rec := toSlice(o)
+			rec, ok := endpointsRecord(o)
+			if !ok {
+				bad = o
+			}
 			return rec, rec != nil
 		}))
 	case pods:
@@ -255,7 +289,7 @@ func (st *store) Replace(list []any, _ string) error {
 	}
 	st.synced.Store(true)
 	if bad != nil {
-		return fmt.Errorf("partition-dns: %s reflector listed a %T", st.kind, bad)
+		return fmt.Errorf("partition-dns: %s feed listed a %T", st.kind, bad)
 	}
 	return nil
 }

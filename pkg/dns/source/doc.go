@@ -1,22 +1,25 @@
 // Package source feeds the partition-dns index from every tenant partition:
-// services, endpointslices, pods and namespaces, through one client-go
-// reflector per partition and kind.
+// namespaces, services, endpoints and pods, through one pkg/informer feed
+// per partition and kind, read through Arktos's /tenants/all/ paths (or the
+// --dns-tenant's own path).
 //
-// The reflectors' stores are the index itself: each listed or watched
-// object is turned into its small index record at once and handed to the
-// index.Builder, which keeps what later updates and deletes need. There is
-// no informer cache, delta queue or key string per object beside the index,
-// which is most of partition-dns's memory saved (see docs/benchmarks.md). A
-// (re)list replaces a partition's whole set of one kind, so objects deleted
-// while a watch was down are dropped then.
+// Endpoints are core/v1 Endpoints, all Arktos serves, or discovery.k8s.io/v1
+// EndpointSlices where a TP serves them (informer.EndpointsListWatch); both
+// become the same index record, with ready addresses only.
 //
-// Every object is re-keyed to "<tenant>/<namespace>/<name>" as it is listed
-// or watched: with watch-list, a reflector streams into a temporary store of
-// its own keyed by namespace/name, where two tenants of one TP that both have
-// default/kubernetes would merge.
+// The feeds' sinks are the index itself: each listed or watched object is
+// turned into its small index record at once and handed to the
+// index.Builder, which keeps what later updates and deletes need, keyed by
+// tenant, namespace and name. There is no informer cache, delta queue or key
+// string per object beside the index, which is most of partition-dns's
+// memory saved (see docs/benchmarks.md). A (re)list replaces a partition's
+// whole set of one kind, so objects deleted while a watch was down are
+// dropped then.
 //
 // Invariants:
 //   - The index only learns of changes through list and watch events, so a
 //     TP that becomes unreachable keeps its last known records (serve-stale).
 //   - Objects outside --dns-tenant / --dns-namespace never reach the index.
+//   - A partition counts as synced (Synced, CheckReady, the partition set's
+//     tpkit_partition_synced) only once all four of its feeds have listed.
 package source

@@ -12,7 +12,6 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -50,21 +49,20 @@ func pod(tenant, namespace, name, ip string) *corev1.Pod {
 	return p
 }
 
-func ptr[T any](v T) *T { return &v }
-
-func slice(tenant, namespace, service, name string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-	e := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
-		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps,
-		Ports: []discoveryv1.EndpointPort{{Name: ptr("mysql"), Port: ptr(int32(3306)), Protocol: ptr(corev1.ProtocolTCP)}}}
+// endpoints are the Endpoints of a selector-less service, port mysql 3306.
+func endpoints(tenant, namespace, service string, ready []corev1.EndpointAddress, notReady ...corev1.EndpointAddress) *corev1.Endpoints {
+	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: service, Namespace: namespace},
+		Subsets: []corev1.EndpointSubset{{Addresses: ready, NotReadyAddresses: notReady,
+			Ports: []corev1.EndpointPort{{Name: "mysql", Port: 3306, Protocol: corev1.ProtocolTCP}}}}}
 	tenancy.SetTenant(e, tenant)
 	return e
 }
 
 // bigEndpoints are more ready endpoints than fit a 512-byte answer.
-func bigEndpoints() []discoveryv1.Endpoint {
-	var eps []discoveryv1.Endpoint
+func bigEndpoints() []corev1.EndpointAddress {
+	var eps []corev1.EndpointAddress
 	for i := 1; i <= 100; i++ {
-		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.245.0.%d", i)}})
+		eps = append(eps, corev1.EndpointAddress{IP: fmt.Sprintf("10.245.0.%d", i)})
 	}
 	return eps
 }
@@ -83,10 +81,21 @@ type env struct {
 	isolated string
 }
 
+// modes are the two ways a TP serves endpoints: the tests pass on both.
+var modes = []struct {
+	name      string
+	tps       faketp.Options
+	endpoints string // what the source reads
+}{
+	{"endpoints", faketp.Options{}, "endpoints"},
+	{"endpointslices", faketp.Options{EndpointSlices: true}, "endpointslices"},
+}
+
 // start seeds three fake TPs, starts partition-dns's parts on them, and
 // returns before anything has synced.
-func start(t *testing.T) *env {
-	c := faketp.StartT(t, faketp.Options{Partitions: 3})
+func start(t *testing.T, o faketp.Options) *env {
+	o.Partitions = 3
+	c := faketp.StartT(t, o)
 	tps := c.TPs()
 	for i, tp := range tps {
 		objs := []any{ns("system", "kube-system"), ns("system", "default")}
@@ -107,9 +116,7 @@ func start(t *testing.T) *env {
 		svc("alpha", "default", "kubernetes", []string{"10.96.9.1"}, port("https", corev1.ProtocolTCP, 443)),
 		svc("alpha", "web", "api", []string{"10.96.1.1", "fd00::1:1"}, port("http", corev1.ProtocolTCP, 80)),
 		svc("alpha", "web", "db", []string{"None"}, port("mysql", corev1.ProtocolTCP, 3306)),
-		slice("alpha", "web", "db", "db-1",
-			discoveryv1.Endpoint{Addresses: []string{"10.244.1.5"}, Hostname: ptr("db-0"), Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}},
-			discoveryv1.Endpoint{Addresses: []string{"10.244.1.6"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(false)}}),
+		endpoints("alpha", "web", "db", []corev1.EndpointAddress{{IP: "10.244.1.5", Hostname: "db-0"}}, corev1.EndpointAddress{IP: "10.244.1.6"}),
 		func() *corev1.Service {
 			s := svc("alpha", "web", "ext", nil)
 			s.Spec.Type, s.Spec.ExternalName = corev1.ServiceTypeExternalName, "example.com"
@@ -117,7 +124,7 @@ func start(t *testing.T) *env {
 		}(),
 		pod("alpha", "web", "client", "127.0.0.11"),
 		svc("alpha", "web", "big", []string{"None"}, port("mysql", corev1.ProtocolTCP, 3306)),
-		slice("alpha", "web", "big", "big-1", bigEndpoints()...),
+		endpoints("alpha", "web", "big", bigEndpoints()),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +233,13 @@ func answers(r *dns.Msg) []string {
 }
 
 func TestEndToEnd(t *testing.T) {
-	e := start(t)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testEndToEnd(t, m.tps, m.endpoints) })
+	}
+}
+
+func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string) {
+	e := start(t, o)
 
 	// Before the first sync, cluster names are SERVFAIL, not NXDOMAIN.
 	for _, network := range []string{"udp", "tcp"} {
@@ -235,6 +248,11 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	e.run(t)
+	for _, st := range e.src.States() {
+		if st.Endpoints != wantEndpoints {
+			t.Fatalf("partition %s: endpoints read from %q, want %q", st.Name, st.Endpoints, wantEndpoints)
+		}
+	}
 
 	type c struct {
 		from, name string
@@ -323,12 +341,13 @@ func TestEndToEnd(t *testing.T) {
 	})
 	actx := tenancy.WithTenant(context.Background(), "alpha")
 	tp1 := e.set.Partitions()[0].Client
-	sl, err := tp1.DiscoveryV1().EndpointSlices("web").Get(actx, "db-1", metav1.GetOptions{})
+	ep, err := tp1.CoreV1().Endpoints("web").Get(actx, "db", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl.Endpoints[1].Conditions.Ready = ptr(true)
-	if _, err := tp1.DiscoveryV1().EndpointSlices("web").Update(actx, sl, metav1.UpdateOptions{}); err != nil {
+	ep.Subsets[0].Addresses = append(ep.Subsets[0].Addresses, ep.Subsets[0].NotReadyAddresses...)
+	ep.Subsets[0].NotReadyAddresses = nil
+	if _, err := tp1.CoreV1().Endpoints("web").Update(actx, ep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "endpoint turned ready", func() bool {

@@ -6,7 +6,7 @@ import (
 
 var (
 	syncedDesc = prometheus.NewDesc("tpkit_dns_partition_synced",
-		"1 when partition-dns's reflectors of the tenant partition have all listed once.", []string{"partition"}, nil)
+		"1 when partition-dns's feeds of the tenant partition have all listed once.", []string{"partition"}, nil)
 	staleDesc = prometheus.NewDesc("tpkit_dns_partition_stale",
 		"1 when the tenant partition is unreachable and its last known records are being served.", []string{"partition"}, nil)
 	objectsDesc = prometheus.NewDesc("tpkit_dns_partition_objects",

@@ -7,16 +7,12 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
@@ -28,7 +24,7 @@ type Options struct {
 	Namespaces []string
 	// Tenant, when set, limits the served tenant to this one.
 	Tenant string
-	// Resync is the reflectors' resync period; 0 disables it. The stores
+	// Resync is the feeds' resync period; 0 disables it. The sinks
 	// keep no objects, so a resync changes nothing in the index.
 	Resync time.Duration
 }
@@ -40,29 +36,37 @@ type Partition struct {
 	Client kubernetes.Interface
 	// Status reports reachability; nil counts as reachable.
 	Status func() partition.Status
+	// Endpoints makes the TP's endpoints list/watch; nil reads them as the
+	// TP's discovery says (informer.EndpointsAuto).
+	Endpoints func(informer.Scope) (*informer.EndpointsListWatch, error)
+	// TrackSynced, when set, is given the source's sync check of the TP
+	// (partition.Partition.TrackSynced).
+	TrackSynced func(name string, hasSynced func() bool)
 }
 
 // FromSet lists the partitions of a Set.
 func FromSet(s *partition.Set) []Partition {
 	var out []Partition
 	for _, p := range s.Partitions() {
-		out = append(out, Partition{Name: p.Name, Index: p.Index, Client: p.Client, Status: p.Status})
+		out = append(out, Partition{Name: p.Name, Index: p.Index, Client: p.Client, Status: p.Status,
+			Endpoints: p.EndpointsListWatch, TrackSynced: p.TrackSynced})
 	}
 	return out
 }
 
-// Source runs a reflector per partition and kind (namespaces, services,
-// endpointslices, pods) whose store is the index itself.
+// Source runs a feed per partition and kind (namespaces, services,
+// endpoints, pods) whose sink is the index itself.
 type Source struct {
 	b      *index.Builder
 	parts  []Partition
 	opts   Options
 	ns     map[string]bool
-	refs   [][]*cache.Reflector
+	feeds  [][]*informer.Feed
 	stores [][]*store
+	eps    []*informer.EndpointsListWatch // per partition
 }
 
-// New builds the reflectors; nothing runs before Start.
+// New builds the feeds; nothing runs before Start.
 func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 	s := &Source{b: b, parts: parts, opts: o}
 	if o.Tenant != "" {
@@ -79,10 +83,17 @@ func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 			s.ns[n] = true
 		}
 	}
-	for _, p := range parts {
-		refs, stores := s.reflectors(p)
-		s.refs = append(s.refs, refs)
+	for i, p := range parts {
+		feeds, stores, eps, err := s.newFeeds(p)
+		if err != nil {
+			return nil, fmt.Errorf("partition %s: %w", p.Name, err)
+		}
+		s.eps = append(s.eps, eps)
+		s.feeds = append(s.feeds, feeds)
 		s.stores = append(s.stores, stores)
+		if p.TrackSynced != nil {
+			p.TrackSynced("partition-dns", func() bool { return s.Synced(i) })
+		}
 	}
 	return s, nil
 }
@@ -95,103 +106,59 @@ func (s *Source) exposed(tenant, ns string) bool {
 	return s.ns == nil || s.ns[ns]
 }
 
-// rekey moves the tenant into the namespace field ("<tenant>/<ns>", or
-// "<tenant>" for a namespace object). The stores below need no keys, but
-// with watch-list a reflector first streams into a store of its own keyed by
-// namespace/name, where two tenants' default/kubernetes would merge.
-func rekey(obj runtime.Object) {
-	m, err := meta.Accessor(obj)
-	if err != nil || m.GetName() == "" || strings.Contains(m.GetNamespace(), "/") {
-		return
-	}
-	t := tenantOf(m)
-	if _, ok := obj.(*corev1.Namespace); ok {
-		m.SetNamespace(t)
-		return
-	}
-	m.SetNamespace(t + "/" + m.GetNamespace())
-}
-
-func listWatch(c kubernetes.Interface, list func(context.Context, metav1.ListOptions) (runtime.Object, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
-	// The client decides whether reflectors may use watch-list (see
-	// partition.Options.WatchList).
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, o)
-			if err == nil {
-				_ = meta.EachListItem(obj, func(o runtime.Object) error { rekey(o); return nil })
-			}
-			return obj, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			wi, err := w(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return watch.Filter(wi, func(e watch.Event) (watch.Event, bool) {
-				if e.Object != nil && e.Type != watch.Error && e.Type != watch.Bookmark {
-					rekey(e.Object)
-				}
-				return e, true
-			}), nil
-		},
-	}, c)
-}
-
-func (s *Source) reflectors(p Partition) ([]*cache.Reflector, []*store) {
-	c := p.Client
-	var refs []*cache.Reflector
+// newFeeds makes p's feeds. Namespaces, services and endpoints are read in
+// the --dns-tenant scope; pods of every tenant, since they say which TP and
+// tenant a querier belongs to.
+func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.EndpointsListWatch, error) {
+	scope := informer.Scope{Tenant: s.opts.Tenant}
+	var feeds []*informer.Feed
 	var stores []*store
-	mk := func(k kind, lw cache.ListerWatcher, obj runtime.Object) {
+	mk := func(k kind, lw cache.ListerWatcher, expected runtime.Object) {
 		st := &store{s: s, tp: p.Index, kind: k}
-		refs = append(refs, cache.NewReflectorWithOptions(lw, obj, st, cache.ReflectorOptions{
-			Name:            "partition-dns " + k.String() + " of " + p.Name,
-			TypeDescription: k.String(),
-			ResyncPeriod:    s.opts.Resync,
+		feeds = append(feeds, informer.NewFeed(lw, expected, st, informer.FeedOptions{
+			Name: "partition-dns " + k.String() + " of " + p.Name, Resync: s.opts.Resync,
 		}))
 		stores = append(stores, st)
 	}
-	mk(namespaces, listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Namespaces().List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Namespaces().Watch(ctx, o)
-		}), &corev1.Namespace{})
-	mk(services, listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Services("").List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Services("").Watch(ctx, o)
-		}), &corev1.Service{})
-	mk(endpointSlices, listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
-		}), &discoveryv1.EndpointSlice{})
-	mk(pods, listWatch(c,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Pods("").List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Pods("").Watch(ctx, o)
-		}), &corev1.Pod{})
-	return refs, stores
+	for _, r := range []struct {
+		k     kind
+		res   informer.Resource
+		scope informer.Scope
+	}{
+		{namespaces, informer.Namespaces, scope},
+		{services, informer.Services, scope},
+		{pods, informer.Pods, informer.Scope{}},
+	} {
+		lw, err := informer.NewListWatch(p.Client, r.res, r.scope)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		mk(r.k, lw, r.res.New())
+	}
+	var eps *informer.EndpointsListWatch
+	var err error
+	if p.Endpoints != nil {
+		eps, err = p.Endpoints(scope)
+	} else {
+		eps, err = informer.NewEndpointsListWatch(p.Client, p.Name, informer.EndpointsAuto, scope)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mk(endpoints, eps, nil)
+	return feeds, stores, eps, nil
 }
 
-// Start runs every reflector until ctx ends.
+// Start runs every feed until ctx ends.
 func (s *Source) Start(ctx context.Context) {
-	for _, refs := range s.refs {
-		for _, r := range refs {
-			go r.RunWithContext(ctx)
+	for _, feeds := range s.feeds {
+		for _, f := range feeds {
+			go f.Run(ctx)
 		}
 	}
 }
 
-// Synced reports whether partition i's reflectors have all listed once, and
+// Synced reports whether partition i's feeds have all listed once, and
 // so delivered their initial objects to the index.
 func (s *Source) Synced(i int) bool {
 	if i < 0 || i >= len(s.stores) {
@@ -236,13 +203,16 @@ type State struct {
 	// Stale: synced once, now unreachable; its last records are served.
 	Stale     bool
 	LastError string
+	// Endpoints is the resource the TP's endpoints are read from
+	// ("endpoints" or "endpointslices"), "" until its first list.
+	Endpoints string
 }
 
 // States returns every partition's state, in order.
 func (s *Source) States() []State {
 	out := make([]State, len(s.parts))
 	for i, p := range s.parts {
-		st := State{Name: p.Name, Synced: s.Synced(i), Reachable: true}
+		st := State{Name: p.Name, Synced: s.Synced(i), Reachable: true, Endpoints: s.eps[i].Chosen()}
 		if p.Status != nil {
 			ps := p.Status()
 			st.Reachable, st.LastError = ps.Reachable || (ps.LastError == "" && st.Synced), ps.LastError
