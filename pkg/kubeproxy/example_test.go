@@ -22,7 +22,9 @@ func Example() {
 			names = append(names, p.Name)
 		}
 		view := kubeproxy.NewView(names, kubeproxy.Options{})
-		src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointSliceHandler{view})
+		src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view},
+			[]kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view},
+			kubeproxy.SourceOptions{SyncTimeout: partition.DefaultSyncTimeout})
 		if err != nil {
 			return err
 		}

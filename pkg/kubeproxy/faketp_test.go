@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
@@ -21,8 +22,6 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 func service(tenant, ns, name, ip string) *corev1.Service {
 	s := &corev1.Service{
@@ -34,72 +33,132 @@ func service(tenant, ns, name, ip string) *corev1.Service {
 	return s
 }
 
-func endpointSlice(tenant, ns, name, svc string, ips ...string) *discoveryv1.EndpointSlice {
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr("dns"), Port: ptr(int32(5353)), Protocol: ptr(corev1.ProtocolTCP)}},
+// endpoints are the ready endpoints of service name (its selector-less
+// Endpoints, which no controller touches), on port dns 5353.
+func endpoints(tenant, ns, name string, ips ...string) *corev1.Endpoints {
+	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if len(ips) > 0 {
+		ss := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Name: "dns", Port: 5353, Protocol: corev1.ProtocolTCP}}}
+		for _, ip := range ips {
+			ss.Addresses = append(ss.Addresses, corev1.EndpointAddress{IP: ip})
+		}
+		e.Subsets = []corev1.EndpointSubset{ss}
 	}
-	for _, ip := range ips {
-		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}})
+	tenancy.SetTenant(e, tenant)
+	return e
+}
+
+// setEndpoints replaces the ready addresses of a service's Endpoints in tp.
+func setEndpoints(t *testing.T, p *partition.Partition, tenant, ns, name string, ips ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if !tenancy.IsSystem(tenant) {
+		ctx = tenancy.WithTenant(ctx, tenant)
 	}
-	tenancy.SetTenant(es, tenant)
-	return es
+	cur, err := p.Client.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Subsets = endpoints(tenant, ns, name, ips...).Subsets
+	if _, err := p.Client.CoreV1().Endpoints(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modes are the two ways a TP serves endpoints; the tests pass on both.
+var modes = []struct {
+	name string
+	tps  faketp.Options
+}{
+	{"endpoints", faketp.Options{}},
+	{"endpointslices", faketp.Options{EndpointSlices: true}},
 }
 
 // recorder is a second handler: it checks that every event is tagged with
-// the TP the object came from, and counts the Synced calls.
+// the TP the object came from, and counts the Synced calls. Endpoints and
+// slices are recorded under their service's name, so the events read the
+// same in both modes.
 type recorder struct {
-	mu          sync.Mutex
-	events      []string // "<op> <tp> <tenant>/<ns>/<name> <clusterIP or endpoints>"
-	svcSynced   int
-	sliceSynced int
+	mu        sync.Mutex
+	events    []string // "<op> <tp> <tenant>/<ns>/<service> <clusterIP or endpoints>"
+	svcSynced int
+	epSynced  int
 }
 
-func (r *recorder) add(op, tp string, obj metav1.Object, what string) {
+func (r *recorder) add(op, tp string, obj metav1.Object, name, what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, fmt.Sprintf("%s %s %s/%s/%s %s", op, tp, tenancy.TenantOf(obj), obj.GetNamespace(), obj.GetName(), what))
+	r.events = append(r.events, fmt.Sprintf("%s %s %s/%s/%s %s", op, tp, tenancy.TenantOf(obj), obj.GetNamespace(), name, what))
 }
 
-func (r *recorder) OnServiceAdd(tp string, s *corev1.Service) { r.add("add", tp, s, s.Spec.ClusterIP) }
+func (r *recorder) OnServiceAdd(tp string, s *corev1.Service) {
+	r.add("add", tp, s, s.Name, s.Spec.ClusterIP)
+}
 func (r *recorder) OnServiceUpdate(tp string, _, s *corev1.Service) {
-	r.add("update", tp, s, s.Spec.ClusterIP)
+	r.add("update", tp, s, s.Name, s.Spec.ClusterIP)
 }
 func (r *recorder) OnServiceDelete(tp string, s *corev1.Service) {
-	r.add("delete", tp, s, s.Spec.ClusterIP)
+	r.add("delete", tp, s, s.Name, s.Spec.ClusterIP)
 }
 func (r *recorder) OnServiceSynced() {
 	r.mu.Lock()
 	r.svcSynced++
 	r.mu.Unlock()
 }
+func (r *recorder) OnEndpointsAdd(tp string, e *corev1.Endpoints) {
+	r.add("add-ep", tp, e, e.Name, endpointsAddrs(e))
+}
+func (r *recorder) OnEndpointsUpdate(tp string, _, e *corev1.Endpoints) {
+	r.add("update-ep", tp, e, e.Name, endpointsAddrs(e))
+}
+func (r *recorder) OnEndpointsDelete(tp string, e *corev1.Endpoints) {
+	r.add("delete-ep", tp, e, e.Name, endpointsAddrs(e))
+}
+func (r *recorder) OnEndpointsSynced() { r.synced() }
 func (r *recorder) OnEndpointSliceAdd(tp string, s *discoveryv1.EndpointSlice) {
-	r.add("add", tp, s, addrs(s))
+	r.add("add-ep", tp, s, s.Labels[discoveryv1.LabelServiceName], sliceAddrs(s))
 }
 func (r *recorder) OnEndpointSliceUpdate(tp string, _, s *discoveryv1.EndpointSlice) {
-	r.add("update", tp, s, addrs(s))
+	r.add("update-ep", tp, s, s.Labels[discoveryv1.LabelServiceName], sliceAddrs(s))
 }
 func (r *recorder) OnEndpointSliceDelete(tp string, s *discoveryv1.EndpointSlice) {
-	r.add("delete", tp, s, addrs(s))
+	r.add("delete-ep", tp, s, s.Labels[discoveryv1.LabelServiceName], sliceAddrs(s))
 }
-func (r *recorder) OnEndpointSlicesSynced() {
+func (r *recorder) OnEndpointSlicesSynced() { r.synced() }
+
+// synced counts a Synced call for endpoints; the source makes both, one for
+// each form, at the same moment.
+func (r *recorder) synced() {
 	r.mu.Lock()
-	r.sliceSynced++
+	r.epSynced++
 	r.mu.Unlock()
 }
 
 func (r *recorder) snapshot() ([]string, int, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.events), r.svcSynced, r.sliceSynced
+	return slices.Clone(r.events), r.svcSynced, r.epSynced / 2
 }
 
-func addrs(s *discoveryv1.EndpointSlice) string {
+func endpointsAddrs(e *corev1.Endpoints) string {
+	var out []string
+	for _, ss := range e.Subsets {
+		for _, a := range ss.Addresses {
+			out = append(out, a.IP)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+func sliceAddrs(s *discoveryv1.EndpointSlice) string {
 	var out []string
 	for _, e := range s.Endpoints {
-		out = append(out, e.Addresses...)
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			out = append(out, e.Addresses...)
+		}
 	}
+	sort.Strings(out)
 	return strings.Join(out, ",")
 }
 
@@ -115,21 +174,22 @@ type env struct {
 // start seeds two fake TPs with the same system service kube-system/kube-dns
 // (own cluster IP, own endpoints) and tp1 with tenant t1's service. When
 // tp2Down is set, tp2 is refusing connections while the view starts.
-func start(t *testing.T, tp2Down bool) *env {
+func start(t *testing.T, o faketp.Options, tp2Down bool, so kubeproxy.SourceOptions) *env {
 	t.Helper()
-	c := faketp.StartT(t, faketp.Options{Partitions: 2})
+	o.Partitions = 2
+	c := faketp.StartT(t, o)
 	tps := c.TPs()
 	if err := tps[0].Seed(
 		service("system", "kube-system", "kube-dns", "10.96.0.10"),
-		endpointSlice("system", "kube-system", "kube-dns-1", "kube-dns", "10.244.1.1", "10.244.1.2"),
+		endpoints("system", "kube-system", "kube-dns", "10.244.1.1", "10.244.1.2"),
 		service("t1", "web", "api", "10.96.5.5"),
-		endpointSlice("t1", "web", "api-1", "api", "10.244.1.50"),
+		endpoints("t1", "web", "api", "10.244.1.50"),
 	); err != nil {
 		t.Fatal(err)
 	}
 	if err := tps[1].Seed(
 		service("system", "kube-system", "kube-dns", "10.97.0.10"),
-		endpointSlice("system", "kube-system", "kube-dns-1", "kube-dns", "10.244.2.1"),
+		endpoints("system", "kube-system", "kube-dns", "10.244.2.1"),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +209,8 @@ func start(t *testing.T, tp2Down bool) *env {
 		t.Fatal(err)
 	}
 	e := &env{cluster: c, set: set, view: kubeproxy.NewView(names, kubeproxy.Options{}), rec: &recorder{}}
-	e.src, err = kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{e.view, e.rec}, []kubeproxy.EndpointSliceHandler{e.view, e.rec})
+	e.src, err = kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{e.view, e.rec},
+		[]kubeproxy.EndpointsHandler{e.view, e.rec}, []kubeproxy.EndpointSliceHandler{e.view, e.rec}, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +247,17 @@ func eps(s *kubeproxy.Snapshot, n kubeproxy.ServicePortName) string {
 	return strings.Join(out, ",")
 }
 
-func TestFakeTPSameSystemServiceInTwoTPs(t *testing.T) {
-	e := start(t, false)
+// eachMode runs test once per endpoints mode.
+func eachMode(t *testing.T, test func(t *testing.T, o faketp.Options)) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { test(t, m.tps) })
+	}
+}
+
+func TestFakeTPSameSystemServiceInTwoTPs(t *testing.T) { eachMode(t, testSameSystemServiceInTwoTPs) }
+
+func testSameSystemServiceInTwoTPs(t *testing.T, o faketp.Options) {
+	e := start(t, o, false, kubeproxy.SourceOptions{})
 	waitFor(t, "view synced", e.view.Synced)
 	s := e.view.Snapshot()
 	if s.Services() != 3 {
@@ -208,8 +278,8 @@ func TestFakeTPSameSystemServiceInTwoTPs(t *testing.T) {
 	events, _, _ := e.rec.snapshot()
 	for _, want := range []string{
 		"add tp1 system/kube-system/kube-dns 10.96.0.10", "add tp2 system/kube-system/kube-dns 10.97.0.10",
-		"add tp1 system/kube-system/kube-dns-1 10.244.1.1,10.244.1.2", "add tp2 system/kube-system/kube-dns-1 10.244.2.1",
-		"add tp1 t1/web/api 10.96.5.5",
+		"add-ep tp1 system/kube-system/kube-dns 10.244.1.1,10.244.1.2", "add-ep tp2 system/kube-system/kube-dns 10.244.2.1",
+		"add tp1 t1/web/api 10.96.5.5", "add-ep tp1 t1/web/api 10.244.1.50",
 	} {
 		if !slices.Contains(events, want) {
 			t.Errorf("no event %q in %v", want, events)
@@ -217,23 +287,18 @@ func TestFakeTPSameSystemServiceInTwoTPs(t *testing.T) {
 	}
 }
 
-func TestFakeTPUpdatesDeletesAndOutage(t *testing.T) {
-	e := start(t, false)
+func TestFakeTPUpdatesDeletesAndOutage(t *testing.T) { eachMode(t, testUpdatesDeletesAndOutage) }
+
+func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
+	e := start(t, o, false, kubeproxy.SourceOptions{})
 	waitFor(t, "view synced", e.view.Synced)
 	tps := e.set.Partitions()
 	ctx := context.Background()
 	snap := kubeproxy.NewSnapshot()
 	e.view.Apply(snap)
 
-	// Update tp2's slice: only tp2's kube-dns changes.
-	sl, err := tps[1].Client.DiscoveryV1().EndpointSlices("kube-system").Get(ctx, "kube-dns-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.2.2"}})
-	if _, err := tps[1].Client.DiscoveryV1().EndpointSlices("kube-system").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Update tp2's endpoints: only tp2's kube-dns changes.
+	setEndpoints(t, tps[1], "system", "kube-system", "kube-dns", "10.244.2.1", "10.244.2.2")
 	var changed []tenancy.Key
 	waitFor(t, "tp2 update", func() bool {
 		changed = append(changed, e.view.Apply(snap).Services...)
@@ -279,7 +344,7 @@ func TestFakeTPUpdatesDeletesAndOutage(t *testing.T) {
 	if err := tp2.SetOutage(ctx, faketp.OutageNone); err != nil {
 		t.Fatal(err)
 	}
-	if err := tps[1].Client.DiscoveryV1().EndpointSlices("kube-system").Delete(ctx, "kube-dns-1", metav1.DeleteOptions{}); err != nil {
+	if err := tps[1].Client.CoreV1().Endpoints("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "tp2 back", func() bool { e.view.Apply(snap); return eps(snap, dnsName("tp2")) == "" })
@@ -308,8 +373,10 @@ func TestFakeTPUpdatesDeletesAndOutage(t *testing.T) {
 // what changed there meanwhile (a service deleted, a slice changed, and the
 // watch history compacted, so the informer must relist and deliver the
 // delete as a tombstone) arrives when it is back.
-func TestFakeTPChangesDuringOutage(t *testing.T) {
-	e := start(t, false)
+func TestFakeTPChangesDuringOutage(t *testing.T) { eachMode(t, testChangesDuringOutage) }
+
+func testChangesDuringOutage(t *testing.T, o faketp.Options) {
+	e := start(t, o, false, kubeproxy.SourceOptions{})
 	waitFor(t, "view synced", e.view.Synced)
 	tp2 := e.cluster.TP("tp2")
 	ctx := context.Background()
@@ -354,7 +421,7 @@ func TestFakeTPChangesDuringOutage(t *testing.T) {
 // TestFakeTPSyncedOnlyAfterAllTPs starts with tp2 down: tp1's services
 // arrive, but Synced waits for tp2.
 func TestFakeTPSyncedOnlyAfterAllTPs(t *testing.T) {
-	e := start(t, true)
+	e := start(t, faketp.Options{}, true, kubeproxy.SourceOptions{})
 	waitFor(t, "tp1 synced", func() bool { p, _ := e.set.Get("tp1"); return p.Synced() })
 	waitFor(t, "tp1's services in the view", func() bool {
 		_, ok := e.view.Snapshot().Port(dnsName("tp1"))
@@ -384,6 +451,36 @@ func TestFakeTPSyncedOnlyAfterAllTPs(t *testing.T) {
 	}
 }
 
+// TestFakeTPSyncTimeout starts with tp2 down and a sync timeout: when it
+// passes, the Synced calls fire with tp1's state and the source names tp2
+// as missing; tp2's objects follow when it comes up.
+func TestFakeTPSyncTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	e := start(t, faketp.Options{}, true, kubeproxy.SourceOptions{SyncTimeout: time.Minute, Clock: clk})
+	waitFor(t, "tp1's services in the view", func() bool {
+		_, ok := e.view.Snapshot().Port(dnsName("tp1"))
+		return ok
+	})
+	waitFor(t, "the source to wait on its clock", clk.HasWaiters)
+	if e.view.Synced() {
+		t.Fatal("view synced before the timeout")
+	}
+	clk.Step(time.Minute)
+	<-e.src.Synced()
+	if !e.view.Synced() || !slices.Equal(e.src.Missing(), []string{"tp2"}) {
+		t.Fatalf("after the timeout: view synced %v, missing %v; want synced, missing [tp2]", e.view.Synced(), e.src.Missing())
+	}
+	if _, s, es := e.rec.snapshot(); s != 1 || es != 1 {
+		t.Fatalf("Synced fired %d/%d times, want once each", s, es)
+	}
+	if err := e.cluster.TP("tp2").SetOutage(context.Background(), faketp.OutageNone); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "tp2's kube-dns after it came up", func() bool {
+		return eps(e.view.Snapshot(), dnsName("tp2")) == "10.244.2.1:5353"
+	})
+}
+
 // BenchmarkFakeTPSyncedToFirstSnapshot runs real informers against 3 fake
 // TPs with 10k services × 3 endpoints each. Each iteration starts a new
 // partition set, view and source and takes its first complete snapshot:
@@ -404,7 +501,7 @@ func BenchmarkFakeTPSyncedToFirstSnapshot(b *testing.B) {
 			for j := 0; j < 3; j++ {
 				ips = append(ips, fmt.Sprintf("172.%d.%d.%d", 16+ti, (i*3+j)>>8&255, (i*3+j)&255))
 			}
-			objs = append(objs, endpointSlice("system", ns, n+"-x", n, ips...))
+			objs = append(objs, endpoints("system", ns, n, ips...))
 		}
 		if err := tp.Seed(objs...); err != nil {
 			b.Fatal(err)
@@ -421,7 +518,7 @@ func BenchmarkFakeTPSyncedToFirstSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 		v := kubeproxy.NewView(names, kubeproxy.Options{})
-		src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{v}, []kubeproxy.EndpointSliceHandler{v})
+		src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{v}, []kubeproxy.EndpointsHandler{v}, []kubeproxy.EndpointSliceHandler{v}, kubeproxy.SourceOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,7 +24,24 @@ type ServiceHandler interface {
 	OnServiceSynced()
 }
 
-// EndpointSliceHandler receives EndpointSlice events from every TP; it is
+// EndpointsHandler receives core/v1 Endpoints events from every TP that
+// serves its service endpoints that way (Arktos serves nothing else); it is
+// upstream kube-proxy's config.EndpointsHandler with the TP added. The
+// concurrency rules of ServiceHandler apply.
+type EndpointsHandler interface {
+	// OnEndpointsAdd is called when tp reports new endpoints.
+	OnEndpointsAdd(tp string, endpoints *corev1.Endpoints)
+	// OnEndpointsUpdate is called when tp reports changed endpoints.
+	OnEndpointsUpdate(tp string, oldEndpoints, endpoints *corev1.Endpoints)
+	// OnEndpointsDelete is called when tp reports deleted endpoints.
+	OnEndpointsDelete(tp string, endpoints *corev1.Endpoints)
+	// OnEndpointsSynced is called once, when every TP's endpoints (in
+	// whichever form it serves them) have synced.
+	OnEndpointsSynced()
+}
+
+// EndpointSliceHandler receives EndpointSlice events from every TP that
+// serves discovery.k8s.io/v1 (upstream Kubernetes); it is
 // upstream kube-proxy's config.EndpointSliceHandler with the TP added. The
 // concurrency rules of ServiceHandler apply.
 type EndpointSliceHandler interface {
@@ -34,8 +51,8 @@ type EndpointSliceHandler interface {
 	OnEndpointSliceUpdate(tp string, oldSlice, slice *discoveryv1.EndpointSlice)
 	// OnEndpointSliceDelete is called when tp reports a deleted slice.
 	OnEndpointSliceDelete(tp string, slice *discoveryv1.EndpointSlice)
-	// OnEndpointSlicesSynced is called once, when every TP's slices have
-	// synced.
+	// OnEndpointSlicesSynced is called once, when every TP's endpoints (in
+	// whichever form it serves them) have synced.
 	OnEndpointSlicesSynced()
 }
 

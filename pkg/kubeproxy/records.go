@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +179,60 @@ func SliceFromAPI(tp string, es *discoveryv1.EndpointSlice) (*EndpointSlice, err
 	}
 	return out, nil
 }
+
+// EndpointsFromAPI turns ep, a core/v1 Endpoints seen in TP tp, into one
+// record per subset: a subset is a set of addresses with one list of ports,
+// as a slice is. Records are named "<endpoints name>.<subset index>" (an
+// Endpoints is named after its service, a DNS label, so these never clash
+// with it) and feed the service of the Endpoints' name. Addresses are ready,
+// notReadyAddresses not. Unparsable addresses and ports are skipped and
+// reported in the (informational) error.
+func EndpointsFromAPI(tp string, ep *corev1.Endpoints) ([]*EndpointSlice, error) {
+	if ep == nil {
+		return nil, fmt.Errorf("nil endpoints")
+	}
+	key := keyIn(tp, ep)
+	if err := key.Validate(); err != nil {
+		return nil, fmt.Errorf("endpoints: %w", err)
+	}
+	out := make([]*EndpointSlice, 0, len(ep.Subsets))
+	var bad []string
+	for i, ss := range ep.Subsets {
+		rec := &EndpointSlice{Key: key, Service: ep.Name}
+		rec.Key.Name = subsetName(ep.Name, i)
+		for _, p := range ss.Ports {
+			if p.Port <= 0 || p.Port > 65535 {
+				bad = append(bad, fmt.Sprintf("port %q=%d", p.Name, p.Port))
+				continue
+			}
+			rec.Ports = append(rec.Ports, EndpointPort{Name: p.Name, Protocol: protocolOrTCP(p.Protocol), Port: p.Port})
+		}
+		rec.Endpoints = make([]Endpoint, 0, len(ss.Addresses)+len(ss.NotReadyAddresses))
+		add := func(as []corev1.EndpointAddress, ready bool) {
+			for _, a := range as {
+				ip, err := netip.ParseAddr(a.IP)
+				if err != nil || ip.Zone() != "" {
+					bad = append(bad, a.IP)
+					continue
+				}
+				e := Endpoint{IP: ip.Unmap(), Ready: ready}
+				if a.NodeName != nil {
+					e.NodeName = *a.NodeName
+				}
+				rec.Endpoints = append(rec.Endpoints, e)
+			}
+		}
+		add(ss.Addresses, true)
+		add(ss.NotReadyAddresses, false)
+		out = append(out, rec)
+	}
+	if len(bad) > 0 {
+		return out, fmt.Errorf("endpoints %s: skipped invalid %s", key, strings.Join(bad, ", "))
+	}
+	return out, nil
+}
+
+func subsetName(endpoints string, i int) string { return endpoints + "." + strconv.Itoa(i) }
 
 func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
 	if p == "" {

@@ -3,106 +3,100 @@ package kubeproxy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 )
 
-// Source feeds handlers from a Service and an EndpointSlice list/watch of
-// every TP of a partition.Set, tagging each event with its TP.
+// Source feeds handlers from a Service and an endpoints list/watch of
+// every TP of a partition.Set, tagging each event with its TP. Each TP is
+// read through Arktos's /tenants/all/ paths; its endpoints are core/v1
+// Endpoints or EndpointSlices, as the set's endpoints mode picks for it.
 //
 // Use: NewSource, then Run. Run fires the Synced calls once every TP has
-// synced, never earlier: a TP that is down holds Synced back, while events of
-// the other TPs keep flowing.
+// synced, or, when SourceOptions.SyncTimeout passes first, with the TPs that
+// have (naming those that have not); events of the others keep flowing.
 //
-// Source does not use the set's shared informer factories: their stores key
-// by namespace/name, so two tenants of one TP with equal service names would
+// Source does not use client-go's informers: their stores key by
+// namespace/name, so two tenants of one TP with equal service names would
 // hide each other, and an update of one would reach the handlers paired with
 // the other. Its informers (pkg/informer) key by tenant/namespace/name.
 type Source struct {
 	set     *partition.Set
+	opts    SourceOptions
 	svc     []ServiceHandler
-	ep      []EndpointSliceHandler
+	eps     []EndpointsHandler
+	slices  []EndpointSliceHandler
 	infs    map[string]tpInformers
 	mu      sync.RWMutex
 	removed map[string]bool
 	stop    map[string]context.CancelFunc // per TP, set by Run
 	runOnce sync.Once
 	synced  chan struct{}
+	missing atomic.Pointer[[]string] // TPs not synced when the Synced calls fired
+}
+
+// SourceOptions configure a Source.
+type SourceOptions struct {
+	// SyncTimeout bounds how long Run waits for every TP before it fires
+	// the Synced calls with the TPs that have synced; 0 waits for all
+	// (--partition-sync-timeout).
+	SyncTimeout time.Duration
+	// Clock replaces the real clock (tests).
+	Clock clock.WithTicker
 }
 
 // NewSource prepares the list/watches and handlers for every TP of set; Run
-// starts them. The informers keep trimmed objects (TrimObject).
-func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointSliceHandler) (*Source, error) {
+// starts them. Core/v1 Endpoints go to endpoints, EndpointSlices to slices:
+// give a handler that takes either (View does) in both lists. The informers
+// keep trimmed objects (TrimObject).
+func NewSource(set *partition.Set, services []ServiceHandler, endpoints []EndpointsHandler, slices []EndpointSliceHandler, o SourceOptions) (*Source, error) {
 	if set == nil {
 		return nil, fmt.Errorf("kubeproxy: nil partition set")
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	s := &Source{
-		set: set, svc: services, ep: slices,
+		set: set, opts: o, svc: services, eps: endpoints, slices: slices,
 		infs:    map[string]tpInformers{},
 		removed: map[string]bool{}, stop: map[string]context.CancelFunc{}, synced: make(chan struct{}),
 	}
 	for _, p := range set.Partitions() {
 		tp := p.Name
-		c := p.Client
-		svcHandler := forwarding(s, tp,
-			func(o *corev1.Service) {
-				for _, h := range s.svc {
-					h.OnServiceAdd(tp, o)
-				}
+		svcHandler := forwarding(s, tp, s.svc, ServiceHandler.OnServiceAdd, ServiceHandler.OnServiceUpdate, ServiceHandler.OnServiceDelete)
+		epHandler := forwarding(s, tp, s.eps, EndpointsHandler.OnEndpointsAdd, EndpointsHandler.OnEndpointsUpdate, EndpointsHandler.OnEndpointsDelete)
+		sliceHandler := forwarding(s, tp, s.slices, EndpointSliceHandler.OnEndpointSliceAdd, EndpointSliceHandler.OnEndpointSliceUpdate, EndpointSliceHandler.OnEndpointSliceDelete)
+		svcLW, err := informer.NewListWatch(p.Client, informer.Services, informer.Scope{})
+		if err != nil {
+			return nil, err
+		}
+		epLW, err := p.EndpointsListWatch(informer.Scope{})
+		if err != nil {
+			return nil, err
+		}
+		si := informer.New(svcLW, &corev1.Service{}, svcHandler, informer.Options{Name: "kubeproxy " + tp + " services", Transform: TrimObject})
+		// The endpoints informer delivers Endpoints or EndpointSlices.
+		ei := informer.New(epLW, nil, cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { epHandler.OnAdd(obj, false); sliceHandler.OnAdd(obj, false) },
+			UpdateFunc: func(old, cur any) {
+				epHandler.OnUpdate(old, cur)
+				sliceHandler.OnUpdate(old, cur)
 			},
-			func(old, cur *corev1.Service) {
-				for _, h := range s.svc {
-					h.OnServiceUpdate(tp, old, cur)
-				}
-			},
-			func(o *corev1.Service) {
-				for _, h := range s.svc {
-					h.OnServiceDelete(tp, o)
-				}
-			})
-		sliceHandler := forwarding(s, tp,
-			func(o *discoveryv1.EndpointSlice) {
-				for _, h := range s.ep {
-					h.OnEndpointSliceAdd(tp, o)
-				}
-			},
-			func(old, cur *discoveryv1.EndpointSlice) {
-				for _, h := range s.ep {
-					h.OnEndpointSliceUpdate(tp, old, cur)
-				}
-			},
-			func(o *discoveryv1.EndpointSlice) {
-				for _, h := range s.ep {
-					h.OnEndpointSliceDelete(tp, o)
-				}
-			})
-		si := informer.New(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().Services("").List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return c.CoreV1().Services("").Watch(ctx, o)
-			},
-		}, &corev1.Service{}, svcHandler, informer.Options{Name: "kubeproxy " + tp + " services", Transform: TrimObject})
-		ei := informer.New(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return c.DiscoveryV1().EndpointSlices("").List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return c.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
-			},
-		}, &discoveryv1.EndpointSlice{}, sliceHandler, informer.Options{Name: "kubeproxy " + tp + " endpointslices", Transform: TrimObject})
+			DeleteFunc: func(obj any) { epHandler.OnDelete(obj); sliceHandler.OnDelete(obj) },
+		}, informer.Options{Name: "kubeproxy " + tp + " endpoints", Transform: TrimObject})
 		s.infs[tp] = tpInformers{svc: si, ep: ei}
+		p.TrackSynced("kubeproxy", func() bool { return si.HasSynced() && ei.HasSynced() })
 	}
 	return s, nil
 }
@@ -111,19 +105,29 @@ func NewSource(set *partition.Set, services []ServiceHandler, slices []EndpointS
 type tpInformers struct{ svc, ep *informer.Informer }
 
 // forwarding is an informer handler that passes tp's events for objects of
-// type T to add, update and del, through s.forward.
-func forwarding[T any](s *Source, tp string, add func(T), update func(old, cur T), del func(T)) cache.ResourceEventHandler {
+// type T to every handler in hs (through add, update and del, method
+// expressions of H), by way of s.forward; objects of other types are
+// ignored.
+func forwarding[H, T any](s *Source, tp string, hs []H, add func(H, string, T), update func(H, string, T, T), del func(H, string, T)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if o, ok := obj.(T); ok {
-				s.forward(tp, func() { add(o) })
+				s.forward(tp, func() {
+					for _, h := range hs {
+						add(h, tp, o)
+					}
+				})
 			}
 		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(T)
 			c, ok2 := cur.(T)
 			if ok1 && ok2 {
-				s.forward(tp, func() { update(o, c) })
+				s.forward(tp, func() {
+					for _, h := range hs {
+						update(h, tp, o, c)
+					}
+				})
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -131,7 +135,11 @@ func forwarding[T any](s *Source, tp string, add func(T), update func(old, cur T
 				obj = t.Obj
 			}
 			if o, ok := obj.(T); ok {
-				s.forward(tp, func() { del(o) })
+				s.forward(tp, func() {
+					for _, h := range hs {
+						del(h, tp, o)
+					}
+				})
 			}
 		},
 	}
@@ -147,14 +155,14 @@ func (s *Source) forward(tp string, fn func()) {
 	}
 }
 
-// Run waits until every TP's services have synced and calls OnServiceSynced
-// on every service handler, then does the same for endpoint slices. It
-// returns when both are done or ctx ends, and does nothing when called
-// again.
+// Run starts every TP's informers, waits until every TP's services have
+// synced (or SyncTimeout passes) and calls OnServiceSynced on every service
+// handler, then does the same for endpoints. It returns when both are done
+// or ctx ends, and does nothing when called again.
 func (s *Source) Run(ctx context.Context) {
 	s.runOnce.Do(func() {
 		// A TP removed now or later no longer holds Synced back.
-		var svcSynced, epSynced []cache.InformerSynced
+		var svcSynced, epSynced []tpSynced
 		s.mu.Lock()
 		for _, p := range s.set.Partitions() {
 			tp := p.Name
@@ -166,25 +174,92 @@ func (s *Source) Run(ctx context.Context) {
 			i := s.infs[tp]
 			go i.svc.Run(tpCtx)
 			go i.ep.Run(tpCtx)
-			svcSynced = append(svcSynced, func() bool { return i.svc.HasSynced() || s.isRemoved(tp) })
-			epSynced = append(epSynced, func() bool { return i.ep.HasSynced() || s.isRemoved(tp) })
+			svcSynced = append(svcSynced, tpSynced{tp, func() bool { return i.svc.HasSynced() || s.isRemoved(tp) }})
+			epSynced = append(epSynced, tpSynced{tp, func() bool { return i.ep.HasSynced() || s.isRemoved(tp) }})
 		}
 		s.mu.Unlock()
-		if !cache.WaitForCacheSync(ctx.Done(), svcSynced...) {
+		// expired closes when SyncTimeout passes; both waits below see it.
+		expired := make(chan struct{})
+		if s.opts.SyncTimeout > 0 {
+			timer := s.opts.Clock.NewTimer(s.opts.SyncTimeout)
+			defer timer.Stop()
+			go func() {
+				select {
+				case <-timer.C():
+					close(expired)
+				case <-ctx.Done():
+				}
+			}()
+		}
+		missing, ok := s.waitSynced(ctx, expired, svcSynced)
+		if !ok {
 			return
 		}
 		for _, h := range s.svc {
 			h.OnServiceSynced()
 		}
-		if !cache.WaitForCacheSync(ctx.Done(), epSynced...) {
+		missingEp, ok := s.waitSynced(ctx, expired, epSynced)
+		if !ok {
 			return
 		}
-		for _, h := range s.ep {
+		for _, h := range s.eps {
+			h.OnEndpointsSynced()
+		}
+		for _, h := range s.slices {
 			h.OnEndpointSlicesSynced()
 		}
+		missing = append(missing, missingEp...)
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
+		s.missing.Store(&missing)
 		close(s.synced) // once: Run's body runs once
-		klog.InfoS("Services and endpoint slices synced in every tenant partition", "partitions", s.set.Len())
+		if len(missing) > 0 {
+			klog.InfoS("Tenant partitions not synced within the sync timeout; programming the others, the rest follow as they sync",
+				"missing", missing, "timeout", s.opts.SyncTimeout)
+			return
+		}
+		klog.InfoS("Services and endpoints synced in every tenant partition", "partitions", s.set.Len())
 	})
+}
+
+// tpSynced is one TP's sync check.
+type tpSynced struct {
+	tp     string
+	synced func() bool
+}
+
+// waitSynced waits until every check is true (nil missing), or expired
+// closes (the TPs still missing), or ctx ends (ok false).
+func (s *Source) waitSynced(ctx context.Context, expired <-chan struct{}, checks []tpSynced) (missing []string, ok bool) {
+	t := s.opts.Clock.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		missing = missing[:0]
+		for _, c := range checks {
+			if !c.synced() {
+				missing = append(missing, c.tp)
+			}
+		}
+		if len(missing) == 0 {
+			return nil, true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-expired:
+			return missing, true
+		case <-t.C():
+		}
+	}
+}
+
+// Missing lists the TPs that had not synced when Run fired the Synced calls
+// after SyncTimeout; nil before then, or when every TP had.
+func (s *Source) Missing() []string {
+	if m := s.missing.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // Synced is closed once Run has fired both Synced calls.
@@ -214,8 +289,13 @@ func (s *Source) RemovePartition(tp string) error {
 		stop()
 	}
 	for _, obj := range infs.ep.List() {
-		if o, ok := obj.(*discoveryv1.EndpointSlice); ok {
-			for _, h := range s.ep {
+		switch o := obj.(type) {
+		case *corev1.Endpoints:
+			for _, h := range s.eps {
+				h.OnEndpointsDelete(tp, o)
+			}
+		case *discoveryv1.EndpointSlice:
+			for _, h := range s.slices {
 				h.OnEndpointSliceDelete(tp, o)
 			}
 		}
@@ -231,11 +311,14 @@ func (s *Source) RemovePartition(tp string) error {
 }
 
 // TrimObject is an informer transform that drops what no proxy reads from
-// Services and EndpointSlices: managed fields and the last-applied
-// annotation. Other objects pass unchanged.
+// Services, Endpoints and EndpointSlices: managed fields and the
+// last-applied annotation. Other objects pass unchanged.
 func TrimObject(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
+		o.ManagedFields = nil
+		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
+	case *corev1.Endpoints:
 		o.ManagedFields = nil
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	case *discoveryv1.EndpointSlice:

@@ -16,8 +16,8 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Two regular tenants of one TP each have service web/api and slice
-// web/api-1. Upstream informer stores key by namespace/name only; the view
+// Two regular tenants of one TP each have service web/api and its
+// endpoints. Upstream informer stores key by namespace/name only; the view
 // must still hold both services, each with its own endpoints, through a
 // delete of one and a relist.
 func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
@@ -25,9 +25,9 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	tp := c.TPs()[0]
 	if err := tp.Seed(
 		service("acme", "web", "api", "10.96.5.5"),
-		endpointSlice("acme", "web", "api-1", "api", "10.244.1.50"),
+		endpoints("acme", "web", "api", "10.244.1.50"),
 		service("zeta", "web", "api", "10.96.6.6"),
-		endpointSlice("zeta", "web", "api-1", "api", "10.244.1.60"),
+		endpoints("zeta", "web", "api", "10.244.1.60"),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,8 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	view := kubeproxy.NewView([]string{tp.Name()}, kubeproxy.Options{})
 	rec := &recorder{}
 	pairs := &pairChecker{}
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view, rec, pairs}, []kubeproxy.EndpointSliceHandler{view, rec})
+	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view, rec, pairs},
+		[]kubeproxy.EndpointsHandler{view, rec}, []kubeproxy.EndpointSliceHandler{view, rec}, kubeproxy.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	if err := cs.CoreV1().Services("web").Delete(tenancy.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.DiscoveryV1().EndpointSlices("web").Delete(tenancy.WithTenant(ctx, "acme"), "api-1", metav1.DeleteOptions{}); err != nil {
+	if err := cs.CoreV1().Endpoints("web").Delete(tenancy.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check("zeta's service alone after acme's delete", map[string]string{"zeta": "10.244.1.60:5353"})
@@ -104,7 +105,7 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	// brings back nothing of acme's.
 	tp.Compact()
 	tp.CloseWatches()
-	if err := tp.Seed(service("acme", "web", "api", "10.96.7.7"), endpointSlice("acme", "web", "api-1", "api", "10.244.1.70")); err != nil {
+	if err := tp.Seed(service("acme", "web", "api", "10.96.7.7"), endpoints("acme", "web", "api", "10.244.1.70")); err != nil {
 		t.Fatal(err)
 	}
 	check("both again after a relist", map[string]string{"acme": "10.244.1.70:5353", "zeta": "10.244.1.60:5353"})

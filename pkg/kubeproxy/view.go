@@ -34,6 +34,7 @@ type View struct {
 	partitions map[string]bool
 	services   map[tenancy.Key]*serviceState
 	sliceOwner map[tenancy.Key]string              // slice key -> service name it feeds
+	subsets    map[tenancy.Key]int                 // Endpoints key -> its subset records, named by subsetName
 	byTenant   map[string]map[tenancy.Key]struct{} // regular tenant -> its services' keys, all TPs
 	pending    map[tenancy.Key]struct{}            // services changed since the consumer's last Apply
 	consumer   *Snapshot                           // the snapshot pending is relative to
@@ -60,6 +61,7 @@ func NewView(partitions []string, o Options) *View {
 		partitions: make(map[string]bool, len(partitions)),
 		services:   map[tenancy.Key]*serviceState{},
 		sliceOwner: map[tenancy.Key]string{},
+		subsets:    map[tenancy.Key]int{},
 		byTenant:   map[string]map[tenancy.Key]struct{}{},
 		pending:    map[tenancy.Key]struct{}{},
 		wake:       make(chan struct{}, 1),
@@ -142,12 +144,72 @@ func (v *View) OnEndpointSliceDelete(tp string, slice *discoveryv1.EndpointSlice
 	v.DeleteSlice(keyIn(tp, slice))
 }
 
-// OnEndpointSlicesSynced marks slices synced in every TP.
+// OnEndpointSlicesSynced marks endpoints synced in every TP.
 func (v *View) OnEndpointSlicesSynced() {
 	v.mu.Lock()
 	v.epSynced = true
 	v.mu.Unlock()
 	v.signal()
+}
+
+// OnEndpointsAdd records the endpoints of a service of tp.
+func (v *View) OnEndpointsAdd(tp string, endpoints *corev1.Endpoints) {
+	v.upsertEndpoints(tp, endpoints)
+}
+
+// OnEndpointsUpdate records the new endpoints of a service of tp.
+func (v *View) OnEndpointsUpdate(tp string, _, endpoints *corev1.Endpoints) {
+	v.upsertEndpoints(tp, endpoints)
+}
+
+// OnEndpointsDelete forgets the endpoints of a service of tp.
+func (v *View) OnEndpointsDelete(tp string, endpoints *corev1.Endpoints) {
+	if endpoints == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.setSubsetsLocked(keyIn(tp, endpoints), nil)
+}
+
+// OnEndpointsSynced marks endpoints synced in every TP.
+func (v *View) OnEndpointsSynced() { v.OnEndpointSlicesSynced() }
+
+func (v *View) upsertEndpoints(tp string, endpoints *corev1.Endpoints) {
+	recs, err := EndpointsFromAPI(tp, endpoints)
+	if err != nil {
+		v.skipped.Add(1)
+		klog.V(2).InfoS("Skipping invalid endpoints data", "partition", tp, "err", err)
+		if recs == nil {
+			return
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.acceptLocked(tp) {
+		return
+	}
+	v.setSubsetsLocked(keyIn(tp, endpoints), recs)
+}
+
+// setSubsetsLocked makes recs the subset records of the Endpoints with key,
+// removing those of subsets it no longer has.
+func (v *View) setSubsetsLocked(key tenancy.Key, recs []*EndpointSlice) {
+	for _, rec := range recs {
+		v.upsertSliceLocked(rec)
+	}
+	for i := len(recs); i < v.subsets[key]; i++ {
+		sk := key
+		sk.Name = subsetName(key.Name, i)
+		if svc, ok := v.sliceOwner[sk]; ok {
+			v.removeSliceLocked(sk, svc)
+		}
+	}
+	if len(recs) == 0 {
+		delete(v.subsets, key)
+	} else {
+		v.subsets[key] = len(recs)
+	}
 }
 
 func (v *View) upsertService(tp string, service *corev1.Service) {
@@ -228,6 +290,10 @@ func (v *View) UpsertSlice(rec *EndpointSlice) {
 	if !v.acceptLocked(rec.Key.Partition) {
 		return
 	}
+	v.upsertSliceLocked(rec)
+}
+
+func (v *View) upsertSliceLocked(rec *EndpointSlice) {
 	if prev, ok := v.sliceOwner[rec.Key]; ok && prev != rec.Service {
 		// The slice moved to another service: take it from the old one.
 		v.removeSliceLocked(rec.Key, prev)
@@ -328,6 +394,11 @@ func (v *View) removePartitionLocked(tp string) {
 	for k := range v.sliceOwner {
 		if k.Partition == tp {
 			delete(v.sliceOwner, k)
+		}
+	}
+	for k := range v.subsets {
+		if k.Partition == tp {
+			delete(v.subsets, k)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
@@ -325,4 +326,115 @@ func FuzzRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+func endpointsObj(tenant, ns, name string, subsets ...corev1.EndpointSubset) *corev1.Endpoints {
+	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Subsets: subsets}
+	if tenant != "" {
+		tenancy.SetTenant(e, tenant)
+	}
+	return e
+}
+
+func subset(ports []corev1.EndpointPort, ready []string, notReady ...string) corev1.EndpointSubset {
+	ss := corev1.EndpointSubset{Ports: ports}
+	for _, ip := range ready {
+		ss.Addresses = append(ss.Addresses, corev1.EndpointAddress{IP: ip})
+	}
+	for _, ip := range notReady {
+		ss.NotReadyAddresses = append(ss.NotReadyAddresses, corev1.EndpointAddress{IP: ip})
+	}
+	return ss
+}
+
+// TestEndpoints: core/v1 Endpoints, as Arktos serves them, feed the service
+// of their name in their own TP: each subset with its own ports, not-ready
+// addresses kept out, a subset that goes away takes its endpoints along.
+func TestEndpoints(t *testing.T) {
+	v := NewView([]string{"tp1", "tp2"}, Options{})
+	v.OnServiceAdd("tp1", svcObj("acme", "web", "api", "10.0.0.20", port("http", 80), port("admin", 81)))
+	v.OnServiceAdd("tp2", svcObj("acme", "web", "api", "10.1.0.20", port("http", 80)))
+	http := []corev1.EndpointPort{{Name: "http", Port: 8080}}
+	both := []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}, {Name: "admin", Port: 9090}}
+	v.OnEndpointsAdd("tp1", endpointsObj("acme", "web", "api",
+		subset(http, []string{"192.168.1.1"}, "192.168.1.9"),
+		subset(both, []string{"192.168.1.2"})))
+	v.OnEndpointsAdd("tp2", endpointsObj("acme", "web", "api", subset(http, []string{"192.168.2.1"})))
+
+	s := v.Snapshot()
+	httpName, adminName := spn("tp1", "acme", "web", "api", "http"), spn("tp1", "acme", "web", "api", "admin")
+	if got, want := endpointIPs(t, s, httpName), []string{"192.168.1.1:8080", "192.168.1.2:8080"}; !slices.Equal(got, want) {
+		t.Errorf("%s = %v, want %v (ready addresses of both subsets)", httpName, got, want)
+	}
+	if got, want := endpointIPs(t, s, adminName), []string{"192.168.1.2:9090"}; !slices.Equal(got, want) {
+		t.Errorf("%s = %v, want %v (only the subset with the port)", adminName, got, want)
+	}
+	if got, want := endpointIPs(t, s, spn("tp2", "acme", "web", "api", "http")), []string{"192.168.2.1:8080"}; !slices.Equal(got, want) {
+		t.Errorf("tp2 = %v, want %v", got, want)
+	}
+
+	// The second subset goes: its endpoints with it.
+	v.OnEndpointsUpdate("tp1", nil, endpointsObj("acme", "web", "api", subset(http, []string{"192.168.1.1"})))
+	s = v.Snapshot()
+	if got, want := endpointIPs(t, s, httpName), []string{"192.168.1.1:8080"}; !slices.Equal(got, want) {
+		t.Errorf("after the update %s = %v, want %v", httpName, got, want)
+	}
+	if got := endpointIPs(t, s, adminName); len(got) != 0 {
+		t.Errorf("after the update %s = %v, want none", adminName, got)
+	}
+
+	// Deleting tp1's endpoints leaves tp2's.
+	v.OnEndpointsDelete("tp1", endpointsObj("acme", "web", "api"))
+	s = v.Snapshot()
+	if got := endpointIPs(t, s, httpName); len(got) != 0 {
+		t.Errorf("after the delete %s = %v", httpName, got)
+	}
+	if got := endpointIPs(t, s, spn("tp2", "acme", "web", "api", "http")); len(got) != 1 {
+		t.Errorf("tp1's delete touched tp2: %v", got)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.subsets) != 1 {
+		t.Errorf("subset bookkeeping holds %d Endpoints, want 1 (tp2's)", len(v.subsets))
+	}
+}
+
+func TestEndpointsFromAPI(t *testing.T) {
+	cases := []struct {
+		name    string
+		ep      *corev1.Endpoints
+		records int
+		ready   int
+		wantErr string
+	}{
+		{"empty", endpointsObj("", "ns", "svc"), 0, 0, ""},
+		{"one subset", endpointsObj("", "ns", "svc", subset([]corev1.EndpointPort{{Port: 80}}, []string{"10.0.0.1", "10.0.0.2"}, "10.0.0.3")), 1, 2, ""},
+		{"bad address and port skipped", endpointsObj("t1", "ns", "svc", subset([]corev1.EndpointPort{{Port: 80}, {Port: 0}}, []string{"10.0.0.1", "nope"})), 1, 1, "skipped invalid"},
+		{"bad tenant", endpointsObj("Not_A_Tenant", "ns", "svc"), 0, 0, "DNS-1123"},
+	}
+	for _, tc := range cases {
+		recs, err := EndpointsFromAPI("tp1", tc.ep)
+		if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
+			continue
+		}
+		if len(recs) != tc.records {
+			t.Errorf("%s: %d records, want %d", tc.name, len(recs), tc.records)
+			continue
+		}
+		ready := 0
+		for _, r := range recs {
+			if r.Service != "svc" || r.Key.Partition != "tp1" || !strings.HasPrefix(r.Key.Name, "svc.") {
+				t.Errorf("%s: record %+v", tc.name, r)
+			}
+			for _, e := range r.Endpoints {
+				if e.Ready {
+					ready++
+				}
+			}
+		}
+		if ready != tc.ready {
+			t.Errorf("%s: %d ready endpoints, want %d", tc.name, ready, tc.ready)
+		}
+	}
 }

@@ -305,7 +305,7 @@ func testLibraries(t *testing.T, m *mission) {
 	}
 
 	view := kubeproxy.NewView(names, kubeproxy.Options{})
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointSliceHandler{view})
+	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

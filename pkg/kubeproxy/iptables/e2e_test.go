@@ -6,13 +6,28 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
+
+// endpoints are the Endpoints of a selector-less service: no controller
+// touches them.
+func endpoints(tenant, ns, service, portName string, p int32, ips ...string) *corev1.Endpoints {
+	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: service}}
+	ss := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Name: portName, Port: p, Protocol: corev1.ProtocolTCP}}}
+	for _, ip := range ips {
+		ss.Addresses = append(ss.Addresses, corev1.EndpointAddress{IP: ip})
+	}
+	e.Subsets = []corev1.EndpointSubset{ss}
+	tenancy.SetTenant(e, tenant)
+	return e
+}
 
 // TestNetnsFakeTPEndToEnd is the whole path: two fake TPs with the same
 // system service, real informers, the view, the bounded runner, and the
@@ -28,8 +43,8 @@ func TestNetnsFakeTPEndToEnd(t *testing.T) {
 	c := faketp.StartT(t, faketp.Options{Partitions: 2})
 	tps := c.TPs()
 	seeds := [][]any{
-		{svc("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53), slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.11")},
-		{svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.21")},
+		{svc("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53), endpoints("system", "kube-system", "kube-dns", "dns", 8080, "198.18.0.11")},
+		{svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), endpoints("system", "kube-system", "kube-dns", "dns", 8080, "198.18.0.21")},
 	}
 	var names []string
 	var cfgs []*rest.Config
@@ -45,7 +60,7 @@ func TestNetnsFakeTPEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	view := kubeproxy.NewView(names, kubeproxy.Options{})
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointSliceHandler{view})
+	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +110,12 @@ func TestNetnsFakeTPEndToEnd(t *testing.T) {
 	}
 
 	// Move TP2's endpoint through TP2's API: only TP2's service is rewritten.
-	sl, err := set.Partitions()[1].Client.DiscoveryV1().EndpointSlices("kube-system").Get(ctx, "kube-dns-x", metav1.GetOptions{})
+	ep, err := set.Partitions()[1].Client.CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl.Endpoints[0].Addresses = []string{"198.18.0.22"}
-	if _, err := set.Partitions()[1].Client.DiscoveryV1().EndpointSlices("kube-system").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+	ep.Subsets[0].Addresses[0].IP = "198.18.0.22"
+	if _, err := set.Partitions()[1].Client.CoreV1().Endpoints("kube-system").Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswer("198.19.1.10:53", "tp2 198.18.0.22")
