@@ -7,7 +7,7 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet fmt-check unit bench bench-dns bench-failover demo fuzz clean
+.PHONY: all help build test vet fmt-check unit bench bench-dns bench-failover check-arktos demo fuzz clean
 
 all: build
 
@@ -18,6 +18,7 @@ help:
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
+	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
 build:
@@ -48,6 +49,12 @@ bench-dns:
 bench-failover:
 	./hack/ensure-tools.sh iptables ip dig
 	$(GO) test -count=3 -run TestNodeLocalHASwitch -v ./pkg/nodelocal/ | grep RESULT
+
+# TestArktosTPs against two real Arktos TPs started by ../shared/arktos/lab.sh
+# (make test runs it against fake-tp). ARKTOS_BIN: Arktos's kube-apiserver.
+check-arktos:
+	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
+	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) $(GO) test -count=1 -v -run 'TestArktosTPs' ./test/multi-tp/
 
 demo:
 	./hack/demo.sh

@@ -95,16 +95,23 @@ func startMission(t *testing.T) *mission {
 }
 
 // startDNS starts partition-dns on the three kubeconfigs and waits until
-// it is ready. It needs fixed ports; one taken meanwhile by another process
-// is retried with new ones.
+// it is ready.
 func (m *mission) startDNS(t *testing.T, label string, extra ...string) *dnsServer {
+	t.Helper()
+	return startPartitionDNS(t, m.t, label, m.kubeconfigFlag(), extra...)
+}
+
+// startPartitionDNS starts partition-dns on the kubeconfigs of flag (owned
+// by owner) and waits until it is ready. It needs fixed ports; one taken
+// meanwhile by another process is retried with new ones.
+func startPartitionDNS(t, owner *testing.T, label, kubeconfigs string, extra ...string) *dnsServer {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		d := &dnsServer{addr: freePort(t)}
 		health, metrics := freePort(t), freePort(t)
 		d.health, d.metrics = "http://"+health, "http://"+metrics
-		d.proc = startOwned(t, m.t, label, "partition-dns", append([]string{
-			"--tenant-server-kubeconfig", m.kubeconfigFlag(),
+		d.proc = startOwned(t, owner, label, "partition-dns", append([]string{
+			"--tenant-server-kubeconfig", kubeconfigs,
 			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics,
 			"--upstream", "none", "--ttl", "5"}, extra...)...)
 		end := time.Now().Add(deadline)
