@@ -5,7 +5,7 @@
 #   SERVICES=10000 PODS=10000 DURATION=15 ROUNDS=3 LAT_QPS=5000 test/bench/dns/run.sh
 #
 # 3 fake TPs (test/bench/dns/tps) each get SERVICES services (half
-# ClusterIP, half headless with 2 ready endpoints) and PODS pods; a fifth of
+# ClusterIP, half headless with core/v1 Endpoints of 2 ready addresses) and PODS pods; a fifth of
 # them are in the system tenant. The query file mixes tenant-form A (45%),
 # legacy system A (20%), misses (15%), SRV (10%) and headless A (10%).
 # Throughput: dnsperf at full speed (100 outstanding), best of ROUNDS,

@@ -1,6 +1,7 @@
 // Command tps starts the fake tenant partitions of make bench-dns in one
 // process and fills them: per TP, --services services (half ClusterIP, half
-// headless with an EndpointSlice of two ready endpoints) and --pods pods,
+// headless with core/v1 Endpoints of two ready addresses, as Arktos serves
+// them) and --pods pods,
 // split between the system tenant (a fifth) and one regular tenant per TP.
 // It writes TP kubeconfigs and a dnsperf query file mixing tenant names,
 // legacy names, misses and SRV, prints READY, and serves until SIGTERM.
@@ -16,7 +17,6 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
@@ -73,6 +73,9 @@ func seed(tp *faketp.TP, t, services, pods int) error {
 		objs = objs[:0]
 		return err
 	}
+	tenant := map[string]any{"apiVersion": "v1", "kind": "Tenant", "metadata": map[string]any{"name": fmt.Sprintf("tenant%d", t)},
+		"spec": map[string]any{"storageClusterId": "0"}}
+	objs = append(objs, tenant)
 	for _, tenant := range []string{"system", fmt.Sprintf("tenant%d", t)} {
 		for n := 0; n < namespaces; n++ {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns%d", n)}}
@@ -100,15 +103,14 @@ func seed(tp *faketp.TP, t, services, pods int) error {
 		if i%2 == 0 {
 			s.Spec.ClusterIP, s.Spec.ClusterIPs = ip(100, t, i), []string{ip(100, t, i)}
 		} else {
+			// Headless and selector-less, with its Endpoints written
+			// here: core/v1 Endpoints, as Arktos serves them.
 			s.Spec.ClusterIP = corev1.ClusterIPNone
-			ready := true
-			e := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc%d-1", i), Namespace: ns,
-				Labels: map[string]string{discoveryv1.LabelServiceName: s.Name}}, AddressType: discoveryv1.AddressTypeIPv4,
-				Ports: []discoveryv1.EndpointPort{{Name: &port[0].Name, Port: &port[0].Port, Protocol: &port[0].Protocol}},
-				Endpoints: []discoveryv1.Endpoint{
-					{Addresses: []string{ip(200, t, i%pods)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
-					{Addresses: []string{ip(200, t, (i+1)%pods)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
-				}}
+			e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns},
+				Subsets: []corev1.EndpointSubset{{
+					Addresses: []corev1.EndpointAddress{{IP: ip(200, t, i%pods)}, {IP: ip(200, t, (i+1)%pods)}},
+					Ports:     []corev1.EndpointPort{{Name: port[0].Name, Port: port[0].Port, Protocol: port[0].Protocol}},
+				}}}
 			tenancy.SetTenant(e, tenant)
 			objs = append(objs, e)
 		}
