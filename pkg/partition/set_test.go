@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,6 +223,56 @@ tpkit_partition_synced{partition="tp3"} 0
 		t.Fatalf("tp3 did not sync after coming up: %+v", s.Statuses()[2])
 	}
 	if err := s.CheckAllSynced(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncedFollowsTrackedChecks: a reachable TP is synced only when every
+// consumer that registered a check has listed it, and tpkit_partition_synced
+// follows; a TP nothing reads never syncs and says so.
+func TestSyncedFollowsTrackedChecks(t *testing.T) {
+	s, err := NewFromConfigs([]string{"tp1", "tp2"}, []*rest.Config{{Host: "http://127.0.0.1:1"}, {Host: "http://127.0.0.1:1"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dnsDone, proxyDone atomic.Bool
+	p1 := s.Partitions()[0]
+	p1.TrackSynced("dns", dnsDone.Load)
+	p1.TrackSynced("proxy", proxyDone.Load)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.Start(ctx)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Collector())
+	metric := func(tp1 int) string {
+		return fmt.Sprintf(`
+# HELP tpkit_partition_synced 1 when every consumer of the tenant partition has listed it once.
+# TYPE tpkit_partition_synced gauge
+tpkit_partition_synced{partition="tp1"} %d
+tpkit_partition_synced{partition="tp2"} 0
+`, tp1)
+	}
+	dnsDone.Store(true)
+	time.Sleep(5 * syncPoll) // the poller looks; nothing may change yet
+	if p1.Synced() {
+		t.Fatal("tp1 synced with the proxy's check false")
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(metric(0)), "tpkit_partition_synced"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckAllSynced(); err == nil || !strings.Contains(err.Error(), "partition tp1 not synced (waiting for proxy)") ||
+		!strings.Contains(err.Error(), "partition tp2 not synced (nothing reads it)") {
+		t.Fatalf("CheckAllSynced() = %v", err)
+	}
+	proxyDone.Store(true)
+	for !p1.Synced() {
+		if ctx.Err() != nil {
+			t.Fatal("tp1 never synced")
+		}
+		time.Sleep(syncPoll)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(metric(1)), "tpkit_partition_synced"); err != nil {
 		t.Fatal(err)
 	}
 }
