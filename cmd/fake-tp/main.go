@@ -40,10 +40,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N pods and N/10 services, endpointslices and configmaps, in N/100 namespaces.")
 	fs.StringVar(&c.disable, "disable-admission-plugins", "", "Comma-separated admission plugins to turn off (known: "+pluginNames()+").")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
-	fs.IntVar(&c.opts.History, "watch-history", 0, "Events kept per TP for watch resumption (default 10000).")
+	fs.IntVar(&c.opts.History, "watch-history", 100, "Events of each resource kept for watches, as Arktos's watch cache (100): a watch from an older resourceVersion gets a 410 Expired ERROR event.")
 	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
 	fs.BoolVar(&c.opts.Strict, "strict", false, "Refuse to create objects in tenants or namespaces that do not exist (404), as Arktos does. Seeding is never refused.")
-	fs.StringVar(&c.watchList, "watch-list", "served", "How TPs answer client-go watch-list requests (sendInitialEvents): served; rejected (422, as kube-apiserver with WatchList off: clients fall back to list); ignored (as Arktos: client-go reflectors with WatchListClient on never sync).")
+	fs.StringVar(&c.watchList, "watch-list", "ignored", "How TPs answer client-go watch-list requests (sendInitialEvents): ignored (as Arktos: client-go reflectors with WatchListClient on never sync); served (as kube-apiserver 1.32+); rejected (422, as kube-apiserver with WatchList off: clients fall back to list).")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -53,12 +53,23 @@
 // carrying the tenant, namespace, name, typed object (tenant in
 // tenancy.TenantAnnotation; unstructured for tenants) and user.
 //
+// Versions, as Arktos (kube-apiserver 1.18 with its watch cache): each
+// resource has a watch window of its last 100 events (Options.History); a
+// watch from an older resourceVersion gets a 200 stream whose only event is
+// an ERROR with 410 Expired, while a resource with fewer events reaches back
+// to the TP's start. Lists honour resourceVersion: "" the latest, "0" any
+// (in one page), N with a limit or resourceVersionMatch=Exact exactly N
+// (rebuilt from the revision log; a plain 410 once compacted, see
+// TP.Compact), N otherwise not older than N. Pages of a paged list are one
+// snapshot.
+//
 // Watch-list (client-go's WatchListClient, on by default since v0.35): a TP
-// serves sendInitialEvents=true properly by default. Options.WatchList can
-// instead reject it (422, as kube-apiserver with the feature off; client-go
-// falls back to list) or ignore it as Arktos (Kubernetes 1.18) does; against
-// such a server a client-go v0.37 reflector with WatchListClient on never
-// syncs, so tpkit's programs must turn the feature off for real TPs.
+// ignores sendInitialEvents and resourceVersionMatch on watches by default,
+// as Arktos does; against it a client-go v0.37 reflector with WatchListClient
+// on never syncs, so tpkit's programs must turn the feature off for real
+// TPs. Options.WatchList can instead serve it (as kube-apiserver 1.32+) or
+// reject it (422, as kube-apiserver with the feature off; client-go falls
+// back to list).
 //
 // Faults for tests, per TP, from Go (TP.SetOutage, CloseWatches, SetLatency,
 // Compact) and over HTTP (AdminHandler).

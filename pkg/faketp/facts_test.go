@@ -1,8 +1,11 @@
 package faketp_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -102,4 +105,179 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// listAt GETs a pod list and returns "name@rv ..." and the list's version.
+func listAt(t *testing.T, tp *faketp.TP, q string) (string, string, metav1.Status) {
+	t.Helper()
+	r := do(t, tp, "GET", "/api/v1/namespaces/default/configmaps?"+q, "", "")
+	if r.code != 200 {
+		return "", "", r.status
+	}
+	var l corev1.ConfigMapList
+	if err := json.Unmarshal(r.body, &l); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range l.Items {
+		out = append(out, o.Name+"@"+o.ResourceVersion)
+	}
+	return strings.Join(out, " "), l.ResourceVersion, metav1.Status{}
+}
+
+// Lists honour resourceVersion as kube-apiserver 1.18 does, and a list at
+// a compacted version is a plain 410 (sample 93).
+func TestListResourceVersions(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	cm := func(name, v string) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q},"data":{"v":%q}}`, name, v)
+	}
+	post := func(body string) string {
+		r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, body)
+		var o metav1.PartialObjectMetadata
+		_ = json.Unmarshal(r.body, &o)
+		return o.ResourceVersion
+	}
+	a := post(cm("a", "1"))
+	b := post(cm("b", "1"))
+	patched := do(t, tp, "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/merge-patch+json", `{"data":{"v":"2"}}`)
+	if patched.code != 200 {
+		t.Fatal(patched.code)
+	}
+	now := fmt.Sprint(tp.Store().RV())
+	for _, tc := range []struct{ q, items, rv string }{
+		{"", "a@" + now + " b@" + b, now},
+		{"resourceVersion=0&limit=1", "a@" + now + " b@" + b, now}, // the watch cache ignores the limit
+		{"resourceVersion=" + a, "a@" + now + " b@" + b, now},      // not older than a: the latest
+		{"resourceVersion=" + a + "&limit=5", "a@" + a, a},         // exactly a, from the history
+		{"resourceVersion=" + b + "&resourceVersionMatch=Exact", "a@" + a + " b@" + b, b},
+		{"resourceVersion=" + b + "&resourceVersionMatch=NotOlderThan", "a@" + now + " b@" + b, now},
+	} {
+		items, rv, st := listAt(t, tp, tc.q)
+		if items != tc.items || rv != tc.rv {
+			t.Errorf("?%s: items %q at %s (%s), want %q at %s", tc.q, items, rv, st.Message, tc.items, tc.rv)
+		}
+	}
+	// Pages of a paged list are one snapshot, even when objects change.
+	r := do(t, tp, "GET", "/api/v1/namespaces/default/configmaps?limit=1", "", "")
+	var page corev1.ConfigMapList
+	_ = json.Unmarshal(r.body, &page)
+	post(cm("aa", "1")) // sorts between a and b
+	r = do(t, tp, "GET", "/api/v1/namespaces/default/configmaps?limit=5&continue="+page.Continue, "", "")
+	var rest corev1.ConfigMapList
+	if err := json.Unmarshal(r.body, &rest); err != nil || len(rest.Items) != 1 || rest.Items[0].Name != "b" || rest.ResourceVersion != page.ResourceVersion {
+		t.Fatalf("second page: %v %s", err, r.body)
+	}
+	for _, tc := range []struct {
+		q      string
+		code   int
+		reason metav1.StatusReason
+	}{
+		{"resourceVersion=99999&limit=1", 410, metav1.StatusReasonExpired},
+		{"resourceVersion=99999", 410, metav1.StatusReasonExpired},
+		{"resourceVersion=x", 400, metav1.StatusReasonBadRequest},
+		{"resourceVersionMatch=Exact", 422, metav1.StatusReasonInvalid},
+		{"resourceVersion=0&resourceVersionMatch=Exact", 422, metav1.StatusReasonInvalid},
+		{"resourceVersion=" + a + "&continue=" + page.Continue, 400, metav1.StatusReasonBadRequest},
+	} {
+		if r := do(t, tp, "GET", "/api/v1/namespaces/default/configmaps?"+tc.q, "", ""); r.code != tc.code || r.status.Reason != tc.reason {
+			t.Errorf("?%s: %d %s, want %d %s", tc.q, r.code, r.status.Reason, tc.code, tc.reason)
+		}
+	}
+	// TP.Compact is the etcd compaction: older versions are gone.
+	tp.Compact()
+	r = do(t, tp, "GET", "/api/v1/namespaces/default/configmaps?resourceVersion="+a+"&limit=1", "", "")
+	if r.code != 410 || r.status.Reason != metav1.StatusReasonExpired || r.status.Message != "The resourceVersion for the provided list is too old." {
+		t.Fatalf("list at a compacted version: %d %+v", r.code, r.status)
+	}
+	if r := do(t, tp, "GET", "/api/v1/namespaces/default/configmaps?limit=5&continue="+page.Continue, "", ""); r.code != 410 {
+		t.Fatalf("continue after compaction: %d", r.code)
+	}
+}
+
+// The watch cache keeps 100 events per resource: a watch from an older
+// version is a 200 stream whose only event is an ERROR with 410 Expired
+// (sample 92); with fewer events it reaches back to the TP's start, so a
+// watch from version 1 replays (sample 67).
+func TestWatchWindowPerResource(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, `{"metadata":{"name":"churn"},"data":{"n":"0"}}`)
+	var created metav1.PartialObjectMetadata
+	_ = json.Unmarshal(r.body, &created)
+	w := openWatch(t, tp, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=1")
+	do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, `{"metadata":{"name":"sentinel"}}`)
+	if evs := w.until("sentinel"); len(evs) != 1 || evType(evs[0]) != "ADDED" {
+		t.Fatalf("replay from version 1: %v", evs)
+	}
+	for n := 1; n <= 150; n++ {
+		if r := do(t, tp, "PATCH", "/api/v1/namespaces/default/configmaps/churn", "application/merge-patch+json", fmt.Sprintf(`{"data":{"n":"%d"}}`, n)); r.code != 200 {
+			t.Fatal(r.code)
+		}
+	}
+	// 151 configmap events: the window holds the last 100.
+	evs := watchEvents(t, tp, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion="+created.ResourceVersion, 10)
+	var st metav1.Status
+	rv := tp.Store().RV()
+	if len(evs) != 1 || evType(evs[0]) != "ERROR" || json.Unmarshal(evs[0]["object"], &st) != nil || st.Code != 410 || st.Reason != metav1.StatusReasonExpired ||
+		st.Message != fmt.Sprintf("too old resource version: %s (%d)", created.ResourceVersion, rv-100) {
+		t.Fatalf("watch from before the window: %v %+v", evs, st)
+	}
+	// The last 100 are there; another resource's window is untouched.
+	w = openWatch(t, tp, fmt.Sprintf("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%d", rv-100))
+	ws := openWatch(t, tp, "/api/v1/namespaces/default/secrets?watch=1&resourceVersion=1")
+	do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, `{"metadata":{"name":"sentinel2"}}`)
+	do(t, tp, "POST", "/api/v1/namespaces/default/secrets", jsonCT, `{"metadata":{"name":"sentinel"}}`)
+	if evs := w.until("sentinel2"); len(evs) != 100 {
+		t.Fatalf("watch from the window's start: %d events", len(evs))
+	}
+	if evs := ws.until("sentinel"); len(evs) != 0 {
+		t.Fatalf("secrets from version 1: %v", evs)
+	}
+}
+
+// watchStream is an open raw watch.
+type watchStream struct {
+	t  *testing.T
+	sc *bufio.Scanner
+}
+
+// openWatch starts a raw watch; it is open (registered with the store)
+// when openWatch returns, and closed at the end of the test.
+func openWatch(t *testing.T, tp *faketp.TP, q string) *watchStream {
+	t.Helper()
+	res, err := http.Get(tp.URL() + q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("watch %s: %d %s", q, res.StatusCode, b)
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	return &watchStream{t: t, sc: sc}
+}
+
+// until reads events up to the first whose object is named name (a
+// sentinel the test wrote after opening the watch) and returns those
+// before it: so it knows that nothing else came, without waiting.
+func (w *watchStream) until(name string) []map[string]json.RawMessage {
+	w.t.Helper()
+	var out []map[string]json.RawMessage
+	for w.sc.Scan() {
+		var ev map[string]json.RawMessage
+		var o metav1.PartialObjectMetadata
+		if err := json.Unmarshal(w.sc.Bytes(), &ev); err != nil {
+			w.t.Fatalf("event %q: %v", w.sc.Text(), err)
+		}
+		if json.Unmarshal(ev["object"], &o) == nil && o.Name == name {
+			return out
+		}
+		out = append(out, ev)
+	}
+	w.t.Fatalf("the watch ended before %s came, after %d events", name, len(out))
+	return nil
 }

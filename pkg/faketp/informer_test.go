@@ -145,7 +145,7 @@ func TestInformersSeeAddUpdateDeleteAcrossThreeTPs(t *testing.T) {
 	for _, watchList := range []bool{true, false} {
 		t.Run(fmt.Sprintf("WatchListClient=%v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
-			tps := testInformers(t)
+			tps := testInformers(t, watchListMode(watchList))
 			// With the gate on, client-go's reflector streams the initial
 			// state over a watch (sendInitialEvents) and never lists; with
 			// it off, it lists first.
@@ -162,8 +162,17 @@ func TestInformersSeeAddUpdateDeleteAcrossThreeTPs(t *testing.T) {
 	}
 }
 
-func testInformers(t *testing.T) []*faketp.TP {
-	c := faketp.StartT(t, faketp.Options{Partitions: 3})
+// watchListMode is the TP mode that serves client-go's watch-list when the
+// client uses it; Arktos's (the default) otherwise.
+func watchListMode(clientUsesIt bool) faketp.WatchListMode {
+	if clientUsesIt {
+		return faketp.WatchListServed
+	}
+	return faketp.WatchListIgnored
+}
+
+func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
+	c := faketp.StartT(t, faketp.Options{Partitions: 3, WatchList: mode})
 	tps := c.TPs()
 	// Objects that exist before the informers start arrive by list (or
 	// by the initial events of a watch-list).
@@ -312,7 +321,14 @@ func testInformers(t *testing.T) []*faketp.TP {
 	return tps
 }
 
+// arktosClient turns client-go's watch-list off for the test, as tpkit's
+// programs must against Arktos, which ignores it (the TPs' default).
+func arktosClient(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+}
+
 func TestSameKeyInTwoTPsStaysDistinct(t *testing.T) {
+	arktosClient(t)
 	c := faketp.StartT(t, faketp.Options{Partitions: 2})
 	tps := c.TPs()
 	ctx := context.Background()
@@ -365,7 +381,7 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 		t.Run(fmt.Sprintf("WatchListClient=%v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
 			// A short history, so that one batch of writes overflows it.
-			c := faketp.StartT(t, faketp.Options{Partitions: 1, History: 4})
+			c := faketp.StartT(t, faketp.Options{Partitions: 1, History: 4, WatchList: watchListMode(watchList)})
 			tp := c.TPs()[0]
 			recs := startInformers(t, c.TPs())
 			rec := recs[0]
@@ -430,6 +446,7 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 }
 
 func TestRestartWithDataDirKeepsObjectsAndInformerResumes(t *testing.T) {
+	arktosClient(t)
 	dir := t.TempDir()
 	c := faketp.StartT(t, faketp.Options{Partitions: 1, DataDir: dir})
 	tp := c.TPs()[0]

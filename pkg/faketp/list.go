@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 )
@@ -140,34 +142,62 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 			lo.Limit = int(n)
 		}
 	}
-	var cont *continueToken
-	if c := q.Get("continue"); c != "" {
-		tok, err := decodeContinue(c)
+	rv, err := listVersion(q, lo.Limit > 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Get("resourceVersion") == "0" && q.Get("continue") == "" {
+		// Served from the watch cache, which ignores the limit: one page.
+		lo.Limit = 0
+	}
+	var objs []*store.Object
+	var more bool
+	switch {
+	case q.Get("continue") != "":
+		// A continued list reads at the first page's version, as etcd
+		// does: pages are one consistent snapshot until compaction.
+		tok, err := decodeContinue(q.Get("continue"))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		cont = &tok
+		if rv.exact || rv.atLeast > 0 {
+			writeError(w, apierrors.NewBadRequest("specifying resource version is not allowed when using continue"))
+			return
+		}
 		lo.After = &store.Key{Tenant: tok.Tenant, Namespace: tok.Namespace, Name: tok.Name}
-	}
-	objs, rv, more := tp.st().List(t.res.storeName(), lo)
-	if cont != nil {
-		// A continued list reads the current state but reports the first
-		// page's version; the watch that follows from there replays every
-		// change since, so the client converges. Versions lost to
-		// compaction cannot be replayed: 410, as kube-apiserver answers.
-		if cont.RV < tp.st().Oldest() {
+		rv.exact, rv.atLeast = true, tok.RV
+		if objs, more, err = tp.st().ListAt(t.res.storeName(), tok.RV, lo); err != nil {
 			writeError(w, errGone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."))
 			return
 		}
-		rv = cont.RV
+	case rv.exact:
+		// kube-apiserver reads exactly this version from etcd.
+		objs, more, err = tp.st().ListAt(t.res.storeName(), rv.atLeast, lo)
+		switch {
+		case errors.Is(err, store.ErrGone):
+			writeError(w, errGone("The resourceVersion for the provided list is too old."))
+			return
+		case err != nil:
+			writeError(w, errTooNewRV(rv.atLeast, tp.st().RV()))
+			return
+		}
+	default:
+		var cur uint64
+		objs, cur, more = tp.st().List(t.res.storeName(), lo)
+		if rv.atLeast > cur {
+			writeError(w, errTooNewRV(rv.atLeast, cur))
+			return
+		}
+		rv.atLeast = cur
+	}
+	lm := metav1.ListMeta{SelfLink: r.URL.Path, ResourceVersion: strconv.FormatUint(rv.atLeast, 10)}
+	if more && len(objs) > 0 {
+		last := objs[len(objs)-1]
+		lm.Continue = encodeContinue(continueToken{RV: rv.atLeast, Tenant: last.Tenant, Namespace: last.Namespace, Name: last.Name})
 	}
 	if tf := tableRequest(r); tf.on {
-		lm := metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}
-		if more && len(objs) > 0 {
-			last := objs[len(objs)-1]
-			lm.Continue = encodeContinue(continueToken{RV: rv, Tenant: last.Tenant, Namespace: last.Namespace, Name: last.Name})
-		}
 		b, err := tf.render(t.res, objs, lm, true)
 		if err != nil {
 			writeError(w, err)
@@ -176,26 +206,26 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 		writeRaw(w, http.StatusOK, b)
 		return
 	}
+	writeRaw(w, http.StatusOK, listJSON(t.res, lm, objs))
+}
+
+// listJSON writes a list as kube-apiserver does: items without kind and
+// apiVersion (the stored JSON, as it is).
+func listJSON(res *resource, lm metav1.ListMeta, objs []*store.Object) []byte {
 	var b bytes.Buffer
-	size := 128
+	size := 192 + len(lm.SelfLink) + len(lm.Continue)
 	for _, o := range objs {
 		size += len(o.Data) + 1
 	}
 	b.Grow(size)
 	b.WriteString(`{"kind":"`)
-	b.WriteString(t.res.kind)
+	b.WriteString(res.kind)
 	b.WriteString(`List","apiVersion":"`)
-	b.WriteString(t.res.apiVersion())
-	b.WriteString(`","metadata":{"resourceVersion":"`)
-	b.WriteString(strconv.FormatUint(rv, 10))
-	b.WriteByte('"')
-	if more && len(objs) > 0 {
-		last := objs[len(objs)-1]
-		b.WriteString(`,"continue":"`)
-		b.WriteString(encodeContinue(continueToken{RV: rv, Tenant: last.Tenant, Namespace: last.Namespace, Name: last.Name}))
-		b.WriteByte('"')
-	}
-	b.WriteString(`},"items":[`)
+	b.WriteString(res.apiVersion())
+	b.WriteString(`","metadata":`)
+	md, _ := json.Marshal(lm)
+	b.Write(md)
+	b.WriteString(`,"items":[`)
 	for i, o := range objs {
 		if i > 0 {
 			b.WriteByte(',')
@@ -203,5 +233,57 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 		b.Write(o.Data)
 	}
 	b.WriteString("]}")
-	writeRaw(w, http.StatusOK, b.Bytes())
+	return b.Bytes()
+}
+
+// listRV is what a list's resourceVersion and resourceVersionMatch ask for.
+type listRV struct {
+	// exact: the state at atLeast exactly; else at least as new as it.
+	exact   bool
+	atLeast uint64
+}
+
+// listVersion reads resourceVersion and resourceVersionMatch as
+// kube-apiserver 1.18 does: "" is the latest state, "0" any state (fake-tp's
+// is always the latest, in one page: the watch cache ignores limit), N with a
+// limit or resourceVersionMatch=Exact exactly N, N otherwise (or
+// NotOlderThan) at least N.
+func listVersion(q map[string][]string, paged bool) (listRV, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	s, match := get("resourceVersion"), get("resourceVersionMatch")
+	invalid := func(detail string) error {
+		return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "", field.ErrorList{
+			field.Forbidden(field.NewPath("resourceVersionMatch"), detail),
+		})
+	}
+	switch match {
+	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
+	default:
+		return listRV{}, invalid(fmt.Sprintf("unsupported resourceVersionMatch %q", truncate(match)))
+	}
+	if match != "" && s == "" {
+		return listRV{}, invalid("resourceVersionMatch is forbidden unless resourceVersion is provided")
+	}
+	if s == "" || s == "0" {
+		if match == string(metav1.ResourceVersionMatchExact) {
+			return listRV{}, invalid(`resourceVersionMatch "Exact" is forbidden for resourceVersion "0"`)
+		}
+		return listRV{}, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return listRV{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", truncate(s)))
+	}
+	exact := match == string(metav1.ResourceVersionMatchExact) || (match == "" && paged)
+	return listRV{exact: exact, atLeast: n}, nil
+}
+
+// errTooNewRV answers a version newer than the store has issued.
+func errTooNewRV(asked, current uint64) error {
+	return errGone(fmt.Sprintf("Too large resource version: %d, current: %d", asked, current))
 }

@@ -44,13 +44,14 @@ type TPOptions struct {
 	// Admission is the TP's admission chain, run on every create, update
 	// and delete (except Seed and Generate).
 	Admission admission.Chain
-	// History is the number of events kept for watches (store.DefaultHistory
-	// when zero).
+	// History is the number of events of each resource kept for watches,
+	// as Arktos's watch cache does (store.DefaultHistory, 100, when zero):
+	// a watch from an older version gets a 410 Expired ERROR event.
 	History int
 	// BookmarkInterval: see DefaultBookmarkInterval.
 	BookmarkInterval time.Duration
 	// WatchList says how the TP answers client-go's watch-list requests
-	// (sendInitialEvents=true); WatchListServed by default.
+	// (sendInitialEvents=true); WatchListIgnored, as Arktos, by default.
 	WatchList WatchListMode
 	// Strict refuses (404 NotFound) to create objects in a tenant or a
 	// namespace that does not exist, as Arktos's tenant and namespace
@@ -63,31 +64,32 @@ type TPOptions struct {
 type WatchListMode int
 
 const (
+	// WatchListIgnored (the default) ignores sendInitialEvents and
+	// resourceVersionMatch on watches, as Arktos (Kubernetes 1.18) does:
+	// the initial state comes as ADDED events but no initial-events-end
+	// bookmark ever does (sample 69), so a client-go reflector with the
+	// WatchListClient feature on never syncs. Components must turn that
+	// feature off against real TPs.
+	WatchListIgnored WatchListMode = iota
 	// WatchListServed streams the initial state and ends it with the
 	// k8s.io/initial-events-end bookmark, as kube-apiserver 1.32+ does.
-	WatchListServed WatchListMode = iota
+	WatchListServed
 	// WatchListRejected answers 422 Invalid, as a kube-apiserver with the
 	// WatchList feature off does; client-go then falls back to list.
 	WatchListRejected
-	// WatchListIgnored ignores sendInitialEvents and resourceVersionMatch,
-	// as Arktos (Kubernetes 1.18) does: the initial state comes as ADDED
-	// events but no initial-events-end bookmark ever does, so a client-go
-	// reflector with the WatchListClient feature on never syncs. Use it to
-	// prove that a component turns that feature off.
-	WatchListIgnored
 )
 
-// ParseWatchListMode parses "served", "rejected" or "ignored".
+// ParseWatchListMode parses "ignored" (or ""), "served" or "rejected".
 func ParseWatchListMode(s string) (WatchListMode, error) {
 	switch s {
-	case "served", "":
+	case "ignored", "":
+		return WatchListIgnored, nil
+	case "served":
 		return WatchListServed, nil
 	case "rejected":
 		return WatchListRejected, nil
-	case "ignored":
-		return WatchListIgnored, nil
 	}
-	return 0, fmt.Errorf("unknown watch-list mode %q: want served, rejected or ignored", s)
+	return 0, fmt.Errorf("unknown watch-list mode %q: want ignored, served or rejected", s)
 }
 
 // Identity is a user that a kubeconfig written by KubeconfigFor acts as.
@@ -402,8 +404,9 @@ func (tp *TP) CloseWatches() {
 	}
 }
 
-// Compact drops the event history, so that watches (and continued lists)
-// from any older version get 410 Gone and reflectors relist.
+// Compact is an etcd compaction (and a watch cache restart): lists at an
+// older resourceVersion and continued lists get 410 Gone, and watches from
+// an older version a 410 Expired ERROR event, so reflectors relist.
 func (tp *TP) Compact() {
 	if s := tp.Store(); s != nil {
 		s.Compact()

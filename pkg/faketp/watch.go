@@ -24,19 +24,24 @@ const maxWatchTimeout = 30 * time.Minute
 // of a watch-list (sendInitialEvents=true).
 const initialEventsAnnotation = metav1.InitialEventsAnnotationKey
 
-// serveWatch streams events as kube-apiserver does:
+// serveWatch streams events as Arktos's API server (kube-apiserver 1.18
+// with its watch cache) does:
 //   - resourceVersion "" or "0": synthetic ADDED events for the current
 //     state, then changes;
-//   - resourceVersion N: every change after N, or 410 Gone when N is older
-//     than the history (or newer than the server has issued);
-//   - sendInitialEvents=true (client-go's watch-list): the current state,
-//     a bookmark annotated k8s.io/initial-events-end, then changes;
+//   - resourceVersion N: every change after N; when N is older than the
+//     resource's watch window, a 200 stream whose only event is an ERROR
+//     with a 410 Expired Status ("too old resource version: N (M)"); when N
+//     is newer than the TP has issued, a plain 410;
+//   - sendInitialEvents and resourceVersionMatch are ignored by default
+//     (WatchListIgnored); WatchListServed streams the current state, a
+//     bookmark annotated k8s.io/initial-events-end, then changes;
 //   - allowWatchBookmarks: periodic BOOKMARK events with the version the
 //     watch has reached;
 //   - timeoutSeconds: the stream ends cleanly after that long.
 //
 // An object leaving or entering a selector appears as DELETED or ADDED.
-// Compaction while the stream is open ends it with an ERROR event (410).
+// When the window moves past what an open stream has sent (a burst larger
+// than the window, or a compaction) the stream ends with the same ERROR.
 func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 	q := r.URL.Query()
 	sel, err := parseSelector(q, t.res)
@@ -107,22 +112,21 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	var snapshot []*store.Object
 	if initial {
-		var rv uint64
-		snapshot, rv, _ = tp.st().List(t.res.storeName(), lo)
-		if from > rv {
-			tp.expiredWatches.Add(1)
-			writeError(w, errGone(fmt.Sprintf("too large resource version: %d, current: %d", from, rv)))
-			return
-		}
-		from = rv
+		snapshot, from, _ = tp.st().List(t.res.storeName(), lo)
 	}
 	watcher, err := tp.st().Watch(t.res.storeName(), from)
-	if errors.Is(err, store.ErrGone) {
+	var gone []byte
+	switch {
+	case errors.Is(err, store.ErrTooNew):
 		tp.expiredWatches.Add(1)
-		writeError(w, errGone(fmt.Sprintf("too old resource version: %d (%d)", from, tp.st().Oldest())))
+		writeError(w, errTooNewRV(from, tp.st().RV()))
 		return
-	}
-	if err != nil {
+	case errors.Is(err, store.ErrGone):
+		// As Arktos's watch cache: a 200 stream whose only event is an
+		// ERROR carrying 410 Expired (sample 92).
+		tp.expiredWatches.Add(1)
+		gone = tooOld(from, tp.st().WindowStart(t.res.storeName()))
+	case err != nil:
 		writeError(w, storeError(err, t.res, ""))
 		return
 	}
@@ -145,6 +149,11 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 			flusher.Flush()
 		}
 		return true
+	}
+	if gone != nil {
+		writeEvent(bw, "ERROR", gone)
+		flush()
+		return
 	}
 	tf := tableRequest(r)
 	emit := func(typ store.EventType, o *store.Object) {
@@ -178,10 +187,10 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 		events, err := watcher.Next(ctx, tick)
 		switch {
 		case errors.Is(err, store.ErrGone):
+			// The window moved past what this stream has sent (a burst
+			// larger than the window, or a compaction).
 			tp.expiredWatches.Add(1)
-			s := statusOf(errGone(fmt.Sprintf("the event history was compacted past resource version %d; relist", watcher.Cursor())))
-			b, _ := jsonMarshal(s)
-			writeEvent(bw, "ERROR", b)
+			writeEvent(bw, "ERROR", tooOld(watcher.Cursor(), tp.st().WindowStart(t.res.storeName())))
 			flush()
 			return
 		case err != nil:
@@ -218,6 +227,13 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 	}
+}
+
+// tooOld is the Status of an ERROR event for a watch from a version that
+// is no longer in the window, worded as kube-apiserver's watch cache does.
+func tooOld(from, windowStart uint64) []byte {
+	b, _ := jsonMarshal(statusOf(errGone(fmt.Sprintf("too old resource version: %d (%d)", from, windowStart))))
+	return b
 }
 
 func writeEvent(w *bufio.Writer, typ store.EventType, object []byte) {

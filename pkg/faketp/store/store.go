@@ -21,13 +21,20 @@ var (
 	// ErrGone means the requested resourceVersion is older than the history
 	// the store still holds (or newer than any it has issued).
 	ErrGone = errors.New("resource version too old")
+	// ErrTooNew means the requested resourceVersion is newer than any the
+	// store has issued.
+	ErrTooNew = errors.New("resource version too new")
 	// ErrClosed ends a watch that CloseWatches or Close cut.
 	ErrClosed = errors.New("watch closed by the server")
 )
 
-// DefaultHistory is the number of events kept for watches when
-// Options.History is zero.
-const DefaultHistory = 10000
+// DefaultHistory is the number of events of each resource kept for watches
+// when Options.History is zero: Arktos's watch cache holds 100 per resource.
+const DefaultHistory = 100
+
+// DefaultRevisions is the number of changes kept for reads at an older
+// resourceVersion when Options.Revisions is zero.
+const DefaultRevisions = 10000
 
 // Key names one object. Namespace is empty for objects that are not
 // namespaced; Tenant is empty for cluster-scoped objects (tenants).
@@ -108,9 +115,13 @@ type Encode func(rv uint64) ([]byte, error)
 type Options struct {
 	// Path is the bbolt file; empty keeps everything in memory only.
 	Path string
-	// History is how many events are kept for watch resumption;
-	// DefaultHistory when zero.
+	// History is how many events of each resource are kept for watches
+	// (the watch cache's window); DefaultHistory when zero.
 	History int
+	// Revisions is how many changes, of every resource, are kept for reads
+	// at an older resourceVersion (ListAt, as etcd keeps revisions until it
+	// is compacted); DefaultRevisions when zero.
+	Revisions int
 	// Index recomputes an object's Meta when it is loaded from Path.
 	// Required with Path.
 	Index func(Key, []byte) (Meta, error)
@@ -123,12 +134,45 @@ type Store struct {
 	objs   map[string]map[Key]*Object
 	sorted map[string][]*Object // per-resource cache, dropped when keys change
 	shared map[string]bool      // the cached slice was handed to a reader
-	ring   []Event              // the event with version r is at r % len(ring)
-	oldest uint64               // watches may start at any version >= oldest
-	notify chan struct{}        // closed and replaced at each change
-	gen    uint64               // bumped by CloseWatches
-	closed bool
-	db     *bolt.DB
+	// log is the revision log: the event with version r is at r % len(log),
+	// for every r above compacted.
+	log       []Event
+	compacted uint64
+	// windows are the watch windows, one per resource; history is their
+	// size, floor the version a new window starts at (open or compaction).
+	windows map[string]*window
+	history int
+	floor   uint64
+	notify  chan struct{} // closed and replaced at each change
+	gen     uint64        // bumped by CloseWatches
+	closed  bool
+	db      *bolt.DB
+}
+
+// window is the watch window of one resource, as a watch cache holds it:
+// its last events, in a ring.
+type window struct {
+	events   []Event
+	start, n int
+	// dropped: events of the resource up to this version may be gone; a
+	// watch must start at or after it.
+	dropped uint64
+}
+
+func (w *window) add(e Event) {
+	if w.n < len(w.events) {
+		w.events[(w.start+w.n)%len(w.events)] = e
+		w.n++
+		return
+	}
+	w.dropped = w.events[w.start].Object.RV
+	w.events[w.start] = e
+	w.start = (w.start + 1) % len(w.events)
+}
+
+func (w *window) reset(rv uint64) {
+	clear(w.events)
+	w.start, w.n, w.dropped = 0, 0, rv
 }
 
 var (
@@ -144,12 +188,18 @@ func Open(opts Options) (*Store, error) {
 	if h <= 0 {
 		h = DefaultHistory
 	}
+	revs := opts.Revisions
+	if revs <= 0 {
+		revs = DefaultRevisions
+	}
 	s := &Store{
-		objs:   map[string]map[Key]*Object{},
-		sorted: map[string][]*Object{},
-		shared: map[string]bool{},
-		ring:   make([]Event, h),
-		notify: make(chan struct{}),
+		objs:    map[string]map[Key]*Object{},
+		sorted:  map[string][]*Object{},
+		shared:  map[string]bool{},
+		log:     make([]Event, revs),
+		windows: map[string]*window{},
+		history: h,
+		notify:  make(chan struct{}),
 	}
 	if opts.Path == "" {
 		return s, nil
@@ -192,7 +242,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: loading %s: %w", opts.Path, err)
 	}
 	s.db = db
-	s.oldest = s.rv
+	s.compacted, s.floor = s.rv, s.rv
 	return s, nil
 }
 
@@ -219,12 +269,31 @@ func (s *Store) RV() uint64 {
 	return s.rv
 }
 
-// Oldest returns the oldest resourceVersion a watch or a continued list may
-// still start from.
-func (s *Store) Oldest() uint64 {
+// Compacted returns the oldest resourceVersion that ListAt can still read:
+// the version of the last compaction, or of the oldest change the revision
+// log still holds.
+func (s *Store) Compacted() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.oldest
+	return s.compacted
+}
+
+// WindowStart returns the oldest resourceVersion a watch of resource may
+// start from: the version of the last event of resource that dropped out
+// of its window, or of the store's opening or last compaction.
+func (s *Store) WindowStart(resource string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.windowLocked(resource).dropped
+}
+
+func (s *Store) windowLocked(resource string) *window {
+	w := s.windows[resource]
+	if w == nil {
+		w = &window{events: make([]Event, s.history), dropped: s.floor}
+		s.windows[resource] = w
+	}
+	return w
 }
 
 // Get returns the object at k.
@@ -258,6 +327,62 @@ func (s *Store) List(resource string, o ListOptions) (objs []*Object, rv uint64,
 	s.mu.Unlock()
 	// all is never modified once handed out (writers copy a shared slice
 	// first), so it is read without the lock; its objects are immutable.
+	objs, more = filter(all, o)
+	return objs, rv, more
+}
+
+// ListAt is List as the store was at version rv, rebuilt from the revision
+// log: ErrGone when rv is older than Compacted, ErrTooNew when newer than RV.
+func (s *Store) ListAt(resource string, rv uint64, o ListOptions) (objs []*Object, more bool, err error) {
+	s.mu.Lock()
+	switch {
+	case rv > s.rv:
+		s.mu.Unlock()
+		return nil, false, ErrTooNew
+	case rv < s.compacted:
+		s.mu.Unlock()
+		return nil, false, ErrGone
+	}
+	all := s.sortedLocked(resource)
+	s.shared[resource] = true
+	// The state at rv of every key changed since: what the first later
+	// change replaced (nil when it created the object).
+	var then map[Key]*Object
+	n := uint64(len(s.log))
+	for r := rv + 1; r <= s.rv; r++ {
+		e := s.log[r%n]
+		if e.Object.Resource != resource {
+			continue
+		}
+		if then == nil {
+			then = map[Key]*Object{}
+		}
+		if _, seen := then[e.Object.Key]; !seen {
+			then[e.Object.Key] = e.Prev
+		}
+	}
+	s.mu.Unlock()
+	if then != nil {
+		past := make([]*Object, 0, len(all)+len(then))
+		for _, obj := range all {
+			if _, changed := then[obj.Key]; !changed {
+				past = append(past, obj)
+			}
+		}
+		for _, obj := range then {
+			if obj != nil {
+				past = append(past, obj)
+			}
+		}
+		sort.Slice(past, func(i, j int) bool { return past[i].Key.less(past[j].Key) })
+		all = past
+	}
+	objs, more = filter(all, o)
+	return objs, more, nil
+}
+
+// filter applies o to all, a resource's objects in key order.
+func filter(all []*Object, o ListOptions) (objs []*Object, more bool) {
 	start := Key{Tenant: o.Tenant, Namespace: o.Namespace}
 	if o.Tenant == "" {
 		start.Namespace = ""
@@ -284,11 +409,11 @@ func (s *Store) List(resource string, o ListOptions) (objs []*Object, rv uint64,
 			continue
 		}
 		if o.Limit > 0 && len(objs) == o.Limit {
-			return objs, rv, true
+			return objs, true
 		}
 		objs = append(objs, obj)
 	}
-	return objs, rv, false
+	return objs, false
 }
 
 // Count returns the number of objects of resource.
@@ -503,11 +628,12 @@ func (s *Store) commit(t EventType, k Key, m Meta, enc Encode, old *Object) (*Ob
 }
 
 func (s *Store) appendEvent(e Event) {
-	n := uint64(len(s.ring))
-	s.ring[e.Object.RV%n] = e
-	if e.Object.RV > n && e.Object.RV-n > s.oldest {
-		s.oldest = e.Object.RV - n
+	n := uint64(len(s.log))
+	s.log[e.Object.RV%n] = e
+	if e.Object.RV > n && e.Object.RV-n > s.compacted {
+		s.compacted = e.Object.RV - n
 	}
+	s.windowLocked(e.Object.Resource).add(e)
 }
 
 func (s *Store) wake() {
@@ -528,13 +654,17 @@ func u64(v uint64) []byte {
 	return b
 }
 
-// Compact drops the whole event history: watches and continued lists from
-// any version older than now get ErrGone, as after an etcd compaction.
+// Compact drops the whole event history, the revision log and every watch
+// window: reads and watches from any version older than now get ErrGone, as
+// after an etcd compaction and an API server restart.
 func (s *Store) Compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.oldest = s.rv
-	clear(s.ring)
+	s.compacted, s.floor = s.rv, s.rv
+	clear(s.log)
+	for _, w := range s.windows {
+		w.reset(s.rv)
+	}
 	s.wake()
 }
 
@@ -551,23 +681,29 @@ func (s *Store) CloseWatches() {
 type Watcher struct {
 	s        *Store
 	resource string
+	window   *window
 	cursor   uint64
 	gen      uint64
 	buf      []Event
 }
 
 // Watch returns a Watcher for the events of resource after version from.
-// It fails with ErrGone when from is older than Oldest or newer than RV.
+// It fails with ErrGone when from is older than WindowStart(resource), and
+// with ErrTooNew when it is newer than RV.
 func (s *Store) Watch(resource string, from uint64) (*Watcher, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if from < s.oldest || from > s.rv {
+	if from > s.rv {
+		return nil, ErrTooNew
+	}
+	w := s.windowLocked(resource)
+	if from < w.dropped {
 		return nil, ErrGone
 	}
-	return &Watcher{s: s, resource: resource, cursor: from, gen: s.gen}, nil
+	return &Watcher{s: s, resource: resource, window: w, cursor: from, gen: s.gen}, nil
 }
 
 // Cursor returns the version up to which the watcher has seen every event.
@@ -585,14 +721,14 @@ func (w *Watcher) Next(ctx context.Context, tick <-chan time.Time) ([]Event, err
 			s.mu.RUnlock()
 			return nil, ErrClosed
 		}
-		if w.cursor < s.oldest {
+		win := w.window
+		if w.cursor < win.dropped {
 			s.mu.RUnlock()
 			return nil, ErrGone
 		}
 		w.buf = w.buf[:0]
-		n := uint64(len(s.ring))
-		for r := w.cursor + 1; r <= s.rv; r++ {
-			if e := s.ring[r%n]; e.Object.Resource == w.resource {
+		for i := 0; i < win.n; i++ {
+			if e := win.events[(win.start+i)%len(win.events)]; e.Object.RV > w.cursor {
 				w.buf = append(w.buf, e)
 			}
 		}

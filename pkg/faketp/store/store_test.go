@@ -163,7 +163,7 @@ func TestWatchResumeGoneAndClose(t *testing.T) {
 	if _, err := next(t, w); !errors.Is(err, ErrGone) {
 		t.Fatalf("a watcher that fell behind: %v", err)
 	}
-	if _, err := s.Watch("pods", s.RV()+1); !errors.Is(err, ErrGone) {
+	if _, err := s.Watch("pods", s.RV()+1); !errors.Is(err, ErrTooNew) {
 		t.Fatalf("watch from the future: %v", err)
 	}
 	// Compaction while a watcher has unread events.
@@ -197,6 +197,91 @@ func TestWatchResumeGoneAndClose(t *testing.T) {
 	tick <- time.Now()
 	if evs, err := w5.Next(context.Background(), tick); evs != nil || err != nil {
 		t.Fatalf("tick: %v %v", evs, err)
+	}
+}
+
+func TestWatchWindowsArePerResource(t *testing.T) {
+	s := mustOpen(t, Options{History: 3})
+	svc := func(name string) Key { return Key{Resource: "services", Tenant: "t", Namespace: "n", Name: name} }
+	s.Create(svc("s"), Meta{}, enc("s")) // 1
+	// Fewer events than the window holds: it reaches back to the opening.
+	if got := s.WindowStart("pods"); got != 0 {
+		t.Fatalf("window of a resource without events starts at %d", got)
+	}
+	for i := 0; i < 5; i++ { // pods 2..6
+		s.Create(key("t", "n", strconv.Itoa(i)), Meta{}, enc("p"))
+	}
+	// Five pod events overflow a window of three; the service's is intact.
+	if got := s.WindowStart("pods"); got != 3 {
+		t.Fatalf("pods window starts at %d, want 3 (the last dropped event)", got)
+	}
+	if _, err := s.Watch("pods", 2); !errors.Is(err, ErrGone) {
+		t.Fatalf("pods from 2: %v", err)
+	}
+	w, err := s.Watch("pods", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := next(t, w); err != nil || len(evs) != 3 || evs[0].Object.RV != 4 {
+		t.Fatalf("pods from 3: %v %+v", err, evs)
+	}
+	ws, err := s.Watch("services", 0)
+	if err != nil {
+		t.Fatalf("services from 0 after many pod events: %v", err)
+	}
+	if evs, err := next(t, ws); err != nil || len(evs) != 1 || evs[0].Object.Name != "s" {
+		t.Fatalf("services from 0: %v %+v", err, evs)
+	}
+}
+
+func TestListAt(t *testing.T) {
+	s := mustOpen(t, Options{Revisions: 8})
+	s.Create(key("t", "n", "a"), Meta{}, enc("a"))                                                // 1
+	s.Create(key("t", "n", "b"), Meta{}, enc("b"))                                                // 2
+	s.Create(Key{Resource: "services", Tenant: "t", Namespace: "n", Name: "s"}, Meta{}, enc("s")) // 3
+	s.Update(key("t", "n", "a"), 0, Meta{}, enc("a"))                                             // 4
+	s.Delete(key("t", "n", "b"), 0, enc("b"))                                                     // 5
+	s.Create(key("t", "n", "c"), Meta{}, enc("c"))                                                // 6
+	at := func(rv uint64, o ListOptions) string {
+		objs, more, err := s.ListAt("pods", rv, o)
+		if err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, o := range objs {
+			out = append(out, fmt.Sprintf("%s@%d", o.Name, o.RV))
+		}
+		return fmt.Sprint(out, more)
+	}
+	for _, tc := range []struct {
+		rv   uint64
+		o    ListOptions
+		want string
+	}{
+		{0, ListOptions{}, "[] false"},
+		{1, ListOptions{}, "[a@1] false"},
+		{3, ListOptions{}, "[a@1 b@2] false"},
+		{4, ListOptions{}, "[a@4 b@2] false"},
+		{5, ListOptions{}, "[a@4] false"},
+		{6, ListOptions{}, "[a@4 c@6] false"},
+		{3, ListOptions{Limit: 1}, "[a@1] true"},
+		{3, ListOptions{Limit: 1, After: &Key{Tenant: "t", Namespace: "n", Name: "a"}}, "[b@2] false"},
+		{7, ListOptions{}, ErrTooNew.Error()},
+	} {
+		if got := at(tc.rv, tc.o); got != tc.want {
+			t.Errorf("at %d %+v: %s, want %s", tc.rv, tc.o, got, tc.want)
+		}
+	}
+	// The log holds eight changes: older versions are compacted.
+	for i := 0; i < 4; i++ {
+		s.Update(key("t", "n", "c"), 0, Meta{}, enc("c")) // 7..10
+	}
+	if s.Compacted() != 2 || at(1, ListOptions{}) != ErrGone.Error() || at(2, ListOptions{}) != "[a@1 b@2] false" {
+		t.Fatalf("after the log overflowed: compacted %d, at 1 %s, at 2 %s", s.Compacted(), at(1, ListOptions{}), at(2, ListOptions{}))
+	}
+	s.Compact()
+	if at(9, ListOptions{}) != ErrGone.Error() || at(10, ListOptions{}) != "[a@4 c@10] false" {
+		t.Fatalf("after Compact: %s, %s", at(9, ListOptions{}), at(10, ListOptions{}))
 	}
 }
 
