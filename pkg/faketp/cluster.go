@@ -59,9 +59,10 @@ type Options struct {
 	// History and BookmarkInterval: see TPOptions.
 	History          int
 	BookmarkInterval time.Duration
-	// WatchList and Strict: see TPOptions.
-	WatchList WatchListMode
-	Strict    bool
+	// WatchList, Strict and EndpointSlices: see TPOptions.
+	WatchList      WatchListMode
+	Strict         bool
+	EndpointSlices bool
 }
 
 // Chain builds the admission chain of o.
@@ -133,6 +134,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
 			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, Strict: o.Strict,
+			EndpointSlices: o.EndpointSlices,
 		}
 		if o.Listen != "" {
 			p := 0

@@ -1,18 +1,56 @@
 package faketp
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+var allVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
-// serveDiscovery answers the legacy (unaggregated) discovery documents.
-// kubectl asks for aggregated discovery first and falls back to these when
-// the answer is plain JSON, as with any server that predates it (Arktos).
-func serveDiscovery(w http.ResponseWriter, r *http.Request, t target) {
+// apiResource is an entry of a discovery document as Arktos writes it:
+// metav1.APIResource plus "tenanted" (whether the resource lives in
+// tenants). singularName is empty, as kube-apiserver 1.18 leaves it.
+type apiResource struct {
+	Name               string   `json:"name"`
+	SingularName       string   `json:"singularName"`
+	Namespaced         bool     `json:"namespaced"`
+	Kind               string   `json:"kind"`
+	Verbs              []string `json:"verbs"`
+	ShortNames         []string `json:"shortNames,omitempty"`
+	Categories         []string `json:"categories,omitempty"`
+	StorageVersionHash string   `json:"storageVersionHash,omitempty"`
+	Tenanted           bool     `json:"tenanted"`
+}
+
+type apiResourceList struct {
+	Kind         string        `json:"kind"`
+	APIVersion   string        `json:"apiVersion,omitempty"`
+	GroupVersion string        `json:"groupVersion"`
+	Resources    []apiResource `json:"resources"`
+}
+
+// subresourceVerbs and subresourceKinds describe the served subresources.
+var (
+	subresourceVerbs = map[string][]string{"status": {"get", "patch", "update"}, "finalize": {"update"}, "binding": {"create"}}
+	subresourceKinds = map[string]string{"binding": "Binding"}
+)
+
+// storageVersionHash is kube-apiserver's: the first 8 bytes of the SHA-256
+// of group/version/kind, in base64.
+func storageVersionHash(gvk schema.GroupVersionKind) string {
+	sum := sha256.Sum256([]byte(gvk.Group + "/" + gvk.Version + "/" + gvk.Kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
+// serveDiscovery answers the legacy (unaggregated) discovery documents of
+// the group versions the TP serves, as Arktos (which predates aggregated
+// discovery) does; kubectl falls back to them.
+func (tp *TP) serveDiscovery(w http.ResponseWriter, r *http.Request, t target) {
 	switch t.kind {
 	case targetRoot:
 		if t.core {
@@ -25,8 +63,8 @@ func serveDiscovery(w http.ResponseWriter, r *http.Request, t target) {
 			})
 			return
 		}
-		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-		for _, gv := range groupVersions {
+		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+		for _, gv := range tp.groupVersions() {
 			if gv.Group != "" {
 				list.Groups = append(list.Groups, apiGroup(gv.Group))
 			}
@@ -37,28 +75,52 @@ func serveDiscovery(w http.ResponseWriter, r *http.Request, t target) {
 		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 		writeJSON(w, http.StatusOK, &g)
 	case targetGroupVersion:
-		list := &metav1.APIResourceList{
-			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
-			GroupVersion: t.gv.String(),
-			APIResources: []metav1.APIResource{},
+		list := &apiResourceList{Kind: "APIResourceList", GroupVersion: t.gv.String(), Resources: []apiResource{}}
+		if !t.core {
+			list.APIVersion = "v1" // kube-apiserver leaves it out of /api/v1 only
 		}
 		for _, res := range resources {
 			if res.gvr.GroupVersion() != t.gv {
 				continue
 			}
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name: res.gvr.Resource, SingularName: res.singular, Namespaced: res.scope == scopeNamespace,
-				Kind: res.kind, Verbs: allVerbs, ShortNames: res.shortNames, Categories: res.categories,
+			verbs := res.verbs
+			if verbs == nil {
+				verbs = allVerbs
+			}
+			list.Resources = append(list.Resources, apiResource{
+				Name: res.gvr.Resource, Namespaced: res.scope == scopeNamespace, Kind: res.kind, Verbs: verbs,
+				ShortNames: res.shortNames, Categories: res.categories, StorageVersionHash: storageVersionHash(res.gvk()),
+				Tenanted: res.scope != scopeCluster,
 			})
 			for _, sub := range subresources[res.gvr.Resource] {
-				list.APIResources = append(list.APIResources, metav1.APIResource{
+				kind := subresourceKinds[sub]
+				if kind == "" {
+					kind = res.kind
+				}
+				list.Resources = append(list.Resources, apiResource{
 					Name: res.gvr.Resource + "/" + sub, Namespaced: res.scope == scopeNamespace,
-					Kind: res.kind, Verbs: metav1.Verbs{"get", "patch", "update"},
+					Kind: kind, Verbs: subresourceVerbs[sub], Tenanted: res.scope != scopeCluster,
 				})
 			}
 		}
 		writeJSON(w, http.StatusOK, list)
 	}
+}
+
+// groupVersions are the group versions the TP serves: discovery.k8s.io
+// only with Options.EndpointSlices, since Arktos has none.
+func (tp *TP) groupVersions() []schema.GroupVersion {
+	var out []schema.GroupVersion
+	for _, gv := range groupVersions {
+		if tp.servesGroup(gv.Group) {
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+func (tp *TP) servesGroup(g string) bool {
+	return g != discoveryv1.GroupName || tp.opts.EndpointSlices
 }
 
 func apiGroup(name string) metav1.APIGroup {
@@ -84,13 +146,13 @@ func (tp *TP) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if p == "/openapi/v3" || p == "/openapi/v3/" {
 		paths := map[string]any{}
-		for _, gv := range groupVersions {
+		for _, gv := range tp.groupVersions() {
 			paths[gvPath(gv)] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gvPath(gv) + "?hash=" + openAPIHash}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"paths": paths})
 		return
 	}
-	for _, gv := range groupVersions {
+	for _, gv := range tp.groupVersions() {
 		if p == "/openapi/v3/"+gvPath(gv) {
 			writeJSON(w, http.StatusOK, openAPIDoc(gv))
 			return

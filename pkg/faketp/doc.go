@@ -11,10 +11,12 @@
 //	flag := c.TenantServerKubeconfig()               // "…/tp1.kubeconfig,…/tp2.kubeconfig,…"
 //
 // What a TP serves:
-//   - discovery (/api, /apis, /version), /healthz, /livez, /readyz, /metrics;
+//   - discovery (/api, /apis, /version as Arktos 1.0; every resource marked
+//     "tenanted" as Arktos does), /healthz, /livez, /readyz, /metrics;
 //   - core/v1 tenants (cluster-scoped), namespaces (tenant-scoped, as in
 //     Arktos), pods, services, endpoints, configmaps, secrets;
-//     apps/v1 daemonsets; discovery.k8s.io/v1 endpointslices;
+//     apps/v1 daemonsets; no discovery.k8s.io (Arktos has none) unless
+//     Options.EndpointSlices;
 //   - Arktos paths /api/v1/tenants/{t}/namespaces/{ns}/{res}[/{name}[/{sub}]],
 //     /api/v1/tenants/{t}/{res} (one tenant, all namespaces) and the same under
 //     /apis/{g}/{v}; short paths mean tenant system, except that a short
@@ -28,6 +30,9 @@
 // of built-in types are read); kubectl get is answered with a meta.k8s.io
 // Table. A minimal OpenAPI v3 tells kubectl to validate on the server (whose
 // fieldValidation is ignored); there is no server-side apply.
+//
+// Objects carry metadata.hashKey (from the uid) and selfLink as Arktos's do;
+// list items carry no kind and apiVersion, as kube-apiserver's lists.
 //
 // Objects are stored as JSON carrying metadata.tenant (from the path). A
 // metadata.tenant in a body that contradicts the path is a 400. Deleting a

@@ -281,3 +281,74 @@ func (w *watchStream) until(name string) []map[string]json.RawMessage {
 	w.t.Fatalf("the watch ended before %s came, after %d events", name, len(out))
 	return nil
 }
+
+// Arktos fact 2 and 4: version 1.0 (sample 00); discovery marks resources
+// tenanted (01, 02) and has no discovery.k8s.io group; objects carry
+// metadata.hashKey and selfLink; list items have no kind (all samples).
+func TestVersionDiscoveryAndObjectMeta(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	var v struct{ Major, Minor, GitVersion string }
+	if r := do(t, tp, "GET", "/version", "", ""); json.Unmarshal(r.body, &v) != nil || v.Major != "1" || v.Minor != "0" || !strings.HasPrefix(v.GitVersion, "v1.0.0-arktos") {
+		t.Fatalf("version: %s", r.body)
+	}
+	type res struct {
+		Name                 string
+		Namespaced, Tenanted bool
+		Verbs                []string
+		StorageVersionHash   string
+	}
+	var core struct{ Resources []res }
+	if err := json.Unmarshal(do(t, tp, "GET", "/api/v1", "", "").body, &core); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]res{}
+	for _, r := range core.Resources {
+		got[r.Name] = r
+	}
+	for name, want := range map[string]res{
+		"tenants":     {Namespaced: false, Tenanted: false},
+		"namespaces":  {Namespaced: false, Tenanted: true},
+		"pods":        {Namespaced: true, Tenanted: true, StorageVersionHash: "xPOwRZ+Yhw8="},
+		"pods/status": {Namespaced: true, Tenanted: true},
+	} {
+		g := got[name]
+		if g.Name != name || g.Namespaced != want.Namespaced || g.Tenanted != want.Tenanted || want.StorageVersionHash != "" && g.StorageVersionHash != want.StorageVersionHash {
+			t.Errorf("discovery of %s: %+v, want %+v", name, g, want)
+		}
+	}
+	if contains(got["services"].Verbs, "deletecollection") || do(t, tp, "DELETE", "/api/v1/namespaces/default/services", "", "").code != 405 {
+		t.Error("services serve deletecollection; kube-apiserver 1.18 does not")
+	}
+	// No EndpointSlices, unless asked for.
+	if r := do(t, tp, "GET", "/apis", "", ""); strings.Contains(string(r.body), "discovery.k8s.io") {
+		t.Errorf("/apis lists discovery.k8s.io: %s", r.body)
+	}
+	for _, p := range []string{"/apis/discovery.k8s.io", "/apis/discovery.k8s.io/v1", "/apis/discovery.k8s.io/v1/endpointslices", "/openapi/v3/apis/discovery.k8s.io/v1"} {
+		if r := do(t, tp, "GET", p, "", ""); r.code != 404 {
+			t.Errorf("GET %s: %d", p, r.code)
+		}
+	}
+	with := faketp.StartT(t, faketp.Options{EndpointSlices: true}).TPs()[0]
+	if r := do(t, with, "GET", "/apis", "", ""); !strings.Contains(string(r.body), "discovery.k8s.io") {
+		t.Errorf("/apis with EndpointSlices: %s", r.body)
+	}
+	// Object metadata.
+	r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, `{"metadata":{"name":"c","generation":7}}`)
+	var o map[string]json.RawMessage
+	var md map[string]any
+	if err := json.Unmarshal(r.body, &o); err != nil || json.Unmarshal(o["metadata"], &md) != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(r.body), `{"kind":"ConfigMap","apiVersion":"v1",`) || md["selfLink"] != "/api/v1/namespaces/default/configmaps/c" ||
+		md["tenant"] != "system" || md["generation"] != nil {
+		t.Errorf("created object: %s", r.body)
+	}
+	if h, ok := md["hashKey"].(float64); !ok || h <= 0 {
+		t.Errorf("hashKey %v", md["hashKey"])
+	}
+	if r := do(t, tp, "GET", "/api/v1/namespaces/default/configmaps", "", ""); strings.Contains(string(r.body), `"items":[{"kind"`) ||
+		!strings.Contains(string(r.body), `"selfLink":"/api/v1/namespaces/default/configmaps"`) {
+		t.Errorf("list: %s", r.body)
+	}
+}

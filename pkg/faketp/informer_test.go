@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
@@ -103,7 +102,7 @@ func tpClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
 	return cs
 }
 
-// startInformers runs pod, service, endpointslice and configmap informers
+// startInformers runs pod, service, endpoints and configmap informers
 // on every TP, each feeding its own recorder.
 func startInformers(t *testing.T, tps []*faketp.TP) []*recorder {
 	t.Helper()
@@ -120,10 +119,10 @@ func startInformers(t *testing.T, tps []*faketp.TP) []*recorder {
 		rec := newRecorder()
 		f := informers.NewSharedInformerFactory(tpClient(t, tp), 0)
 		for kind, inf := range map[string]cache.SharedIndexInformer{
-			"pod":           f.Core().V1().Pods().Informer(),
-			"service":       f.Core().V1().Services().Informer(),
-			"endpointslice": f.Discovery().V1().EndpointSlices().Informer(),
-			"configmap":     f.Core().V1().ConfigMaps().Informer(),
+			"pod":       f.Core().V1().Pods().Informer(),
+			"service":   f.Core().V1().Services().Informer(),
+			"endpoints": f.Core().V1().Endpoints().Informer(),
+			"configmap": f.Core().V1().ConfigMaps().Informer(),
 		} {
 			if _, err := inf.AddEventHandler(rec.handler(kind)); err != nil {
 				t.Fatal(err)
@@ -200,17 +199,16 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 			if _, err := cs.CoreV1().Pods("ns1").Create(tctx, pod, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("%s: creating pod: %v", tp.Name(), err)
 			}
+			// No selector: the client writes the service's Endpoints.
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, Selector: map[string]string{"app": "x"}}}
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 			if _, err := cs.CoreV1().Services("ns1").Create(tctx, svc, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("%s: creating service: %v", tp.Name(), err)
 			}
-			ready := true
-			eps := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}}
-			if _, err := cs.DiscoveryV1().EndpointSlices("ns1").Create(tctx, eps, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("%s: creating endpointslice: %v", tp.Name(), err)
+			eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.244.0.1"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}
+			if _, err := cs.CoreV1().Endpoints("ns1").Create(tctx, eps, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("%s: creating endpoints: %v", tp.Name(), err)
 			}
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}
 			if _, err := cs.CoreV1().ConfigMaps("ns1").Create(tctx, cm, metav1.CreateOptions{}); err != nil {
@@ -218,7 +216,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 			}
 		}
 	}
-	kinds := []string{"pod", "service", "endpointslice", "configmap"}
+	kinds := []string{"pod", "service", "endpoints", "configmap"}
 	for i := range tps {
 		for _, tn := range []string{tenancy.SystemTenant, fmt.Sprintf("t%d", i+1)} {
 			for _, kind := range kinds {
@@ -266,12 +264,12 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		if _, err := cs.CoreV1().Services("ns1").Update(tctx, svc, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eps, err := cs.DiscoveryV1().EndpointSlices("ns1").Get(tctx, "x-"+tn, metav1.GetOptions{})
+		eps, err := cs.CoreV1().Endpoints("ns1").Get(tctx, "x-"+tn, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		eps.Endpoints[0].Addresses = []string{"10.244.0.2"}
-		if _, err := cs.DiscoveryV1().EndpointSlices("ns1").Update(tctx, eps, metav1.UpdateOptions{}); err != nil {
+		eps.Subsets[0].Addresses[0].IP = "10.244.0.2"
+		if _, err := cs.CoreV1().Endpoints("ns1").Update(tctx, eps, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -300,7 +298,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		for _, del := range []func() error{
 			func() error { return cs.CoreV1().Pods("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
 			func() error { return cs.CoreV1().Services("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
-			func() error { return cs.DiscoveryV1().EndpointSlices("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
+			func() error { return cs.CoreV1().Endpoints("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
 			func() error { return cs.CoreV1().ConfigMaps("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
 		} {
 			if err := del(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,8 +141,10 @@ func indexData(k store.Key, data []byte) (store.Meta, error) {
 	return r.index(o), nil
 }
 
-// encoder returns a store.Encode that writes rv into o and marshals it. o
-// is modified; callers pass a map they own.
+// encoder returns a store.Encode that writes rv into o and marshals it
+// without kind and apiVersion: the store keeps objects as list items, as
+// kube-apiserver serves them, and objectJSON adds the two for a single
+// object. o is modified; callers pass a map they own.
 func encoder(o obj) store.Encode {
 	return func(rv uint64) ([]byte, error) {
 		md, err := metadata(o)
@@ -149,8 +152,59 @@ func encoder(o obj) store.Encode {
 			return nil, err
 		}
 		md["resourceVersion"] = strconv.FormatUint(rv, 10)
-		return json.Marshal(o)
+		kind, kok := o["kind"]
+		av, aok := o["apiVersion"]
+		delete(o, "kind")
+		delete(o, "apiVersion")
+		b, err := json.Marshal(o)
+		if kok {
+			o["kind"] = kind
+		}
+		if aok {
+			o["apiVersion"] = av
+		}
+		return b, err
 	}
+}
+
+// objectJSON is a stored object (a list item) as a single object: with its
+// kind and apiVersion first, as kube-apiserver writes them.
+func (r *resource) objectJSON(data []byte) []byte {
+	if len(data) < 2 || data[0] != '{' {
+		return data
+	}
+	head := `{"kind":"` + r.kind + `","apiVersion":"` + r.apiVersion() + `"`
+	b := make([]byte, 0, len(head)+len(data))
+	b = append(b, head...)
+	if rest := bytes.TrimSpace(data[1:]); len(rest) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, data[1:]...)
+}
+
+// selfLink is the path of an object as Arktos writes it in
+// metadata.selfLink: the short path for the system tenant, the tenant path
+// for the others.
+func (r *resource) selfLink(tenant, namespace, name string) string {
+	p := "/api/" + r.gvr.Version + "/"
+	if r.gvr.Group != "" {
+		p = "/apis/" + r.gvr.Group + "/" + r.gvr.Version + "/"
+	}
+	if r.scope != scopeCluster && !tenancy.IsSystem(tenant) {
+		p += "tenants/" + tenant + "/"
+	}
+	if r.scope == scopeNamespace {
+		p += "namespaces/" + namespace + "/"
+	}
+	return p + r.gvr.Resource + "/" + name
+}
+
+// hashKey is Arktos's metadata.hashKey, a positive int64 that spreads
+// objects over workers: fake-tp derives it from the uid, so it is stable.
+func hashKey(uid string) json.Number {
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	return json.Number(strconv.FormatUint(h.Sum64()&(1<<63-1), 10))
 }
 
 // typed decodes o into the resource's typed struct, which checks field

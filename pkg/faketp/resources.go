@@ -1,6 +1,8 @@
 package faketp
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -38,6 +40,10 @@ type resource struct {
 	// fields are the selectable fields besides metadata.name and
 	// metadata.namespace, with their JSON paths in the object.
 	fields map[string][]string
+	// generation: the kind has metadata.generation, bumped by spec changes.
+	generation bool
+	// verbs are the verbs discovery lists; allVerbs when nil.
+	verbs []string
 }
 
 // storeName is the resource's key in the store: "pods", "apps/daemonsets".
@@ -59,15 +65,19 @@ var groupVersions = []schema.GroupVersion{
 	{Group: "discovery.k8s.io", Version: "v1"},
 }
 
+// verbsWithoutDeleteCollection are the verbs of the resources that
+// kube-apiserver 1.18 serves without deletecollection.
+var verbsWithoutDeleteCollection = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
 // resources is fake-tp's fixed set of resources, in discovery order.
 var resources = []*resource{
 	{
 		gvr: schema.GroupVersionResource{Version: "v1", Resource: "tenants"}, kind: "Tenant", singular: "tenant",
-		scope: scopeCluster,
+		scope: scopeCluster, shortNames: []string{"te"}, status: true, verbs: verbsWithoutDeleteCollection,
 	},
 	{
 		gvr: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, kind: "Namespace", singular: "namespace",
-		scope: scopeTenant, shortNames: []string{"ns"}, status: true,
+		scope: scopeTenant, shortNames: []string{"ns"}, status: true, verbs: verbsWithoutDeleteCollection,
 		newTyped: func() runtime.Object { return &corev1.Namespace{} },
 		fields:   map[string][]string{"status.phase": {"status", "phase"}},
 	},
@@ -88,7 +98,7 @@ var resources = []*resource{
 	},
 	{
 		gvr: schema.GroupVersionResource{Version: "v1", Resource: "services"}, kind: "Service", singular: "service",
-		scope: scopeNamespace, shortNames: []string{"svc"}, categories: []string{"all"}, status: true,
+		scope: scopeNamespace, shortNames: []string{"svc"}, categories: []string{"all"}, status: true, verbs: verbsWithoutDeleteCollection,
 		newTyped: func() runtime.Object { return &corev1.Service{} },
 		fields:   map[string][]string{"spec.clusterIP": {"spec", "clusterIP"}, "spec.type": {"spec", "type"}},
 	},
@@ -110,7 +120,7 @@ var resources = []*resource{
 	},
 	{
 		gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, kind: "DaemonSet", singular: "daemonset",
-		scope: scopeNamespace, shortNames: []string{"ds"}, categories: []string{"all"}, status: true,
+		scope: scopeNamespace, shortNames: []string{"ds"}, categories: []string{"all"}, status: true, generation: true,
 		newTyped: func() runtime.Object { return &appsv1.DaemonSet{} },
 	},
 	{
@@ -119,6 +129,11 @@ var resources = []*resource{
 		newTyped: func() runtime.Object { return &discoveryv1.EndpointSlice{} },
 		fields:   map[string][]string{"addressType": {"addressType"}},
 	},
+}
+
+// hasVerb says whether the resource serves verb.
+func (r *resource) hasVerb(verb string) bool {
+	return r.verbs == nil || slices.Contains(r.verbs, verb)
 }
 
 // lookupResource finds the resource named res in group version gv.

@@ -2,6 +2,7 @@ package faketp
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -21,6 +22,9 @@ import (
 // and resource for metrics.
 func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string) {
 	t, err := parsePath(r.URL.Path)
+	if err == nil && !tp.servesGroup(t.group) {
+		err = notFoundPath(r.URL.Path)
+	}
 	if err != nil {
 		writeError(w, err)
 		return "other", ""
@@ -30,7 +34,7 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 			writeError(w, errMethodNotAllowed(r.Method, "discovery"))
 			return "other", ""
 		}
-		serveDiscovery(w, r, t)
+		tp.serveDiscovery(w, r, t)
 		return "get", "discovery"
 	}
 	res = t.res.gvr.Resource
@@ -57,6 +61,10 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	case r.Method == http.MethodDelete && t.kind == targetCollection:
 		verb = "deletecollection"
 	default:
+		writeError(w, errMethodNotAllowed(r.Method, res))
+		return "other", res
+	}
+	if !t.res.hasVerb(verb) {
 		writeError(w, errMethodNotAllowed(r.Method, res))
 		return "other", res
 	}
@@ -127,7 +135,24 @@ func (tp *TP) serveGet(w http.ResponseWriter, r *http.Request, t target) {
 		writeRaw(w, http.StatusOK, b)
 		return
 	}
-	writeRaw(w, http.StatusOK, o.Data)
+	writeObject(w, http.StatusOK, t, o.Data)
+}
+
+// writeObject writes a stored object as the answer to a request on t. On a
+// subresource, metadata.selfLink names the subresource, as Arktos's does.
+func writeObject(w http.ResponseWriter, code int, t target, data []byte) {
+	b := t.res.objectJSON(data)
+	if t.sub != "" {
+		if o, err := decodeObject(b); err == nil {
+			if md := child(o, "metadata"); md != nil && str(md, "selfLink") != "" {
+				md["selfLink"] = str(md, "selfLink") + "/" + t.sub
+				if j, err := json.Marshal(o); err == nil {
+					b = j
+				}
+			}
+		}
+	}
+	writeRaw(w, code, b)
 }
 
 // readBody reads a request body of at most maxBodyBytes.

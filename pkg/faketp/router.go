@@ -48,15 +48,11 @@ const tenantAll = tenancy.ForbiddenTenantName
 
 // subresources are the served subresources of each resource.
 var subresources = map[string][]string{
-	"namespaces":     {"status", "finalize"},
-	"pods":           {"status"},
-	"services":       {"status"},
-	"daemonsets":     {"status"},
-	"endpoints":      nil,
-	"configmaps":     nil,
-	"secrets":        nil,
-	"tenants":        nil,
-	"endpointslices": nil,
+	"tenants":    {"finalize", "status"},
+	"namespaces": {"finalize", "status"},
+	"pods":       {"status"},
+	"services":   {"status"},
+	"daemonsets": {"status"},
 }
 
 // parsePath parses an API path ("/api/...", "/apis/...") into a target. It

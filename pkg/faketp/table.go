@@ -253,7 +253,7 @@ func (f tableFormat) render(r *resource, objs []*store.Object, listMeta metav1.L
 		}
 		switch f.include {
 		case "Object":
-			row.Object = runtime.RawExtension{Raw: so.Data}
+			row.Object = runtime.RawExtension{Raw: r.objectJSON(so.Data)}
 		case "None":
 		default:
 			b, err := json.Marshal(obj{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})

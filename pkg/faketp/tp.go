@@ -58,6 +58,9 @@ type TPOptions struct {
 	// lifecycle admission does. Off by default: tests need not create
 	// tenants and namespaces first. Seed and Generate are never refused.
 	Strict bool
+	// EndpointSlices serves discovery.k8s.io/v1 EndpointSlices. Arktos
+	// has none, so they are off by default and the group is 404.
+	EndpointSlices bool
 }
 
 // WatchListMode is how a TP answers watch-list (streaming list) requests.

@@ -158,7 +158,7 @@ func (tp *TP) serveWatch(w http.ResponseWriter, r *http.Request, t target) {
 	tf := tableRequest(r)
 	emit := func(typ store.EventType, o *store.Object) {
 		if !tf.on {
-			writeEvent(bw, typ, o.Data)
+			writeEvent(bw, typ, t.res.objectJSON(o.Data))
 			return
 		}
 		b, err := tf.render(t.res, []*store.Object{o}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(o.RV, 10)}, true)

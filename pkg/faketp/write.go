@@ -42,7 +42,7 @@ func (tp *TP) serveCreate(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	writeRaw(w, http.StatusCreated, created.Data)
+	writeObject(w, http.StatusCreated, t, created.Data)
 }
 
 // strField reads metadata string field k, failing when it is not a string.
@@ -173,16 +173,24 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 	if err := r.validateName(name); err != nil {
 		return store.Key{}, nil, err
 	}
-	if uid, _ := strField(md, "uid"); uid == "" || !seed {
-		md["uid"] = string(uuid.NewUUID())
+	uid, _ := strField(md, "uid")
+	if uid == "" || !seed {
+		uid = string(uuid.NewUUID())
+		md["uid"] = uid
 	}
+	md["hashKey"] = hashKey(uid)
+	md["selfLink"] = r.selfLink(t.tenant, t.namespace, name)
 	if ts, _ := md["creationTimestamp"].(string); ts == "" || !seed {
 		md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	}
-	md["generation"] = json.Number("1")
+	if r.generation {
+		md["generation"] = json.Number("1")
+	} else {
+		delete(md, "generation")
+	}
 	delete(md, "resourceVersion")
 	delete(md, "deletionTimestamp")
-	delete(md, "selfLink")
+	delete(md, "deletionGracePeriodSeconds")
 	if !seed {
 		tp.defaultOnCreate(r, o)
 	} else if r.gvr.Resource == "services" && str(o, "spec", "clusterIP") == "" && str(o, "spec", "type") != "ExternalName" {
@@ -315,7 +323,7 @@ func (tp *TP) serveUpdate(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, updated.Data)
+	writeObject(w, http.StatusOK, t, updated.Data)
 }
 
 // update replaces the object at t with what mutate makes of the stored one.
@@ -385,7 +393,8 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 
 // keepServerFields restores what a client cannot change with an update:
 // identity and creation metadata, status on the main resource, everything
-// but status on /status. It bumps generation when spec changes.
+// but status on /status. It bumps generation (of kinds that have one) when
+// spec changes.
 func keepServerFields(r *resource, sub string, o, old obj) obj {
 	md, oldMD := child(o, "metadata"), child(old, "metadata")
 	if sub == "status" {
@@ -397,7 +406,7 @@ func keepServerFields(r *resource, sub string, o, old obj) obj {
 		}
 		return n
 	}
-	for _, f := range []string{"uid", "creationTimestamp", "deletionTimestamp"} {
+	for _, f := range []string{"uid", "hashKey", "selfLink", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 		if v, ok := oldMD[f]; ok {
 			md[f] = v
 		} else {
@@ -410,6 +419,10 @@ func keepServerFields(r *resource, sub string, o, old obj) obj {
 		} else {
 			delete(o, "status")
 		}
+	}
+	if !r.generation {
+		delete(md, "generation")
+		return o
 	}
 	gen, _ := strconv.ParseInt(str(oldMD, "generation"), 10, 64)
 	if gen == 0 {
@@ -486,7 +499,7 @@ func (tp *TP) servePatch(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, updated.Data)
+	writeObject(w, http.StatusOK, t, updated.Data)
 }
 
 func errPatchFailed(err error) error {
@@ -527,7 +540,7 @@ func (tp *TP) serveDelete(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, deleted.Data)
+	writeObject(w, http.StatusOK, t, deleted.Data)
 }
 
 // delete removes one object, then what lived in it (a namespace's objects,
@@ -609,16 +622,14 @@ func (tp *TP) serveDeleteCollection(w http.ResponseWriter, r *http.Request, t ta
 	lo.Match = sel.match
 	objs, rv, _ := tp.st().List(t.res.storeName(), lo)
 	wo := requestOptions(r)
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%d"},"items":[`, t.res.kind, t.res.apiVersion(), rv)
-	n := 0
+	var deleted []*store.Object
 	for _, o := range objs {
 		if protected(o.Key) {
 			continue
 		}
 		tt := t
 		tt.tenant, tt.namespace = o.Tenant, o.Namespace
-		deleted, err := tp.delete(r.Context(), tt, o.Key, nil, wo)
+		d, err := tp.delete(r.Context(), tt, o.Key, nil, wo)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -626,12 +637,7 @@ func (tp *TP) serveDeleteCollection(w http.ResponseWriter, r *http.Request, t ta
 			writeError(w, err)
 			return
 		}
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(deleted.Data)
-		n++
+		deleted = append(deleted, d)
 	}
-	b.WriteString("]}")
-	writeRaw(w, http.StatusOK, b.Bytes())
+	writeRaw(w, http.StatusOK, listJSON(t.res, metav1.ListMeta{SelfLink: r.URL.Path, ResourceVersion: strconv.FormatUint(rv, 10)}, deleted))
 }
