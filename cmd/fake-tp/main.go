@@ -42,7 +42,6 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
 	fs.IntVar(&c.opts.History, "watch-history", 100, "Events of each resource kept for watches, as Arktos's watch cache (100): a watch from an older resourceVersion gets a 410 Expired ERROR event.")
 	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
-	fs.BoolVar(&c.opts.Strict, "strict", false, "Refuse to create objects in tenants or namespaces that do not exist (404), as Arktos does. Seeding is never refused.")
 	fs.StringVar(&c.watchList, "watch-list", "ignored", "How TPs answer client-go watch-list requests (sendInitialEvents): ignored (as Arktos: client-go reflectors with WatchListClient on never sync); served (as kube-apiserver 1.32+); rejected (422, as kube-apiserver with WatchList off: clients fall back to list).")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

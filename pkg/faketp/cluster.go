@@ -59,9 +59,8 @@ type Options struct {
 	// History and BookmarkInterval: see TPOptions.
 	History          int
 	BookmarkInterval time.Duration
-	// WatchList, Strict and EndpointSlices: see TPOptions.
+	// WatchList and EndpointSlices: see TPOptions.
 	WatchList      WatchListMode
-	Strict         bool
 	EndpointSlices bool
 }
 
@@ -133,8 +132,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	for i, name := range names {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
-			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, Strict: o.Strict,
-			EndpointSlices: o.EndpointSlices,
+			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, EndpointSlices: o.EndpointSlices,
 		}
 		if o.Listen != "" {
 			p := 0

@@ -19,8 +19,10 @@
 //     Options.EndpointSlices;
 //   - Arktos paths /api/v1/tenants/{t}/namespaces/{ns}/{res}[/{name}[/{sub}]],
 //     /api/v1/tenants/{t}/{res} (one tenant, all namespaces) and the same under
-//     /apis/{g}/{v}; short paths mean tenant system, except that a short
-//     collection path (/api/v1/pods) lists every tenant;
+//     /apis/{g}/{v}; /api/v1/tenants/all/{res} lists and watches every
+//     tenant. A short path (/api/v1/pods, /api/v1/namespaces/ns/pods) is
+//     the caller's tenant (Identity.Tenant; system for the admin and for
+//     requests without credentials), never every tenant, as in Arktos;
 //   - get, list (label and field selectors, limit/continue), watch
 //     (resourceVersion, bookmarks, timeoutSeconds, sendInitialEvents), create,
 //     update (409 on a stale resourceVersion), patch (JSON, merge, strategic
@@ -34,11 +36,17 @@
 // Objects carry metadata.hashKey (from the uid) and selfLink as Arktos's do;
 // list items carry no kind and apiVersion, as kube-apiserver's lists.
 //
-// Objects are stored as JSON carrying metadata.tenant (from the path). A
-// metadata.tenant in a body that contradicts the path is a 400. Deleting a
-// namespace or a tenant deletes what is in it at once (no Terminating phase).
-// Namespaces and tenants need not exist for objects to be created in them,
-// unless Options.Strict asks for Arktos's lifecycle checks (404 NotFound).
+// Objects are stored as JSON carrying metadata.tenant (from the path; Tenant
+// objects have none). A metadata.tenant in a body that contradicts the path
+// is a 400. Arktos's lifecycle holds: an object can only be created in an
+// existing tenant (404 tenants "x" not found) and namespace (404); a Tenant
+// needs spec.storageClusterId "0".."63" and gets the finalizer "arktos",
+// a namespace "kubernetes", both phase Active. Every TP starts with the
+// system tenant's default, kube-system, kube-public and kube-node-lease
+// namespaces, and no Tenant object "system". Seed and Generate are never
+// refused: they create the tenants and namespaces their objects need.
+// Deleting a namespace or a tenant deletes what is in it at once (no
+// Terminating phase).
 // Deletion is immediate: no graceful deletion of pods, no finalizers, no
 // garbage collection of dependents. Status is the server's: a create
 // through HTTP drops the client's status (pods start Pending), and only

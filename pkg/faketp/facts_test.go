@@ -352,3 +352,136 @@ func TestVersionDiscoveryAndObjectMeta(t *testing.T) {
 		t.Errorf("list: %s", r.body)
 	}
 }
+
+// step is one request of a scripted test and what Arktos answers.
+type step struct {
+	name, method, path, body string
+	code                     int
+	reason                   metav1.StatusReason
+	message                  string // for errors; "" skips the check
+}
+
+func runSteps(t *testing.T, tp *faketp.TP, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		ct := ""
+		if s.body != "" {
+			ct = jsonCT
+		}
+		r := do(t, tp, s.method, s.path, ct, s.body)
+		if r.code != s.code || r.status.Reason != s.reason || (s.message != "" && r.status.Message != s.message) {
+			t.Errorf("%s: %s %s: %d %s %q, want %d %s %q", s.name, s.method, s.path, r.code, r.status.Reason, r.status.Message, s.code, s.reason, s.message)
+		}
+	}
+}
+
+// Arktos facts 3, 4 and 5: tenants need a storageClusterId, objects need
+// their tenant and namespace, and errors are worded as Arktos words them.
+func TestLifecycleAndErrors(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	pod := func(name, tenant string) string {
+		tn := ""
+		if tenant != "" {
+			tn = `,"tenant":"` + tenant + `"`
+		}
+		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `"` + tn + `},"spec":{"containers":[{"name":"c","image":"nginx:1.19"}]}}`
+	}
+	ds := `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"ds"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`
+	runSteps(t, tp, []step{
+		{name: "no system Tenant object without the tenant controller (11)", method: "GET", path: "/api/v1/tenants/system", code: 404, reason: metav1.StatusReasonNotFound, message: `tenants "system" not found`},
+		{name: "system namespaces exist from the start (20)", method: "GET", path: "/api/v1/namespaces/kube-node-lease", code: 200},
+		{name: "storageClusterId is required (14)", method: "POST", path: "/api/v1/tenants", body: `{"metadata":{"name":"beta"},"spec":{}}`, code: 422, reason: metav1.StatusReasonInvalid,
+			message: `Tenant "beta" is invalid: spec.storageClusterId: Required value: must specify storage cluster id`},
+		{name: "storageClusterId from 0 to 63", method: "POST", path: "/api/v1/tenants", body: `{"metadata":{"name":"beta"},"spec":{"storageClusterId":"64"}}`, code: 422, reason: metav1.StatusReasonInvalid,
+			message: `Tenant "beta" is invalid: spec.storageClusterId: Invalid value: "64": must be a storage cluster id from "0" to "63"`},
+		{name: "tenant create (12)", method: "POST", path: "/api/v1/tenants", body: `{"metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`, code: 201},
+		{name: "duplicate tenant (13)", method: "POST", path: "/api/v1/tenants", body: `{"metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`, code: 409, reason: metav1.StatusReasonAlreadyExists, message: `tenants "acme" already exists`},
+		{name: "namespace in an unknown tenant (25)", method: "POST", path: "/api/v1/tenants/nosuch/namespaces", body: `{"metadata":{"name":"ns1"}}`, code: 404, reason: metav1.StatusReasonNotFound, message: `tenants "nosuch" not found`},
+		{name: "namespace create (23)", method: "POST", path: "/api/v1/tenants/acme/namespaces", body: `{"metadata":{"name":"ns1"}}`, code: 201},
+		{name: "object in a missing namespace (32)", method: "POST", path: "/api/v1/tenants/acme/namespaces/nope/services", body: `{"metadata":{"name":"web"},"spec":{"ports":[{"port":80}]}}`, code: 404, reason: metav1.StatusReasonNotFound, message: `namespaces "nope" not found`},
+		{name: "pod create (40)", method: "POST", path: "/api/v1/tenants/acme/namespaces/ns1/pods", body: pod("web-1", ""), code: 201},
+		{name: "tenant mismatch (42)", method: "POST", path: "/api/v1/tenants/acme/namespaces/ns1/pods", body: pod("web-x", "other"), code: 400, reason: metav1.StatusReasonBadRequest,
+			message: "the tenant of the provided object does not match the tenant sent on the request"},
+		{name: "duplicate pod (43)", method: "POST", path: "/api/v1/tenants/acme/namespaces/ns1/pods", body: pod("web-1", ""), code: 409, reason: metav1.StatusReasonAlreadyExists, message: `pods "web-1" already exists`},
+		{name: "a short path is the caller's tenant (49)", method: "GET", path: "/api/v1/namespaces/ns1/pods/web-1", code: 404, reason: metav1.StatusReasonNotFound, message: `pods "web-1" not found`},
+		{name: "get in an unknown tenant (52)", method: "GET", path: "/api/v1/tenants/nosuch/namespaces/ns1/pods/web-1", code: 404, reason: metav1.StatusReasonNotFound, message: `pods "web-1" not found`},
+		{name: "list in an unknown tenant (83)", method: "GET", path: "/api/v1/tenants/nosuch/namespaces/ns1/pods", code: 200},
+		{name: "stale resourceVersion (56)", method: "PUT", path: "/api/v1/tenants/acme/namespaces/ns1/pods/web-1", body: `{"metadata":{"name":"web-1","resourceVersion":"1"}}`, code: 409, reason: metav1.StatusReasonConflict,
+			message: `Operation cannot be fulfilled on pods "web-1": the object has been modified; please apply your changes to the latest version and try again`},
+		{name: "DaemonSet outside system (72)", method: "POST", path: "/apis/apps/v1/tenants/acme/namespaces/ns1/daemonsets", body: ds, code: 403, reason: metav1.StatusReasonForbidden,
+			message: `daemonsets.apps "ds" is forbidden: only system tenant is allowed to have DaemonSet`},
+		{name: "DaemonSet in system (73)", method: "POST", path: "/apis/apps/v1/namespaces/kube-system/daemonsets", body: ds, code: 201},
+	})
+	// What the server adds to tenants and namespaces (12, 23).
+	var tenant, ns struct {
+		Metadata map[string]any
+		Spec     struct {
+			Finalizers       []string
+			StorageClusterID string `json:"storageClusterId"`
+		}
+		Status struct{ Phase string }
+	}
+	_ = json.Unmarshal(do(t, tp, "GET", "/api/v1/tenants/acme", "", "").body, &tenant)
+	_ = json.Unmarshal(do(t, tp, "GET", "/api/v1/tenants/acme/namespaces/ns1", "", "").body, &ns)
+	if _, has := tenant.Metadata["tenant"]; has || fmt.Sprint(tenant.Spec.Finalizers) != "[arktos]" || tenant.Status.Phase != "Active" || tenant.Spec.StorageClusterID != "0" {
+		t.Errorf("tenant: %+v", tenant)
+	}
+	if ns.Metadata["tenant"] != "acme" || fmt.Sprint(ns.Spec.Finalizers) != "[kubernetes]" || ns.Status.Phase != "Active" {
+		t.Errorf("namespace: %+v", ns)
+	}
+	// Seeding is never refused: it creates the tenant and namespace.
+	p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "web"}}
+	tenancy.SetTenant(p, "zeta")
+	if err := tp.Seed(p); err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, tp, []step{
+		{name: "seeded tenant", method: "GET", path: "/api/v1/tenants/zeta", code: 200},
+		{name: "seeded namespace", method: "GET", path: "/api/v1/tenants/zeta/namespaces/web", code: 200},
+	})
+}
+
+// Arktos fact 1: a short path is the caller's tenant for every verb
+// (samples 34, 37, 44, 48, 49, 68).
+func TestShortPathIsCallersTenant(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	if err := tp.Seed(namespace("acme", "default"), namespace("acme", "ns1")); err != nil {
+		t.Fatal(err)
+	}
+	_, cfg, err := tp.KubeconfigFor(faketp.Identity{Name: "alice", Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := "Bearer " + cfg.BearerToken
+	for _, tc := range []struct{ auth, name, tenant string }{{"", "sys-1", "system"}, {alice, "web-1", "acme"}} {
+		var hdr []string
+		if tc.auth != "" {
+			hdr = []string{"Authorization", tc.auth}
+		}
+		r := do(t, tp, "POST", "/api/v1/namespaces/default/pods", jsonCT, `{"metadata":{"name":"`+tc.name+`"}}`, hdr...)
+		if r.code != 201 || !strings.Contains(string(r.body), `"tenant":"`+tc.tenant+`"`) {
+			t.Fatalf("short-path create as %q: %d %s", tc.tenant, r.code, r.body)
+		}
+	}
+	if got := strings.Join(listKeys(t, tp, "/api/v1/pods"), " "); got != "system/default/sys-1" {
+		t.Errorf("the admin's short-path list: %s", got)
+	}
+	if got := strings.Join(listKeys(t, tp, "/api/v1/tenants/all/pods"), " "); got != "acme/default/web-1 system/default/sys-1" {
+		t.Errorf("every tenant: %s", got)
+	}
+	if r := do(t, tp, "GET", "/api/v1/namespaces/default/pods/web-1", "", "", "Authorization", alice); r.code != 200 {
+		t.Errorf("alice's short-path get: %d", r.code)
+	}
+	if r := do(t, tp, "GET", "/api/v1/namespaces/default/pods/web-1", "", ""); r.code != 404 {
+		t.Errorf("the admin's short-path get of alice's pod: %d", r.code)
+	}
+	// A short-path watch is the caller's tenant too (68).
+	w := openWatch(t, tp, fmt.Sprintf("/api/v1/pods?watch=1&resourceVersion=%d", tp.Store().RV()))
+	do(t, tp, "POST", "/api/v1/namespaces/default/pods", jsonCT, `{"metadata":{"name":"web-2"}}`, "Authorization", alice)
+	do(t, tp, "POST", "/api/v1/namespaces/default/pods", jsonCT, `{"metadata":{"name":"sentinel"}}`)
+	if evs := w.until("sentinel"); len(evs) != 0 {
+		t.Errorf("the admin's short-path watch saw another tenant: %v", evs)
+	}
+}

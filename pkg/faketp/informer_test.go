@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -102,8 +104,35 @@ func tpClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
 	return cs
 }
 
-// startInformers runs pod, service, endpoints and configmap informers
-// on every TP, each feeding its own recorder.
+// everyTenant rewrites client-go's lists and watches across namespaces
+// (/api/v1/pods) to Arktos's every-tenant path (/api/v1/tenants/all/pods):
+// a short path is only the caller's tenant.
+type everyTenant struct{ base http.RoundTripper }
+
+var acrossNamespaces = regexp.MustCompile(`^/(api/v1|apis/[^/]+/[^/]+)/([a-z]+)$`)
+
+func (e everyTenant) RoundTrip(req *http.Request) (*http.Response, error) {
+	if m := acrossNamespaces.FindStringSubmatch(req.URL.Path); req.Method == http.MethodGet && m != nil && m[2] != "tenants" {
+		req = req.Clone(req.Context())
+		req.URL.Path = "/" + m[1] + "/tenants/all/" + m[2]
+	}
+	return e.base.RoundTrip(req)
+}
+
+// everyTenantClient is tpClient whose lists and watches span every tenant.
+func everyTenantClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
+	t.Helper()
+	cfg := tenancy.WrapConfig(tp.RESTConfig())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return everyTenant{rt} })
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// startInformers runs pod, service, endpoints and configmap informers of
+// every tenant on every TP, each feeding its own recorder.
 func startInformers(t *testing.T, tps []*faketp.TP) []*recorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,7 +146,7 @@ func startInformers(t *testing.T, tps []*faketp.TP) []*recorder {
 	var recs []*recorder
 	for _, tp := range tps {
 		rec := newRecorder()
-		f := informers.NewSharedInformerFactory(tpClient(t, tp), 0)
+		f := informers.NewSharedInformerFactory(everyTenantClient(t, tp), 0)
 		for kind, inf := range map[string]cache.SharedIndexInformer{
 			"pod":       f.Core().V1().Pods().Informer(),
 			"service":   f.Core().V1().Services().Informer(),
@@ -161,6 +190,13 @@ func TestInformersSeeAddUpdateDeleteAcrossThreeTPs(t *testing.T) {
 	}
 }
 
+// namespace is a Namespace object of tenant.
+func namespace(tenant, name string) *corev1.Namespace {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	tenancy.SetTenant(ns, tenant)
+	return ns
+}
+
 // watchListMode is the TP mode that serves client-go's watch-list when the
 // client uses it; Arktos's (the default) otherwise.
 func watchListMode(clientUsesIt bool) faketp.WatchListMode {
@@ -175,10 +211,13 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 	tps := c.TPs()
 	// Objects that exist before the informers start arrive by list (or
 	// by the initial events of a watch-list).
+	// Seeding creates tenant t<i> and its default namespace; the test
+	// writes in ns1 of both tenants.
 	for i, tp := range tps {
+		tenant := fmt.Sprintf("t%d", i+1)
 		if err := tp.Seed(&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "pre", Namespace: "default", Annotations: map[string]string{tenancy.TenantAnnotation: fmt.Sprintf("t%d", i+1)}},
-		}); err != nil {
+			ObjectMeta: metav1.ObjectMeta{Name: "pre", Namespace: "default", Annotations: map[string]string{tenancy.TenantAnnotation: tenant}},
+		}, namespace(tenancy.SystemTenant, "ns1"), namespace(tenant, "ns1")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -448,6 +487,9 @@ func TestRestartWithDataDirKeepsObjectsAndInformerResumes(t *testing.T) {
 	dir := t.TempDir()
 	c := faketp.StartT(t, faketp.Options{Partitions: 1, DataDir: dir})
 	tp := c.TPs()[0]
+	if err := tp.Seed(namespace("acme", "web")); err != nil { // and tenant acme
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	cs := tpClient(t, tp)
 	tctx := tenancy.WithTenant(ctx, "acme")

@@ -25,6 +25,9 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	if err == nil && !tp.servesGroup(t.group) {
 		err = notFoundPath(r.URL.Path)
 	}
+	if err == nil {
+		t, err = t.forCaller(userFrom(r.Context()))
+	}
 	if err != nil {
 		writeError(w, err)
 		return "other", ""

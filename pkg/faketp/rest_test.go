@@ -96,8 +96,8 @@ func TestErrorsAreStatuses(t *testing.T) {
 		{"tenant mismatch on tenant path", "POST", "/api/v1/tenants/acme/namespaces/default/configmaps", jsonCT, `{"metadata":{"name":"x","tenant":"system"}}`, 400, metav1.StatusReasonBadRequest},
 		{"no name", "POST", "/api/v1/namespaces/default/configmaps", jsonCT, `{"metadata":{}}`, 422, metav1.StatusReasonInvalid},
 		{"bad name", "POST", "/api/v1/namespaces/default/configmaps", jsonCT, `{"metadata":{"name":"Bad_Name"}}`, 422, metav1.StatusReasonInvalid},
-		{"tenant all", "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"all"}}`, 422, metav1.StatusReasonInvalid},
-		{"tenant not a label", "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"a.b"}}`, 422, metav1.StatusReasonInvalid},
+		{"tenant all", "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"all"},"spec":{"storageClusterId":"0"}}`, 422, metav1.StatusReasonInvalid},
+		{"tenant not a label", "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"a.b"},"spec":{"storageClusterId":"0"}}`, 422, metav1.StatusReasonInvalid},
 		{"already exists", "POST", "/api/v1/namespaces/default/configmaps", jsonCT, cm, 409, metav1.StatusReasonAlreadyExists},
 		{"stale resourceVersion", "PUT", "/api/v1/namespaces/default/configmaps/c1", jsonCT, `{"metadata":{"name":"c1","resourceVersion":"1"}}`, 409, metav1.StatusReasonConflict},
 		{"name mismatch on update", "PUT", "/api/v1/namespaces/default/configmaps/c1", jsonCT, `{"metadata":{"name":"c2"}}`, 400, metav1.StatusReasonBadRequest},
@@ -114,7 +114,7 @@ func TestErrorsAreStatuses(t *testing.T) {
 		{"PUT on a collection", "PUT", "/api/v1/namespaces/default/configmaps", jsonCT, cm, 405, metav1.StatusReasonMethodNotAllowed},
 		{"POST across namespaces", "POST", "/api/v1/configmaps", jsonCT, cm, 405, metav1.StatusReasonMethodNotAllowed},
 		{"POST on discovery", "POST", "/api/v1", jsonCT, "{}", 405, metav1.StatusReasonMethodNotAllowed},
-		{"delete system tenant", "DELETE", "/api/v1/tenants/system", "", "", 403, metav1.StatusReasonForbidden},
+		{"delete system tenant (no Tenant object without the tenant controller)", "DELETE", "/api/v1/tenants/system", "", "", 404, metav1.StatusReasonNotFound},
 		{"delete kube-system", "DELETE", "/api/v1/namespaces/kube-system", "", "", 403, metav1.StatusReasonForbidden},
 		{"malformed DeleteOptions", "DELETE", "/api/v1/namespaces/default/configmaps/c1", jsonCT, "{", 400, metav1.StatusReasonBadRequest},
 		{"bad label selector", "GET", "/api/v1/pods?labelSelector=a%20in%20(", "", "", 400, metav1.StatusReasonBadRequest},
@@ -165,7 +165,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 	}
 	list := func(q string) (names []string, cont, rv string) {
 		t.Helper()
-		r := do(t, tp, "GET", "/api/v1/pods?"+q, "", "")
+		r := do(t, tp, "GET", "/api/v1/tenants/all/pods?"+q, "", "")
 		if r.code != 200 {
 			t.Fatalf("list %s: %d %s", q, r.code, r.body)
 		}
@@ -180,7 +180,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 	}
 	all, _, rv := list("")
 	if len(all) != 25 {
-		t.Fatalf("short-path list across tenants: %d pods", len(all))
+		t.Fatalf("list of every tenant: %d pods", len(all))
 	}
 	// Paging returns every pod once, in pages of at most 10.
 	var paged []string
@@ -225,6 +225,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 	}
 	// Tenant and namespace paths narrow the list.
 	for path, want := range map[string]int{
+		"/api/v1/pods":                                     20, // the caller's tenant: system
 		"/api/v1/tenants/acme/pods":                        5,
 		"/api/v1/tenants/acme/namespaces/ns0/pods":         3,
 		"/api/v1/namespaces/ns0/pods":                      10,
@@ -250,7 +251,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp.Compact()
-	if r := do(t, tp, "GET", "/api/v1/pods?limit=10&continue="+next, "", ""); r.code != 410 || r.status.Reason != metav1.StatusReasonExpired {
+	if r := do(t, tp, "GET", "/api/v1/tenants/all/pods?limit=10&continue="+next, "", ""); r.code != 410 || r.status.Reason != metav1.StatusReasonExpired {
 		t.Fatalf("continue after compaction: %d %s", r.code, r.status.Reason)
 	}
 }
@@ -330,7 +331,7 @@ func TestWritesKeepServerFields(t *testing.T) {
 func TestNamespaceAndTenantDeletionCascade(t *testing.T) {
 	c := faketp.StartT(t, faketp.Options{Partitions: 1})
 	tp := c.TPs()[0]
-	if r := do(t, tp, "POST", "/api/v1/tenants", jsonCT, `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"acme"},"spec":{}}`); r.code != 201 {
+	if r := do(t, tp, "POST", "/api/v1/tenants", jsonCT, `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`); r.code != 201 {
 		t.Fatalf("create tenant: %d %s", r.code, r.body)
 	}
 	for _, p := range []string{"/api/v1/tenants/acme/namespaces", "/api/v1/namespaces"} {
@@ -351,6 +352,9 @@ func TestNamespaceAndTenantDeletionCascade(t *testing.T) {
 	}
 	if r := do(t, tp, "GET", "/api/v1/namespaces/web/configmaps/c", "", ""); r.code != 200 {
 		t.Fatalf("system's web/c went with acme's namespace: %d", r.code)
+	}
+	if r := do(t, tp, "POST", "/api/v1/tenants/acme/namespaces", jsonCT, `{"metadata":{"name":"x"}}`); r.code != 201 {
+		t.Fatal(r.code)
 	}
 	if r := do(t, tp, "POST", "/api/v1/tenants/acme/namespaces/x/configmaps", jsonCT, `{"metadata":{"name":"c"}}`); r.code != 201 {
 		t.Fatal(r.code)
@@ -490,6 +494,9 @@ func TestAdmissionSeesTenantUserAndObject(t *testing.T) {
 	rec := &recordingPlugin{}
 	c := faketp.StartT(t, faketp.Options{Partitions: 1, Plugins: []faketp.Plugin{{Name: "rec", Plugin: rec}}})
 	tp := c.TPs()[0]
+	if err := tp.Seed(namespace("acme", "web")); err != nil {
+		t.Fatal(err)
+	}
 	_, cfg, err := tp.KubeconfigFor(faketp.Identity{Name: "alice", Groups: []string{"devs"}, Tenant: "acme"})
 	if err != nil {
 		t.Fatal(err)
@@ -628,6 +635,9 @@ func TestImpersonationAndTokens(t *testing.T) {
 	rec := &recordingPlugin{}
 	c := faketp.StartT(t, faketp.Options{Plugins: []faketp.Plugin{{Name: "rec", Plugin: rec}}})
 	tp := c.TPs()[0]
+	if err := tp.Seed(namespace("acme", "default")); err != nil {
+		t.Fatal(err)
+	}
 	body := `{"metadata":{"name":"%s"}}`
 	if r := do(t, tp, "POST", "/api/v1/namespaces/default/configmaps", jsonCT, fmt.Sprintf(body, "a"),
 		"Impersonate-User", "bob", "Impersonate-Group", "g1", "Impersonate-Group", "g2", "Impersonate-Extra-Tenant", "acme"); r.code != 201 {
@@ -636,6 +646,10 @@ func TestImpersonationAndTokens(t *testing.T) {
 	u := rec.records()[0].User
 	if u.GetName() != "bob" || len(u.GetGroups()) != 2 || admission.UserTenant(u) != "acme" {
 		t.Fatalf("impersonated user: %+v", u)
+	}
+	// A short path is the caller's tenant.
+	if tn := rec.records()[0].Tenant; tn != "acme" {
+		t.Fatalf("bob's short-path create went to tenant %q", tn)
 	}
 	// A non-admin may not impersonate.
 	path, cfg, err := tp.KubeconfigFor(faketp.Identity{Name: "eve", Tenant: "acme"})
@@ -754,15 +768,15 @@ func TestSeedFormsAndDryRun(t *testing.T) {
 	}
 }
 
-func TestStrictLifecycle(t *testing.T) {
-	c := faketp.StartT(t, faketp.Options{Partitions: 2, Strict: true})
+func TestLifecycle(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 2})
 	tp1, tp2 := c.TPs()[0], c.TPs()[1]
 	if !strings.Contains(c.TenantServerKubeconfig(), ",") {
 		t.Fatalf("--tenant-server-kubeconfig value %q", c.TenantServerKubeconfig())
 	}
 	cm := `{"metadata":{"name":"c"}}`
 	// The tenant lives in tp1 only.
-	if r := do(t, tp1, "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"acme"}}`); r.code != 201 {
+	if r := do(t, tp1, "POST", "/api/v1/tenants", jsonCT, `{"metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`); r.code != 201 {
 		t.Fatal(r.code)
 	}
 	for _, tc := range []struct {

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -28,10 +29,13 @@ type target struct {
 	group string
 	gv    schema.GroupVersion
 	res   *resource
-	// tenant is the tenant of the path; SystemTenant for short paths.
+	// tenant is the tenant of the path. A short path (no tenant segment)
+	// means the caller's tenant: parsePath leaves SystemTenant and sets
+	// short, and the request's user decides (forCaller).
 	tenant string
-	// allTenants: the collection lists and watches every tenant: a
-	// /tenants/all/{res} path, or a short-path collection (/api/v1/pods).
+	short  bool
+	// allTenants: the collection lists and watches every tenant, a
+	// /tenants/all/{res} path.
 	allTenants bool
 	// namespace is "" for collections across namespaces and for objects
 	// that are not namespaced.
@@ -138,6 +142,7 @@ func parsePath(p string) (target, error) {
 // resourcePath parses what follows the group version or the tenant prefix.
 // short says there was no tenant prefix.
 func (t target) resourcePath(segs []string, short bool, notFound error) (target, error) {
+	t.short = short
 	if segs[0] == "namespaces" && len(segs) >= 3 {
 		if !isSub("namespaces", segs[2]) || len(segs) > 3 {
 			// /namespaces/{ns}/{res}[/{name}[/{sub}]]
@@ -165,10 +170,25 @@ func (t target) resourcePath(segs []string, short bool, notFound error) (target,
 			return target{}, notFound
 		}
 	}
-	if short && len(segs) == 1 && t.res.scope != scopeCluster {
-		t.allTenants = true
-	}
 	return t.object(segs, notFound)
+}
+
+// forCaller gives a short path the tenant of the user who asks, as Arktos
+// does: a short path is never every tenant (sample 48), and the admin and
+// unauthenticated callers are in the system tenant.
+func (t target) forCaller(u admission.UserInfo) (target, error) {
+	if !t.short || t.res == nil || t.res.scope == scopeCluster {
+		return t, nil
+	}
+	tenant := admission.UserTenant(u)
+	if tenant == "" {
+		return t, nil
+	}
+	if err := tenancy.ValidateTenantName(tenant); err != nil {
+		return target{}, apierrors.NewBadRequest(fmt.Sprintf("the tenant of user %q: %v", truncate(u.GetName()), err))
+	}
+	t.tenant = tenant
+	return t, nil
 }
 
 // object finishes a target from {res}[/{name}[/{sub}]].

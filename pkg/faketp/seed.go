@@ -17,7 +17,9 @@ import (
 
 // Seed stores objects the way a restore would: in one commit, without
 // admission, keeping their status (pods keep their IPs and phase). An
-// existing object with the same key is replaced.
+// existing object with the same key is replaced. Seeding is never refused
+// for a missing tenant or namespace: they are created (a Tenant with
+// spec.storageClusterId "0"), so the TP stays consistent.
 //
 // Objects may be typed k8s.io/api values (apiVersion and kind may be left
 // empty), *unstructured.Unstructured, or map[string]any. The tenant is
@@ -96,23 +98,64 @@ func roundTrip(v any) (obj, error) {
 }
 
 // seedObjects prepares every object as a create would, then loads them all
-// in one store commit.
+// in one store commit. Tenants and namespaces that the objects live in but
+// that neither exist nor come with them are created first (a tenant with
+// storageClusterId "0"), so the TP stays as consistent as Arktos keeps it.
 func (tp *TP) seedObjects(objs []obj) error {
-	puts := make([]store.Put, 0, len(objs))
+	st := tp.st()
+	if st == nil {
+		return fmt.Errorf("faketp %s: not started", tp.name)
+	}
+	targets := make([]target, len(objs))
+	have := map[store.Key]bool{}
 	for i, o := range objs {
 		t, err := seedTarget(o)
 		if err != nil {
 			return fmt.Errorf("faketp %s: object %d: %w", tp.name, i, err)
 		}
+		targets[i] = t
+		if n := str(o, "metadata", "name"); n != "" && (t.res.gvr.Resource == "tenants" || t.res.gvr.Resource == "namespaces") {
+			have[t.key(n)] = true
+		}
+	}
+	var missing []obj
+	need := func(k store.Key, o obj) {
+		if have[k] {
+			return
+		}
+		have[k] = true
+		if _, ok := st.Get(k); !ok {
+			missing = append(missing, o)
+		}
+	}
+	for _, t := range targets {
+		if t.res.scope == scopeCluster {
+			continue
+		}
+		if !tenancy.IsSystem(t.tenant) {
+			need(store.Key{Resource: "tenants", Name: t.tenant}, obj{"apiVersion": "v1", "kind": "Tenant", "metadata": obj{"name": t.tenant}})
+		}
+		if t.res.scope == scopeNamespace {
+			need(store.Key{Resource: "namespaces", Tenant: t.tenant, Name: t.namespace},
+				obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": t.namespace, "tenant": t.tenant}})
+		}
+	}
+	puts := make([]store.Put, 0, len(missing)+len(objs))
+	for i, o := range append(missing, objs...) {
+		var t target
+		if i < len(missing) {
+			var err error
+			if t, err = seedTarget(o); err != nil {
+				return fmt.Errorf("faketp %s: %w", tp.name, err)
+			}
+		} else {
+			t = targets[i-len(missing)]
+		}
 		k, _, err := tp.prepareCreate(t, o, true)
 		if err != nil {
-			return fmt.Errorf("faketp %s: object %d (%s %s): %w", tp.name, i, t.res.kind, str(o, "metadata", "name"), err)
+			return fmt.Errorf("faketp %s: object %d (%s %s): %w", tp.name, i-len(missing), t.res.kind, str(o, "metadata", "name"), err)
 		}
 		puts = append(puts, store.Put{Key: k, Meta: t.res.index(o), Encode: encoder(o)})
-	}
-	st := tp.st()
-	if st == nil {
-		return fmt.Errorf("faketp %s: not started", tp.name)
 	}
 	return st.Load(puts)
 }

@@ -53,11 +53,6 @@ type TPOptions struct {
 	// WatchList says how the TP answers client-go's watch-list requests
 	// (sendInitialEvents=true); WatchListIgnored, as Arktos, by default.
 	WatchList WatchListMode
-	// Strict refuses (404 NotFound) to create objects in a tenant or a
-	// namespace that does not exist, as Arktos's tenant and namespace
-	// lifecycle admission does. Off by default: tests need not create
-	// tenants and namespaces first. Seed and Generate are never refused.
-	Strict bool
 	// EndpointSlices serves discovery.k8s.io/v1 EndpointSlices. Arktos
 	// has none, so they are off by default and the group is 404.
 	EndpointSlices bool
@@ -313,16 +308,18 @@ func (tp *TP) Start(ctx context.Context) error {
 	return nil
 }
 
-// bootstrap creates what every Arktos TP has: the system tenant and its
-// default, kube-system and kube-public namespaces.
+// systemNamespaces exist in the system tenant of every Arktos TP from the
+// start (samples 20, 80).
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// bootstrap creates what every Arktos TP has from the start: the system
+// tenant's namespaces. There is no Tenant object "system" (sample 11)
+// unless the tenant controller runs.
 func (tp *TP) bootstrap() error {
 	var objs []obj
-	if _, ok := tp.st().Get(store.Key{Resource: "tenants", Name: tenancy.SystemTenant}); !ok {
-		objs = append(objs, obj{"apiVersion": "v1", "kind": "Tenant", "metadata": obj{"name": tenancy.SystemTenant}, "spec": obj{}, "status": obj{"phase": "Active"}})
-	}
-	for _, ns := range []string{"default", "kube-system", "kube-public"} {
+	for _, ns := range systemNamespaces {
 		if _, ok := tp.st().Get(store.Key{Resource: "namespaces", Tenant: tenancy.SystemTenant, Name: ns}); !ok {
-			objs = append(objs, obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns, "tenant": tenancy.SystemTenant}, "status": obj{"phase": "Active"}})
+			objs = append(objs, obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns, "tenant": tenancy.SystemTenant}})
 		}
 	}
 	if len(objs) == 0 {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
+	validfield "k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
@@ -79,7 +80,7 @@ func normalize(t target, o obj, pathName string) (obj, error) {
 	}
 	if r.scope == scopeNamespace {
 		if ns, _ := strField(md, "namespace"); ns != "" && ns != t.namespace {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", truncate(ns), t.namespace))
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 		md["namespace"] = t.namespace
 	} else {
@@ -89,7 +90,8 @@ func normalize(t target, o obj, pathName string) (obj, error) {
 		delete(md, "tenant")
 	} else {
 		if tn, _ := strField(md, "tenant"); tn != "" && tn != t.tenant {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.tenant of the provided object (%s) does not match the tenant of the request path (%s)", truncate(tn), t.tenant))
+			// Arktos's words (sample 42).
+			return nil, apierrors.NewBadRequest("the tenant of the provided object does not match the tenant sent on the request")
 		}
 		md["tenant"] = t.tenant
 	}
@@ -196,6 +198,9 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 	} else if r.gvr.Resource == "services" && str(o, "spec", "clusterIP") == "" && str(o, "spec", "type") != "ExternalName" {
 		tp.defaultOnCreate(r, o)
 	}
+	if err := tp.lifecycleDefaults(r, name, o, seed); err != nil {
+		return store.Key{}, nil, err
+	}
 	typed, err := r.typed(o, t.tenant)
 	if err != nil {
 		return store.Key{}, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))
@@ -210,8 +215,6 @@ func (tp *TP) defaultOnCreate(r *resource, o obj) {
 	switch r.gvr.Resource {
 	case "pods":
 		o["status"] = obj{"phase": "Pending"}
-	case "namespaces":
-		o["status"] = obj{"phase": "Active"}
 	case "services":
 		delete(o, "status")
 		spec := child(o, "spec")
@@ -239,10 +242,59 @@ func (tp *TP) allocateIP() string {
 	return fmt.Sprintf("10.%d.%d.%d", 96+(n>>16)&15, (n>>8)&255, n&255)
 }
 
-// lifecycle refuses creation in a missing tenant or namespace when the TP
-// is strict.
+// lifecycleDefaults completes and checks what Arktos's lifecycle adds to
+// tenants and namespaces: a tenant needs spec.storageClusterId "0".."63"
+// (Seed and Generate default it to "0") and gets the finalizer "arktos", a
+// namespace the finalizer "kubernetes"; both start Active.
+func (tp *TP) lifecycleDefaults(r *resource, name string, o obj, seed bool) error {
+	var finalizer string
+	switch r.gvr.Resource {
+	case "tenants":
+		finalizer = "arktos"
+		spec := ensureChild(o, "spec")
+		id, present := spec["storageClusterId"]
+		if !present && seed {
+			id, present = "0", true
+			spec["storageClusterId"] = id
+		}
+		path := validfield.NewPath("spec", "storageClusterId")
+		if !present || id == "" {
+			return apierrors.NewInvalid(r.gvk().GroupKind(), name, validfield.ErrorList{validfield.Required(path, "must specify storage cluster id")})
+		}
+		s, _ := id.(string)
+		if n, err := strconv.Atoi(s); err != nil || n < 0 || n > 63 || strconv.Itoa(n) != s {
+			return apierrors.NewInvalid(r.gvk().GroupKind(), name, validfield.ErrorList{validfield.Invalid(path, id, "must be a storage cluster id from \"0\" to \"63\"")})
+		}
+	case "namespaces":
+		finalizer = "kubernetes"
+	default:
+		return nil
+	}
+	spec := ensureChild(o, "spec")
+	if _, ok := spec["finalizers"]; !ok || !seed {
+		spec["finalizers"] = []any{finalizer}
+	}
+	if str(o, "status", "phase") == "" || !seed {
+		o["status"] = obj{"phase": "Active"}
+	}
+	return nil
+}
+
+// ensureChild returns the map at o[k], creating it when absent.
+func ensureChild(o obj, k string) obj {
+	m := child(o, k)
+	if m == nil {
+		m = obj{}
+		o[k] = m
+	}
+	return m
+}
+
+// lifecycle refuses creation in a missing tenant or namespace, as Arktos's
+// tenant and namespace lifecycle admission does (samples 25, 32). The
+// system tenant needs no Tenant object.
 func (tp *TP) lifecycle(t target) error {
-	if !tp.opts.Strict || t.res.scope == scopeCluster {
+	if t.res.scope == scopeCluster {
 		return nil
 	}
 	st := tp.st()
