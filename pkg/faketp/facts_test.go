@@ -485,3 +485,99 @@ func TestShortPathIsCallersTenant(t *testing.T) {
 		t.Errorf("the admin's short-path watch saw another tenant: %v", evs)
 	}
 }
+
+// jsonAt reads the value at a dotted path of a JSON object ("spec.ports.0.protocol").
+func jsonAt(t *testing.T, b []byte, path string) string {
+	t.Helper()
+	var cur any
+	if err := json.Unmarshal(b, &cur); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Split(path, ".") {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[p]
+		case []any:
+			var i int
+			fmt.Sscan(p, &i)
+			if i >= len(c) {
+				return "<none>"
+			}
+			cur = c[i]
+		default:
+			return "<none>"
+		}
+	}
+	if cur == nil {
+		return "<none>"
+	}
+	if s, ok := cur.(string); ok {
+		return s
+	}
+	b, _ = json.Marshal(cur)
+	return string(b)
+}
+
+// Server defaults as Arktos returns them (samples 30, 36, 40, 71, 73).
+func TestServerDefaults(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	create := func(path, body string) []byte {
+		r := do(t, tp, "POST", path, jsonCT, body)
+		if r.code != 201 {
+			t.Fatalf("POST %s: %d %s", path, r.code, r.body)
+		}
+		return r.body
+	}
+	pod := create("/api/v1/namespaces/default/pods", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"nginx:1.19","ports":[{"containerPort":80}]},{"name":"d","image":"busybox","resources":{"limits":{"cpu":"1"}}}]}}`)
+	svc := create("/api/v1/namespaces/default/services", `{"metadata":{"name":"s"},"spec":{"selector":{"a":"b"},"ports":[{"name":"http","port":80}]}}`)
+	ep := create("/api/v1/namespaces/default/endpoints", `{"metadata":{"name":"e"},"subsets":[{"addresses":[{"ip":"10.0.0.1"}],"ports":[{"port":80}]}]}`)
+	sec := create("/api/v1/namespaces/default/secrets", `{"metadata":{"name":"sec"},"stringData":{"k":"v"}}`)
+	ds := create("/apis/apps/v1/namespaces/kube-system/daemonsets", `{"metadata":{"name":"ds"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`)
+	for _, tc := range []struct {
+		obj        []byte
+		path, want string
+	}{
+		{pod, "spec.containers.0.ports.0.protocol", "TCP"},
+		{pod, "spec.containers.0.resources", "{}"},
+		{pod, "spec.containers.0.terminationMessagePath", "/dev/termination-log"},
+		{pod, "spec.containers.0.terminationMessagePolicy", "File"},
+		{pod, "spec.containers.0.imagePullPolicy", "IfNotPresent"},
+		{pod, "spec.containers.1.imagePullPolicy", "Always"},
+		{pod, "spec.workloadInfo", `[{"image":"nginx:1.19","name":"c","resources":{}},{"image":"busybox","name":"d","resources":{"limits":{"cpu":"1"}}}]`},
+		{pod, "spec.restartPolicy", "Always"},
+		{pod, "spec.terminationGracePeriodSeconds", "30"},
+		{pod, "spec.dnsPolicy", "ClusterFirst"},
+		{pod, "spec.securityContext", "{}"},
+		{pod, "spec.schedulerName", "default-scheduler"},
+		{pod, "spec.tolerations", `[{"effect":"NoExecute","key":"node.kubernetes.io/not-ready","operator":"Exists","tolerationSeconds":300},{"effect":"NoExecute","key":"node.kubernetes.io/unreachable","operator":"Exists","tolerationSeconds":300}]`},
+		{pod, "spec.priority", "0"},
+		{pod, "spec.enableServiceLinks", "true"},
+		{pod, "spec.serviceAccountName", "<none>"}, // no ServiceAccount admission
+		{pod, "status.phase", "Pending"},
+		{pod, "status.qosClass", "Burstable"},
+		{svc, "spec.ports.0.protocol", "TCP"},
+		{svc, "spec.ports.0.targetPort", "80"},
+		{svc, "spec.type", "ClusterIP"},
+		{svc, "spec.sessionAffinity", "None"},
+		{svc, "spec.clusterIPs", "<none>"},
+		{svc, "status", `{"loadBalancer":{}}`},
+		{ep, "subsets.0.ports.0.protocol", "TCP"},
+		{sec, "data.k", "dg=="},
+		{sec, "stringData", "<none>"},
+		{sec, "type", "Opaque"},
+		{ds, "metadata.generation", "1"},
+		{ds, "spec.updateStrategy", `{"rollingUpdate":{"maxUnavailable":1},"type":"RollingUpdate"}`},
+		{ds, "spec.revisionHistoryLimit", "10"},
+		{ds, "spec.template.spec.containers.0.imagePullPolicy", "Always"},
+		{ds, "spec.template.spec.enableServiceLinks", "<none>"},
+		{ds, "status", `{"currentNumberScheduled":0,"desiredNumberScheduled":0,"numberMisscheduled":0,"numberReady":0}`},
+	} {
+		if got := jsonAt(t, tc.obj, tc.path); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	if !strings.Contains(string(ds), `"deprecated.daemonset.template.generation":"1"`) || !strings.Contains(string(ds), `"creationTimestamp":null`) {
+		t.Errorf("daemonset: %s", ds)
+	}
+}

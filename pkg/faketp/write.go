@@ -193,10 +193,11 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 	delete(md, "resourceVersion")
 	delete(md, "deletionTimestamp")
 	delete(md, "deletionGracePeriodSeconds")
+	applyDefaults(r, o)
 	if !seed {
 		tp.defaultOnCreate(r, o)
-	} else if r.gvr.Resource == "services" && str(o, "spec", "clusterIP") == "" && str(o, "spec", "type") != "ExternalName" {
-		tp.defaultOnCreate(r, o)
+	} else if r.gvr.Resource == "services" {
+		tp.allocateClusterIP(ensureChild(o, "spec"))
 	}
 	if err := tp.lifecycleDefaults(r, name, o, seed); err != nil {
 		return store.Key{}, nil, err
@@ -206,33 +207,6 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 		return store.Key{}, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))
 	}
 	return t.key(name), typed, nil
-}
-
-// defaultOnCreate applies what kube-apiserver's create strategies do to the
-// fields fake-tp's clients care about: status is the server's (pods start
-// Pending, namespaces Active), and a service gets a cluster IP.
-func (tp *TP) defaultOnCreate(r *resource, o obj) {
-	switch r.gvr.Resource {
-	case "pods":
-		o["status"] = obj{"phase": "Pending"}
-	case "services":
-		delete(o, "status")
-		spec := child(o, "spec")
-		if spec == nil {
-			spec = obj{}
-			o["spec"] = spec
-		}
-		if str(spec, "type") == "" {
-			spec["type"] = "ClusterIP"
-		}
-		if str(spec, "type") != "ExternalName" && str(spec, "clusterIP") == "" {
-			ip := tp.allocateIP()
-			spec["clusterIP"] = ip
-			spec["clusterIPs"] = []any{ip}
-		}
-	case "daemonsets":
-		delete(o, "status")
-	}
 }
 
 // allocateIP hands out service IPs from 10.96.0.0/12 in order. IPs are not
@@ -418,6 +392,7 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 		if uid, _ := strField(md, "uid"); uid != "" && uid != str(oldO, "metadata", "uid") {
 			return nil, apierrors.NewConflict(r.gvr.GroupResource(), t.name, fmt.Errorf("precondition failed: UID in object meta %s does not match the stored UID", truncate(uid)))
 		}
+		applyDefaults(r, o) // before comparing specs in keepServerFields
 		o = keepServerFields(r, t.sub, o, oldO)
 		typed, err := r.typed(o, t.tenant)
 		if err != nil {
@@ -484,6 +459,11 @@ func keepServerFields(r *resource, sub string, o, old obj) obj {
 	b, _ := json.Marshal(o["spec"])
 	if !bytes.Equal(a, b) {
 		gen++
+		a, _ = json.Marshal(child(child(old, "spec"), "template"))
+		b, _ = json.Marshal(child(child(o, "spec"), "template"))
+		if r.gvr.Resource == "daemonsets" && !bytes.Equal(a, b) {
+			ensureChild(md, "annotations")["deprecated.daemonset.template.generation"] = strconv.FormatInt(gen, 10)
+		}
 	}
 	md["generation"] = json.Number(strconv.FormatInt(gen, 10))
 	return o
