@@ -457,10 +457,8 @@ func TestFakeTPSyncedOnlyAfterAllTPs(t *testing.T) {
 func TestFakeTPSyncTimeout(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	e := start(t, faketp.Options{}, true, kubeproxy.SourceOptions{SyncTimeout: time.Minute, Clock: clk})
-	waitFor(t, "tp1's services in the view", func() bool {
-		_, ok := e.view.Snapshot().Port(dnsName("tp1"))
-		return ok
-	})
+	// tp1's services and endpoints have both listed.
+	waitFor(t, "tp1 synced", func() bool { p, _ := e.set.Get("tp1"); return p.Synced() })
 	waitFor(t, "the source to wait on its clock", clk.HasWaiters)
 	if e.view.Synced() {
 		t.Fatal("view synced before the timeout")
