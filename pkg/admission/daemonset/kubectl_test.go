@@ -41,12 +41,32 @@ const dsManifest = `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name
 "spec":{"selector":{"matchLabels":{"app":"node-agent"}},"template":{"metadata":{"labels":{"app":"node-agent"}},
 "spec":{"containers":[{"name":"agent","image":"registry.k8s.io/pause:3.10"}]}}}}`
 
+// seedTenantT1 gives the TP tenant t1 with a kube-system namespace: as in
+// Arktos, nothing can be created in a tenant or namespace that does not
+// exist.
+func seedTenantT1(t *testing.T, c *faketp.Cluster) {
+	t.Helper()
+	err := c.TPs()[0].Seed(
+		map[string]any{"apiVersion": "v1", "kind": "Tenant", "metadata": map[string]any{"name": "t1"}, "spec": map[string]any{"storageClusterId": "0"}},
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system", "tenant": "t1"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tenantJSON is a Tenant as Arktos takes it: with a storage cluster.
+func tenantJSON(name string) string {
+	return `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"` + name + `"},"spec":{"storageClusterId":"0"}}`
+}
+
 // TestKubectlAgainstFakeTP is the end-to-end check of issue 6: the real
 // kubectl, talking to fake-tp over HTTP, meets the plugins in fake-tp's
 // default admission chain.
 func TestKubectlAgainstFakeTP(t *testing.T) {
 	needKubectl(t)
 	c := faketp.StartT(t, faketp.Options{})
+	seedTenantT1(t, c)
 	kc := c.KubeconfigPaths()[0]
 	ds := writeFile(t, "ds.json", dsManifest)
 
@@ -71,7 +91,7 @@ func TestKubectlAgainstFakeTP(t *testing.T) {
 	})
 	for name, reason := range map[string]string{"all": `"all" is reserved`, "Bad_Name": "not a DNS-1123 label"} {
 		t.Run("tenant "+name+" is refused", func(t *testing.T) {
-			f := writeFile(t, "tenant.json", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"`+name+`"}}`)
+			f := writeFile(t, "tenant.json", tenantJSON(name))
 			out, ok := kubectl(t, kc, "create", "--raw", "/api/v1/tenants", "-f", f)
 			if ok || !strings.Contains(out, `Tenant "`+name+`" is invalid`) || !strings.Contains(out, reason) {
 				t.Fatalf("kubectl succeeded=%v, output %q; want Tenant %q is invalid: %s", ok, out, name, reason)
@@ -79,16 +99,16 @@ func TestKubectlAgainstFakeTP(t *testing.T) {
 		})
 	}
 	t.Run("tenant system is not created again", func(t *testing.T) {
-		f := writeFile(t, "tenant.json", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"system"}}`)
+		f := writeFile(t, "tenant.json", tenantJSON("system"))
 		out, ok := kubectl(t, kc, "create", "--raw", "/api/v1/tenants", "-f", f)
 		if ok || !strings.Contains(out, `tenants "system" is forbidden`) || !strings.Contains(out, "cannot be created") {
 			t.Fatalf("creating system: succeeded=%v, %q", ok, out)
 		}
 	})
-	t.Run("tenant t1 is created and system is not deleted", func(t *testing.T) {
-		f := writeFile(t, "tenant.json", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"t1"}}`)
+	t.Run("tenant t2 is created and system is not deleted", func(t *testing.T) {
+		f := writeFile(t, "tenant.json", tenantJSON("t2"))
 		if out, ok := kubectl(t, kc, "create", "--raw", "/api/v1/tenants", "-f", f); !ok {
-			t.Fatalf("creating tenant t1: %s", out)
+			t.Fatalf("creating tenant t2: %s", out)
 		}
 		out, ok := kubectl(t, kc, "delete", "--raw", "/api/v1/tenants/system")
 		if ok || !strings.Contains(out, `tenants "system" is forbidden`) {
@@ -103,12 +123,13 @@ func TestKubectlAgainstFakeTP(t *testing.T) {
 func TestKubectlPluginsCanBeDisabled(t *testing.T) {
 	needKubectl(t)
 	c := faketp.StartT(t, faketp.Options{DisablePlugins: []string{daemonset.PluginName, tenantname.PluginName}})
+	seedTenantT1(t, c)
 	kc := c.KubeconfigPaths()[0]
 	ds := writeFile(t, "ds.json", dsManifest)
 	if out, ok := kubectl(t, kc, "create", "--raw", "/apis/apps/v1/tenants/t1/namespaces/kube-system/daemonsets", "-f", ds); !ok {
 		t.Fatalf("with the plugin disabled, kubectl failed: %s", out)
 	}
-	f := writeFile(t, "tenant.json", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"system"}}`)
+	f := writeFile(t, "tenant.json", tenantJSON("system"))
 	if out, _ := kubectl(t, kc, "create", "--raw", "/api/v1/tenants", "-f", f); strings.Contains(out, "cannot be created") {
 		t.Fatalf("tenant-name plugin still ran: %s", out)
 	}
@@ -136,7 +157,8 @@ current-context: c
 	}
 	alice, sam, admin := kubeconfigAs("alice", "t1"), kubeconfigAs("sam", "system"), c.KubeconfigPaths()[0]
 	ds := writeFile(t, "ds.json", dsManifest)
-	const path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+	// The system tenant's path: a short path would be alice's own tenant.
+	const path = "/apis/apps/v1/tenants/system/namespaces/kube-system/daemonsets"
 
 	out, ok := kubectl(t, alice, "create", "--raw", path, "-f", ds)
 	if ok || !strings.Contains(out, `user "alice" (tenant t1) may not create DaemonSets`) {
@@ -145,7 +167,7 @@ current-context: c
 	if out, ok := kubectl(t, sam, "create", "--raw", path, "-f", ds); !ok {
 		t.Fatalf("sam (system tenant): %s", out)
 	}
-	out, ok = kubectl(t, alice, "delete", "daemonset", "-n", "kube-system", "node-agent")
+	out, ok = kubectl(t, alice, "delete", "--raw", path+"/node-agent")
 	if ok || !strings.Contains(out, `user "alice" (tenant t1) may not delete DaemonSets`) {
 		t.Fatalf("alice delete: succeeded=%v %q", ok, out)
 	}
