@@ -197,7 +197,7 @@ func testKubectl(t *testing.T, m *mission) {
 	// kubectl apply sends to the short path, which means tenant system: a
 	// manifest saying tenant acme is refused there too, not created in
 	// system under acme's name.
-	k.fails("does not match the tenant of the request path", "apply", "-f", writeFile(t, "ds-acme.json", dsJSON("acme", "default", "log-agent")))
+	k.fails("the tenant of the provided object does not match the tenant sent on the request", "apply", "-f", writeFile(t, "ds-acme.json", dsJSON("acme", "default", "log-agent")))
 	var list map[string]any
 	if err := json.Unmarshal([]byte(k.must("get", "--raw", "/apis/apps/v1/tenants/acme/daemonsets")), &list); err != nil {
 		t.Fatal(err)
