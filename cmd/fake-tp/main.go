@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type config struct {
 	generate    int
 	adminListen string
 	watchList   string
+	controllers string
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -43,6 +45,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.opts.History, "watch-history", 100, "Events of each resource kept for watches, as Arktos's watch cache (100): a watch from an older resourceVersion gets a 410 Expired ERROR event.")
 	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
 	fs.StringVar(&c.watchList, "watch-list", "ignored", "How TPs answer client-go watch-list requests (sendInitialEvents): ignored (as Arktos: client-go reflectors with WatchListClient on never sync); served (as kube-apiserver 1.32+); rejected (422, as kube-apiserver with WatchList off: clients fall back to list).")
+	fs.StringVar(&c.controllers, "controllers", strings.Join(faketp.DefaultControllers(), ","), "Comma-separated controllers each TP runs, as Arktos's controller manager would: tenant (the Tenant system, and default, kube-system and kube-public in every new tenant), endpoints (core/v1 Endpoints of services with a selector). --controllers= runs none.")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -57,6 +60,12 @@ func parseFlags(args []string) (*config, error) {
 		c.opts.Names = splitList(c.names)
 	}
 	c.opts.DisablePlugins = splitList(c.disable)
+	c.opts.Controllers = append([]string{}, splitList(c.controllers)...) // empty, not nil: none
+	for _, n := range c.opts.Controllers {
+		if !slices.Contains(faketp.DefaultControllers(), n) {
+			return nil, fmt.Errorf("--controllers: unknown controller %q (known: %s)", n, strings.Join(faketp.DefaultControllers(), ", "))
+		}
+	}
 	if c.opts.Partitions < 1 && len(c.opts.Names) == 0 {
 		return nil, errors.New("--partitions must be at least 1")
 	}

@@ -48,6 +48,7 @@ func TestParseFlags(t *testing.T) {
 		{"extra-arg"},
 		{"--no-such-flag"},
 		{"--watch-list", "sometimes"},
+		{"--controllers", "tenant,scheduler"},
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -55,6 +56,20 @@ func TestParseFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--partitions", "0", "--partition-names", "a,b"}); err != nil {
 		t.Errorf("--partition-names without --partitions: %v", err)
+	}
+	// Controllers: the default set, a chosen one, or none.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "[tenant endpoints]"},
+		{[]string{"--controllers", "tenant"}, "[tenant]"},
+		{[]string{"--controllers="}, "[]"},
+	} {
+		c, err := parseFlags(tc.args)
+		if err != nil || fmt.Sprint(c.opts.Controllers) != tc.want || c.opts.Controllers == nil {
+			t.Errorf("%v: %v %v, want %s", tc.args, err, c.opts.Controllers, tc.want)
+		}
 	}
 }
 

@@ -59,9 +59,10 @@ type Options struct {
 	// History and BookmarkInterval: see TPOptions.
 	History          int
 	BookmarkInterval time.Duration
-	// WatchList and EndpointSlices: see TPOptions.
+	// WatchList, EndpointSlices and Controllers: see TPOptions.
 	WatchList      WatchListMode
 	EndpointSlices bool
+	Controllers    []string
 }
 
 // Chain builds the admission chain of o.
@@ -108,6 +109,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkControllers(o.Controllers); err != nil {
+		return nil, err
+	}
 	c := &Cluster{}
 	kcDir := o.KubeconfigDir
 	if kcDir == "" {
@@ -133,6 +137,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
 			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, EndpointSlices: o.EndpointSlices,
+			Controllers: o.Controllers,
 		}
 		if o.Listen != "" {
 			p := 0

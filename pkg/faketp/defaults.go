@@ -19,6 +19,14 @@ func applyDefaults(r *resource, o obj) {
 	switch r.gvr.Resource {
 	case "pods":
 		defaultPodSpec(ensureChild(o, "spec"), true)
+		// Conditions carry both times, null when unset, as a typed
+		// round trip writes them (sample 96).
+		for _, c := range list(o, "status", "conditions") {
+			if m, ok := c.(map[string]any); ok {
+				setDefault(m, "lastProbeTime", nil)
+				setDefault(m, "lastTransitionTime", nil)
+			}
+		}
 	case "services":
 		defaultServiceSpec(ensureChild(o, "spec"))
 	case "endpoints":
@@ -31,6 +39,25 @@ func applyDefaults(r *resource, o obj) {
 		defaultSecret(o)
 	case "daemonsets":
 		defaultDaemonSetSpec(ensureChild(o, "spec"))
+	}
+}
+
+// dropNewerFields removes what clients of newer Kubernetes write but
+// Arktos's types (Kubernetes 1.18, before dual-stack) do not have, as its
+// decoder drops them (sample 96 loses status.podIPs). Seeds keep them.
+func dropNewerFields(r *resource, o obj) {
+	switch r.gvr.Resource {
+	case "pods":
+		if st := child(o, "status"); st != nil {
+			delete(st, "podIPs")
+			delete(st, "hostIPs")
+		}
+	case "services":
+		if spec := child(o, "spec"); spec != nil {
+			for _, f := range []string{"clusterIPs", "ipFamilies", "ipFamilyPolicy"} {
+				delete(spec, f)
+			}
+		}
 	}
 }
 

@@ -43,14 +43,38 @@
 // needs spec.storageClusterId "0".."63" and gets the finalizer "arktos",
 // a namespace "kubernetes", both phase Active. Every TP starts with the
 // system tenant's default, kube-system, kube-public and kube-node-lease
-// namespaces, and no Tenant object "system". Seed and Generate are never
-// refused: they create the tenants and namespaces their objects need.
-// Deleting a namespace or a tenant deletes what is in it at once (no
-// Terminating phase).
-// Deletion is immediate: no graceful deletion of pods, no finalizers, no
-// garbage collection of dependents. Status is the server's: a create
-// through HTTP drops the client's status (pods start Pending), and only
-// /status changes it; Seed and Generate keep status as given.
+// namespaces. Seed and Generate are never refused: they create the tenants
+// and namespaces their objects need. Deleting a namespace or a tenant
+// deletes what is in it at once (no Terminating phase).
+//
+// Controllers (Options.Controllers; by default the tenant and endpoints
+// controllers of Arktos's controller manager) run synchronously after every
+// change, before the request that made it is answered, each of their writes
+// a store write of its own:
+//   - tenant: the Tenant "system" exists (without it, GET is 404 as on a
+//     TP without a controller manager), and every new tenant gets the
+//     namespaces default, kube-system and kube-public;
+//   - endpoints: the core/v1 Endpoints of every service with a selector
+//     list its pods (same tenant and namespace) that are on a node, have a
+//     pod IP, are not being deleted and have not ended: Ready ones in
+//     addresses, others in notReadyAddresses, with nodeName, hostname and
+//     targetRef (with tenant), ports resolved through container port names;
+//     labels are the service's. A deleted service's Endpoints go; those of
+//     services without a selector and of ExternalName services are the
+//     clients'.
+//
+// Pods: there is no scheduler or kubelet. POST .../pods/{name}/binding sets
+// spec.nodeName (409 if bound), a status PATCH sets the pod IP and Ready,
+// and then the endpoints controller counts the pod. A DELETE marks the pod
+// (deletionTimestamp, deletionGracePeriodSeconds: a MODIFIED event, which is
+// what DELETE answers) and deletes it at once, also when it is bound:
+// unlike Arktos, no kubelet is waited for. Pods get no service account.
+// Deletion ignores finalizers and does not collect dependents. Status is
+// the server's: a create through HTTP drops the client's status (pods
+// start Pending), and only /status changes it; Seed and Generate keep
+// status as given. Server defaults are Arktos's for the served kinds, and
+// fields Arktos's (pre-dual-stack) types lack, such as status.podIPs and
+// spec.clusterIPs, are dropped from HTTP writes.
 //
 // Identity: requests without credentials act as the admin (AdminUser, group
 // system:masters, tenant system); a TP's kubeconfig carries an admin token;

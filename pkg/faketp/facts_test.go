@@ -378,7 +378,7 @@ func runSteps(t *testing.T, tp *faketp.TP, steps []step) {
 // Arktos facts 3, 4 and 5: tenants need a storageClusterId, objects need
 // their tenant and namespace, and errors are worded as Arktos words them.
 func TestLifecycleAndErrors(t *testing.T) {
-	c := faketp.StartT(t, faketp.Options{})
+	c := faketp.StartT(t, faketp.Options{Controllers: []string{}}) // as responses/
 	tp := c.TPs()[0]
 	pod := func(name, tenant string) string {
 		tn := ""
@@ -580,4 +580,121 @@ func TestServerDefaults(t *testing.T) {
 	if !strings.Contains(string(ds), `"deprecated.daemonset.template.generation":"1"`) || !strings.Contains(string(ds), `"creationTimestamp":null`) {
 		t.Errorf("daemonset: %s", ds)
 	}
+}
+
+// Arktos fact 3 with the controller manager: the tenant controller makes
+// the Tenant "system" and every tenant's default, kube-system and
+// kube-public namespaces (responses-with-kcm 11, 24, 27).
+func TestTenantController(t *testing.T) {
+	for _, tc := range []struct {
+		controllers  []string
+		system, dflt int
+	}{{nil, 200, 409}, {[]string{}, 404, 201}, {[]string{faketp.EndpointsController}, 404, 201}} {
+		tp := faketp.StartT(t, faketp.Options{Controllers: tc.controllers}).TPs()[0]
+		runSteps(t, tp, []step{
+			{name: fmt.Sprintf("%v: the Tenant system", tc.controllers), method: "GET", path: "/api/v1/tenants/system", code: tc.system, reason: map[int]metav1.StatusReason{404: metav1.StatusReasonNotFound}[tc.system]},
+			{name: "tenant", method: "POST", path: "/api/v1/tenants", body: `{"metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`, code: 201},
+			{name: fmt.Sprintf("%v: default in a new tenant", tc.controllers), method: "POST", path: "/api/v1/tenants/acme/namespaces", body: `{"metadata":{"name":"default"}}`, code: tc.dflt,
+				reason: map[int]metav1.StatusReason{409: metav1.StatusReasonAlreadyExists}[tc.dflt]},
+		})
+	}
+	tp := faketp.StartT(t, faketp.Options{}).TPs()[0]
+	if err := tp.Seed(namespace("zeta", "web")); err != nil { // seeding makes tenant zeta
+		t.Fatal(err)
+	}
+	if got := strings.Join(listKeys(t, tp, "/api/v1/tenants/zeta/namespaces"), " "); got != "zeta//default zeta//kube-public zeta//kube-system zeta//web" {
+		t.Fatalf("a seeded tenant's namespaces: %s", got)
+	}
+}
+
+// Pods without a kubelet: a Binding (sample 95), a status patch (96) and
+// the endpoints controller (97 with kcm); graceful deletion (60, 65).
+func TestPodLifecycleAndEndpointsController(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{})
+	tp := c.TPs()[0]
+	if err := tp.Seed(namespace("acme", "ns1")); err != nil {
+		t.Fatal(err)
+	}
+	const base = "/api/v1/tenants/acme/namespaces/ns1/"
+	ep := func() []byte { return do(t, tp, "GET", base+"endpoints/web", "", "").body }
+	runSteps(t, tp, []step{
+		{name: "service", method: "POST", path: base + "services", body: `{"metadata":{"name":"web","labels":{"l":"v"}},"spec":{"selector":{"app":"web"},"ports":[{"name":"http","port":80,"targetPort":"web"},{"name":"metrics","port":9090}]}}`, code: 201},
+		{name: "the controller made the Endpoints (36 with kcm)", method: "POST", path: base + "endpoints", body: `{"metadata":{"name":"web"}}`, code: 409, reason: metav1.StatusReasonAlreadyExists},
+		{name: "pod", method: "POST", path: base + "pods", body: `{"metadata":{"name":"web-1","labels":{"app":"web"}},"spec":{"hostname":"h1","subdomain":"web","containers":[{"name":"c","image":"nginx:1.19","ports":[{"name":"web","containerPort":8080}]}]}}`, code: 201},
+		{name: "other pod", method: "POST", path: base + "pods", body: `{"metadata":{"name":"web-2","labels":{"app":"web"}},"spec":{"nodeName":"node-b","containers":[{"name":"c","image":"nginx:1.19"}]}}`, code: 201},
+	})
+	if got := jsonAt(t, ep(), "subsets"); got != "<none>" {
+		t.Fatalf("Endpoints before any pod runs: %s", got)
+	}
+	if got := jsonAt(t, ep(), "metadata.labels"); got != `{"l":"v"}` {
+		t.Fatalf("Endpoints labels: %s", got)
+	}
+	runSteps(t, tp, []step{
+		{name: "binding (95)", method: "POST", path: base + "pods/web-1/binding", body: `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web-1"},"target":{"apiVersion":"v1","kind":"Node","name":"node-a"}}`, code: 201},
+		{name: "binding a bound pod", method: "POST", path: base + "pods/web-1/binding", body: `{"metadata":{"name":"web-1"},"target":{"name":"node-b"}}`, code: 409, reason: metav1.StatusReasonConflict,
+			message: `Operation cannot be fulfilled on pods/binding "web-1": pod web-1 is already assigned to node "node-a"`},
+		{name: "binding mismatch", method: "POST", path: base + "pods/web-2/binding", body: `{"metadata":{"name":"web-1"},"target":{"name":"node-b"}}`, code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "GET binding", method: "GET", path: base + "pods/web-1/binding", code: 405, reason: metav1.StatusReasonMethodNotAllowed},
+	})
+	if got := jsonAt(t, do(t, tp, "GET", base+"pods/web-1", "", "").body, "spec.nodeName"); got != "node-a" {
+		t.Fatalf("nodeName after binding: %s", got)
+	}
+	patch := func(pod, body string) {
+		if r := do(t, tp, "PATCH", base+"pods/"+pod+"/status", "application/merge-patch+json", body); r.code != 200 {
+			t.Fatalf("status patch: %d %s", r.code, r.body)
+		}
+	}
+	patch("web-2", `{"status":{"phase":"Running","podIP":"10.244.0.6"}}`)
+	patch("web-1", `{"status":{"phase":"Running","podIP":"10.244.0.5","podIPs":[{"ip":"10.244.0.5"}],"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	pod := do(t, tp, "GET", base+"pods/web-1", "", "").body
+	e := ep()
+	for _, tc := range []struct{ path, want string }{
+		{"subsets.0.addresses.0.ip", "10.244.0.5"},
+		{"subsets.0.addresses.0.nodeName", "node-a"},
+		{"subsets.0.addresses.0.hostname", "h1"},
+		{"subsets.0.addresses.0.targetRef.kind", "Pod"},
+		{"subsets.0.addresses.0.targetRef.tenant", "acme"},
+		{"subsets.0.addresses.0.targetRef.uid", jsonAt(t, pod, "metadata.uid")},
+		{"subsets.0.addresses.0.targetRef.resourceVersion", jsonAt(t, pod, "metadata.resourceVersion")},
+		{"subsets.0.ports", `[{"name":"http","port":8080,"protocol":"TCP"},{"name":"metrics","port":9090,"protocol":"TCP"}]`},
+		{"subsets.1.notReadyAddresses.0.ip", "10.244.0.6"}, // not Ready; no port named web
+		{"subsets.1.ports", `[{"name":"metrics","port":9090,"protocol":"TCP"}]`},
+		{"metadata.annotations", `{"endpoints.kubernetes.io/last-change-trigger-time":"2026-01-01T00:00:00Z"}`},
+	} {
+		if got := jsonAt(t, e, tc.path); got != tc.want {
+			t.Errorf("Endpoints %s: %s, want %s\n%s", tc.path, got, tc.want, e)
+		}
+	}
+	if got := jsonAt(t, pod, "status.podIPs"); got != "<none>" {
+		t.Errorf("Arktos has no status.podIPs: %s", got)
+	}
+	// Deleting a pod: a MODIFIED event with the deletion timestamp, then
+	// DELETED; the controller drops the address.
+	w := openWatch(t, tp, fmt.Sprintf(base+"pods?watch=1&resourceVersion=%d", tp.Store().RV()))
+	r := do(t, tp, "DELETE", base+"pods/web-2?gracePeriodSeconds=0", "", "")
+	if r.code != 200 || jsonAt(t, r.body, "metadata.deletionGracePeriodSeconds") != "0" || jsonAt(t, r.body, "metadata.deletionTimestamp") == "<none>" {
+		t.Fatalf("DELETE answer: %d %s", r.code, r.body)
+	}
+	do(t, tp, "POST", base+"pods", jsonCT, `{"metadata":{"name":"sentinel"}}`)
+	var types []string
+	for _, ev := range w.until("sentinel") {
+		types = append(types, evType(ev)+" "+jsonAt(t, ev["object"], "metadata.deletionGracePeriodSeconds"))
+	}
+	if strings.Join(types, ",") != "MODIFIED 0,DELETED 0" {
+		t.Errorf("deletion events: %v", types)
+	}
+	if got := jsonAt(t, ep(), "subsets.1"); got != "<none>" {
+		t.Errorf("Endpoints after deleting web-2: %s", ep())
+	}
+	// Selector-less and ExternalName services are the clients'; a deleted
+	// service's Endpoints go.
+	runSteps(t, tp, []step{
+		{name: "selector-less service", method: "POST", path: base + "services", body: `{"metadata":{"name":"manual"},"spec":{"ports":[{"port":80}]}}`, code: 201},
+		{name: "its Endpoints are the client's", method: "POST", path: base + "endpoints", body: `{"metadata":{"name":"manual"},"subsets":[{"addresses":[{"ip":"192.0.2.1"}],"ports":[{"port":80}]}]}`, code: 201},
+		{name: "ExternalName service", method: "POST", path: base + "services", body: `{"metadata":{"name":"ext"},"spec":{"type":"ExternalName","externalName":"example.com","selector":{"app":"web"}}}`, code: 201},
+		{name: "no Endpoints for it", method: "GET", path: base + "endpoints/ext", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "delete the service", method: "DELETE", path: base + "services/web", code: 200},
+		{name: "its Endpoints went", method: "GET", path: base + "endpoints/web", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "the manual Endpoints stay", method: "GET", path: base + "endpoints/manual", code: 200},
+	})
 }

@@ -336,8 +336,10 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		name := "x-" + tn
 		for _, del := range []func() error{
 			func() error { return cs.CoreV1().Pods("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
-			func() error { return cs.CoreV1().Services("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
+			// Endpoints first: the endpoints controller deletes those of a
+			// deleted service, as kube-controller-manager does.
 			func() error { return cs.CoreV1().Endpoints("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
+			func() error { return cs.CoreV1().Services("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
 			func() error { return cs.CoreV1().ConfigMaps("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
 		} {
 			if err := del(); err != nil {

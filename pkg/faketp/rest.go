@@ -53,7 +53,7 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 		verb = "list"
 	case r.Method == http.MethodGet:
 		verb = "get"
-	case r.Method == http.MethodPost && t.kind == targetCollection:
+	case r.Method == http.MethodPost && (t.kind == targetCollection || t.sub == "binding"):
 		verb = "create"
 	case r.Method == http.MethodPut && t.kind == targetObject:
 		verb = "update"
@@ -67,7 +67,7 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 		writeError(w, errMethodNotAllowed(r.Method, res))
 		return "other", res
 	}
-	if !t.res.hasVerb(verb) {
+	if !t.res.hasVerb(verb) || (t.sub == "binding") != (verb == "create" && t.kind == targetObject) {
 		writeError(w, errMethodNotAllowed(r.Method, res))
 		return "other", res
 	}
@@ -86,6 +86,10 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	case "get":
 		tp.serveGet(w, r, t)
 	case "create":
+		if t.sub == "binding" {
+			tp.serveBinding(w, r, t)
+			return verb, res
+		}
 		tp.serveCreate(w, r, t)
 	case "update":
 		tp.serveUpdate(w, r, t)
@@ -221,6 +225,11 @@ type writeOptions struct {
 	// seed: a write from Seed or Generate: no admission, and status is
 	// kept on create (a restore, not a client request).
 	seed bool
+	// grace is a delete's gracePeriodSeconds.
+	grace *int64
+	// controller: a controller's write, which skips admission (fake-tp's
+	// plugins stand for policies on clients, not on Arktos's controllers).
+	controller bool
 }
 
 func requestOptions(r *http.Request) writeOptions {

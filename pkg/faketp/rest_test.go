@@ -114,7 +114,7 @@ func TestErrorsAreStatuses(t *testing.T) {
 		{"PUT on a collection", "PUT", "/api/v1/namespaces/default/configmaps", jsonCT, cm, 405, metav1.StatusReasonMethodNotAllowed},
 		{"POST across namespaces", "POST", "/api/v1/configmaps", jsonCT, cm, 405, metav1.StatusReasonMethodNotAllowed},
 		{"POST on discovery", "POST", "/api/v1", jsonCT, "{}", 405, metav1.StatusReasonMethodNotAllowed},
-		{"delete system tenant (no Tenant object without the tenant controller)", "DELETE", "/api/v1/tenants/system", "", "", 404, metav1.StatusReasonNotFound},
+		{"delete system tenant", "DELETE", "/api/v1/tenants/system", "", "", 403, metav1.StatusReasonForbidden},
 		{"delete kube-system", "DELETE", "/api/v1/namespaces/kube-system", "", "", 403, metav1.StatusReasonForbidden},
 		{"malformed DeleteOptions", "DELETE", "/api/v1/namespaces/default/configmaps/c1", jsonCT, "{", 400, metav1.StatusReasonBadRequest},
 		{"bad label selector", "GET", "/api/v1/pods?labelSelector=a%20in%20(", "", "", 400, metav1.StatusReasonBadRequest},

@@ -54,7 +54,7 @@ const tenantAll = tenancy.ForbiddenTenantName
 var subresources = map[string][]string{
 	"tenants":    {"finalize", "status"},
 	"namespaces": {"finalize", "status"},
-	"pods":       {"status"},
+	"pods":       {"binding", "status"},
 	"services":   {"status"},
 	"daemonsets": {"status"},
 }

@@ -157,7 +157,15 @@ func (tp *TP) seedObjects(objs []obj) error {
 		}
 		puts = append(puts, store.Put{Key: k, Meta: t.res.index(o), Encode: encoder(o)})
 	}
-	return st.Load(puts)
+	if err := st.Load(puts); err != nil {
+		return err
+	}
+	keys := make([]store.Key, len(puts))
+	for i, p := range puts {
+		keys[i] = p.Key
+	}
+	tp.changed(keys...)
+	return nil
 }
 
 // seedTarget is the target a manifest object is created under.

@@ -56,6 +56,10 @@ type TPOptions struct {
 	// EndpointSlices serves discovery.k8s.io/v1 EndpointSlices. Arktos
 	// has none, so they are off by default and the group is 404.
 	EndpointSlices bool
+	// Controllers are the controllers the TP runs, as Arktos's controller
+	// manager would (TenantController, EndpointsController): nil runs
+	// DefaultControllers, an empty non-nil slice none.
+	Controllers []string
 }
 
 // WatchListMode is how a TP answers watch-list (streaming list) requests.
@@ -158,6 +162,10 @@ type TP struct {
 	expiredWatches   atomic.Int64
 	outage           atomic.Int32
 
+	// controllers run, one at a time (ctrlMu), after every change.
+	controllers []string
+	ctrlMu      sync.Mutex
+
 	// storeP is read without mu by request handlers; it is replaced only
 	// when a stopped TP with a data file starts again. A closed store
 	// answers reads from memory and fails writes with ErrClosed.
@@ -183,6 +191,9 @@ func NewTP(o TPOptions) (*TP, error) {
 	if o.KubeconfigDir == "" {
 		return nil, errors.New("faketp: TPOptions.KubeconfigDir is required")
 	}
+	if err := checkControllers(o.Controllers); err != nil {
+		return nil, err
+	}
 	tp := &TP{
 		name:             o.Name,
 		opts:             o,
@@ -192,6 +203,10 @@ func NewTP(o TPOptions) (*TP, error) {
 		ops:              ops.New(nil),
 		addr:             o.Listen,
 		tokens:           map[string]Identity{},
+		controllers:      o.Controllers,
+	}
+	if tp.controllers == nil {
+		tp.controllers = DefaultControllers()
 	}
 	if tp.bookmarkInterval <= 0 {
 		tp.bookmarkInterval = DefaultBookmarkInterval
@@ -314,8 +329,9 @@ var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-n
 
 // bootstrap creates what every Arktos TP has from the start: the system
 // tenant's namespaces. There is no Tenant object "system" (sample 11)
-// unless the tenant controller runs.
+// unless the tenant controller runs, which makes it.
 func (tp *TP) bootstrap() error {
+	defer tp.changed(store.Key{Resource: "tenants", Name: tenancy.SystemTenant})
 	var objs []obj
 	for _, ns := range systemNamespaces {
 		if _, ok := tp.st().Get(store.Key{Resource: "namespaces", Tenant: tenancy.SystemTenant, Name: ns}); !ok {

@@ -43,6 +43,9 @@ func (tp *TP) serveCreate(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
+	if !requestOptions(r).dryRun {
+		tp.changed(created.Key)
+	}
 	writeObject(w, http.StatusCreated, t, created.Data)
 }
 
@@ -139,7 +142,7 @@ func (tp *TP) create(ctx context.Context, t target, o obj, wo writeOptions) (*st
 		if err := tp.lifecycle(t); err != nil {
 			return nil, err
 		}
-		if err := tp.admit(ctx, admission.Create, t, k.Name, typed, o, nil, wo.user); err != nil {
+		if err := tp.admitWrite(ctx, admission.Create, t, k.Name, typed, o, nil, wo); err != nil {
 			return nil, err
 		}
 	}
@@ -195,6 +198,7 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 	delete(md, "deletionGracePeriodSeconds")
 	applyDefaults(r, o)
 	if !seed {
+		dropNewerFields(r, o)
 		tp.defaultOnCreate(r, o)
 	} else if r.gvr.Resource == "services" {
 		tp.allocateClusterIP(ensureChild(o, "spec"))
@@ -285,6 +289,14 @@ func (tp *TP) lifecycle(t target) error {
 	return nil
 }
 
+// admitWrite admits a write unless a controller makes it.
+func (tp *TP) admitWrite(ctx context.Context, op admission.Operation, t target, name string, typed runtime.Object, o obj, old runtime.Object, wo writeOptions) error {
+	if wo.controller {
+		return nil
+	}
+	return tp.admit(ctx, op, t, name, typed, o, old, wo.user)
+}
+
 // admit runs the admission chain. Rejections that are not API statuses
 // become Forbidden, so that a plugin bug is never a 500.
 func (tp *TP) admit(ctx context.Context, op admission.Operation, t target, name string, typed runtime.Object, o obj, old runtime.Object, u admission.UserInfo) error {
@@ -349,6 +361,9 @@ func (tp *TP) serveUpdate(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
+	if !requestOptions(r).dryRun {
+		tp.changed(updated.Key)
+	}
 	writeObject(w, http.StatusOK, t, updated.Data)
 }
 
@@ -392,6 +407,7 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 		if uid, _ := strField(md, "uid"); uid != "" && uid != str(oldO, "metadata", "uid") {
 			return nil, apierrors.NewConflict(r.gvr.GroupResource(), t.name, fmt.Errorf("precondition failed: UID in object meta %s does not match the stored UID", truncate(uid)))
 		}
+		dropNewerFields(r, o)
 		applyDefaults(r, o) // before comparing specs in keepServerFields
 		o = keepServerFields(r, t.sub, o, oldO)
 		typed, err := r.typed(o, t.tenant)
@@ -399,7 +415,7 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))
 		}
 		if !wo.seed {
-			if err := tp.admit(ctx, admission.Update, t, t.name, typed, o, oldTyped, wo.user); err != nil {
+			if err := tp.admitWrite(ctx, admission.Update, t, t.name, typed, o, oldTyped, wo); err != nil {
 				return nil, err
 			}
 		}
@@ -531,6 +547,9 @@ func (tp *TP) servePatch(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
+	if !requestOptions(r).dryRun {
+		tp.changed(updated.Key)
+	}
 	writeObject(w, http.StatusOK, t, updated.Data)
 }
 
@@ -565,12 +584,24 @@ func (tp *TP) serveDelete(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 	}
+	if g := r.URL.Query().Get("gracePeriodSeconds"); g != "" {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil {
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", truncate(g))))
+			return
+		}
+		opts.GracePeriodSeconds = &n
+	}
 	wo := requestOptions(r)
 	wo.dryRun = wo.dryRun || len(opts.DryRun) > 0
+	wo.grace = opts.GracePeriodSeconds
 	deleted, err := tp.delete(r.Context(), t, t.key(t.name), opts.Preconditions, wo)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if !wo.dryRun {
+		tp.changed(deleted.Key)
 	}
 	writeObject(w, http.StatusOK, t, deleted.Data)
 }
@@ -601,9 +632,16 @@ func (tp *TP) delete(ctx context.Context, t target, k store.Key, pre *metav1.Pre
 	}
 	t.name = k.Name
 	if !wo.seed {
-		if err := tp.admit(ctx, admission.Delete, t, k.Name, nil, nil, oldTyped, wo.user); err != nil {
+		if err := tp.admitWrite(ctx, admission.Delete, t, k.Name, nil, nil, oldTyped, wo); err != nil {
 			return nil, err
 		}
+	}
+	var marked *store.Object
+	if r.gvr.Resource == "pods" && !wo.seed {
+		if marked, err = tp.markPodDeleted(k, stored, oldO, wo); err != nil || wo.dryRun {
+			return marked, err
+		}
+		expect = marked.RV
 	}
 	if wo.dryRun {
 		return stored, nil
@@ -613,7 +651,46 @@ func (tp *TP) delete(ctx context.Context, t target, k store.Key, pre *metav1.Pre
 		return nil, storeError(err, r, k.Name)
 	}
 	tp.cascade(k)
+	if marked != nil {
+		return marked, nil
+	}
 	return deleted, nil
+}
+
+// markPodDeleted is the first half of a pod's graceful deletion, as Arktos
+// does it (samples 60, 65): the pod gets metadata.deletionTimestamp and
+// deletionGracePeriodSeconds in a write of its own (a MODIFIED event), and
+// that is what DELETE answers. The grace period is the request's, else 0
+// for a pod on no node and spec.terminationGracePeriodSeconds for a bound
+// one. fake-tp has no kubelet to wait for, so delete completes the
+// deletion at once, bound or not. o is the stored pod; it is changed.
+func (tp *TP) markPodDeleted(k store.Key, stored *store.Object, o obj, wo writeOptions) (*store.Object, error) {
+	md := child(o, "metadata")
+	if str(md, "deletionTimestamp") != "" {
+		return stored, nil
+	}
+	var grace int64
+	switch {
+	case wo.grace != nil:
+		grace = max(*wo.grace, 0)
+	case str(o, "spec", "nodeName") != "":
+		grace = 30
+		if g, err := strconv.ParseInt(str(o, "spec", "terminationGracePeriodSeconds"), 10, 64); err == nil {
+			grace = g
+		}
+	}
+	md["deletionTimestamp"] = time.Now().Add(time.Duration(grace) * time.Second).UTC().Format(time.RFC3339)
+	md["deletionGracePeriodSeconds"] = json.Number(strconv.FormatInt(grace, 10))
+	r := lookupStoreName(k.Resource)
+	if wo.dryRun {
+		data, err := encoder(o)(stored.RV)
+		return &store.Object{Key: k, Meta: stored.Meta, RV: stored.RV, Data: data}, err
+	}
+	marked, err := tp.st().Update(k, stored.RV, r.index(o), encoder(o))
+	if err != nil {
+		return nil, storeError(err, r, k.Name)
+	}
+	return marked, nil
 }
 
 // cascade deletes the contents of a deleted namespace or tenant.
@@ -670,6 +747,13 @@ func (tp *TP) serveDeleteCollection(w http.ResponseWriter, r *http.Request, t ta
 			return
 		}
 		deleted = append(deleted, d)
+	}
+	if !wo.dryRun {
+		keys := make([]store.Key, len(deleted))
+		for i, d := range deleted {
+			keys[i] = d.Key
+		}
+		tp.changed(keys...)
 	}
 	writeRaw(w, http.StatusOK, listJSON(t.res, metav1.ListMeta{SelfLink: r.URL.Path, ResourceVersion: strconv.FormatUint(rv, 10)}, deleted))
 }
