@@ -39,12 +39,13 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.opts.KubeconfigDir, "kubeconfig-dir", ".", "Directory that receives NAME.kubeconfig for every TP.")
 	fs.StringVar(&c.opts.DataDir, "data-dir", "", "Directory of the TPs' bbolt files (NAME.db); empty keeps everything in memory.")
 	fs.StringVar(&c.seed, "seed", "", "Directory of manifests: files in DIR go to every TP, files in DIR/NAME to TP NAME.")
-	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N pods and N/10 services, endpointslices and configmaps, in N/100 namespaces.")
+	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N running pods and N/10 services (with their Endpoints) and configmaps, in N/100 namespaces of the system tenant.")
 	fs.StringVar(&c.disable, "disable-admission-plugins", "", "Comma-separated admission plugins to turn off (known: "+pluginNames()+").")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
 	fs.IntVar(&c.opts.History, "watch-history", 100, "Events of each resource kept for watches, as Arktos's watch cache (100): a watch from an older resourceVersion gets a 410 Expired ERROR event.")
 	fs.DurationVar(&c.opts.BookmarkInterval, "bookmark-interval", faketp.DefaultBookmarkInterval, "Interval of watch bookmarks.")
 	fs.StringVar(&c.watchList, "watch-list", "ignored", "How TPs answer client-go watch-list requests (sendInitialEvents): ignored (as Arktos: client-go reflectors with WatchListClient on never sync); served (as kube-apiserver 1.32+); rejected (422, as kube-apiserver with WatchList off: clients fall back to list).")
+	fs.BoolVar(&c.opts.EndpointSlices, "endpointslices", false, "Serve discovery.k8s.io/v1 EndpointSlices, mirrored by the server from the core/v1 Endpoints, for clients such as CoreDNS. Arktos has none, so they are off by default.")
 	fs.StringVar(&c.controllers, "controllers", strings.Join(faketp.DefaultControllers(), ","), "Comma-separated controllers each TP runs, as Arktos's controller manager would: tenant (the Tenant system, and default, kube-system and kube-public in every new tenant), endpoints (core/v1 Endpoints of services with a selector). --controllers= runs none.")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

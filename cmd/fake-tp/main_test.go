@@ -31,12 +31,12 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	c, err := parseFlags([]string{"--partitions", "3", "--listen", "127.0.0.1:7000", "--kubeconfig-dir", "/k", "--seed", "/s",
-		"--data-dir", "/d", "--generate", "100", "--watch-list", "ignored", "--disable-admission-plugins", "DaemonSetSystemTenant", "--admin-listen", "[::1]:7999"})
+		"--data-dir", "/d", "--generate", "100", "--watch-list", "ignored", "--endpointslices", "--disable-admission-plugins", "DaemonSetSystemTenant", "--admin-listen", "[::1]:7999"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.opts.Partitions != 3 || c.opts.Listen != "127.0.0.1:7000" || c.opts.KubeconfigDir != "/k" || c.seed != "/s" ||
-		c.opts.DataDir != "/d" || c.opts.WatchList != faketp.WatchListIgnored || c.generate != 100 || len(c.opts.DisablePlugins) != 1 || c.adminListen != "[::1]:7999" {
+		c.opts.DataDir != "/d" || c.opts.WatchList != faketp.WatchListIgnored || !c.opts.EndpointSlices || c.generate != 100 || len(c.opts.DisablePlugins) != 1 || c.adminListen != "[::1]:7999" {
 		t.Fatalf("parsed %+v", c)
 	}
 	for _, bad := range [][]string{

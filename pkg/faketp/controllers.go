@@ -57,7 +57,7 @@ func (tp *TP) runs(c string) bool { return slices.Contains(tp.controllers, c) }
 // more changes. It reads the store as it is now, so it does not matter
 // what the change was. Controllers run one at a time per TP.
 func (tp *TP) changed(keys ...store.Key) {
-	if len(tp.controllers) == 0 {
+	if len(tp.controllers) == 0 && !tp.opts.EndpointSlices {
 		return
 	}
 	tp.ctrlMu.Lock()
@@ -65,6 +65,7 @@ func (tp *TP) changed(keys ...store.Key) {
 	for len(keys) > 0 {
 		// One round: what the keys call for, each service once.
 		services := map[store.Key]store.Key{} // service -> the key that triggered it
+		podNamespaces := map[store.Key]store.Key{} // namespace -> a pod that changed in it
 		var next []store.Key
 		for _, k := range keys {
 			switch k.Resource {
@@ -74,9 +75,7 @@ func (tp *TP) changed(keys ...store.Key) {
 				}
 			case "pods":
 				if tp.runs(EndpointsController) {
-					for _, svc := range tp.selectorServices(k.Tenant, k.Namespace) {
-						services[svc] = k
-					}
+					podNamespaces[store.Key{Tenant: k.Tenant, Name: k.Namespace}] = k
 				}
 			case "services":
 				if tp.runs(EndpointsController) {
@@ -88,6 +87,18 @@ func (tp *TP) changed(keys ...store.Key) {
 					// is put back, as the controller does on deletion.
 					services[store.Key{Resource: "services", Tenant: k.Tenant, Namespace: k.Namespace, Name: k.Name}] = k
 				}
+				if tp.opts.EndpointSlices {
+					next = append(next, tp.mirrorSlices(k)...)
+				}
+			case "discovery.k8s.io/endpointslices":
+				if tp.opts.EndpointSlices {
+					next = append(next, tp.mirrorSlices(k)...)
+				}
+			}
+		}
+		for ns, pod := range podNamespaces {
+			for _, svc := range tp.selectorServices(ns.Tenant, ns.Name) {
+				services[svc] = pod
 			}
 		}
 		for _, svc := range slices.SortedFunc(maps.Keys(services), compareKeys) {

@@ -14,9 +14,13 @@
 //   - discovery (/api, /apis, /version as Arktos 1.0; every resource marked
 //     "tenanted" as Arktos does), /healthz, /livez, /readyz, /metrics;
 //   - core/v1 tenants (cluster-scoped), namespaces (tenant-scoped, as in
-//     Arktos), pods, services, endpoints, configmaps, secrets;
-//     apps/v1 daemonsets; no discovery.k8s.io (Arktos has none) unless
-//     Options.EndpointSlices;
+//     Arktos), pods (and pods/binding), services, endpoints, configmaps,
+//     secrets; apps/v1 daemonsets; no discovery.k8s.io (Arktos has none)
+//     unless Options.EndpointSlices, which serves EndpointSlices mirrored
+//     by the server from the Endpoints (see mirrorSlices: one slice per
+//     subset and address family, <endpoints>-ipv4/-ipv6, managed-by
+//     endpointslicemirroring-controller.k8s.io; clients may also write
+//     slices of their own, and mirrored ones are put back when changed);
 //   - Arktos paths /api/v1/tenants/{t}/namespaces/{ns}/{res}[/{name}[/{sub}]],
 //     /api/v1/tenants/{t}/{res} (one tenant, all namespaces) and the same under
 //     /apis/{g}/{v}; /api/v1/tenants/all/{res} lists and watches every

@@ -698,3 +698,82 @@ func TestPodLifecycleAndEndpointsController(t *testing.T) {
 		{name: "the manual Endpoints stay", method: "GET", path: base + "endpoints/manual", code: 200},
 	})
 }
+
+// Options.EndpointSlices: discovery.k8s.io/v1 EndpointSlices mirrored from
+// the Endpoints, for clients such as CoreDNS (Arktos has none).
+func TestEndpointSlicesMirror(t *testing.T) {
+	tp := faketp.StartT(t, faketp.Options{EndpointSlices: true}).TPs()[0]
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns1", Labels: map[string]string{"app": "web"}},
+		Spec:   corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.5", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	tenancy.SetTenant(pod, "acme")
+	if err := tp.Seed(pod); err != nil {
+		t.Fatal(err)
+	}
+	const base = "/api/v1/tenants/acme/namespaces/ns1/"
+	const slices = "/apis/discovery.k8s.io/v1/tenants/acme/namespaces/ns1/endpointslices/"
+	runSteps(t, tp, []step{
+		{name: "service", method: "POST", path: base + "services", body: `{"metadata":{"name":"web","labels":{"l":"v"}},"spec":{"selector":{"app":"web"},"ports":[{"name":"http","port":80}]}}`, code: 201},
+		{name: "manual service", method: "POST", path: base + "services", body: `{"metadata":{"name":"db"},"spec":{"ports":[{"port":5432}]}}`, code: 201},
+		{name: "dual-stack manual Endpoints", method: "POST", path: base + "endpoints", body: `{"metadata":{"name":"db"},"subsets":[{"addresses":[{"ip":"192.0.2.1"},{"ip":"2001:db8::1"}],"notReadyAddresses":[{"ip":"192.0.2.2"}],"ports":[{"port":5432}]}]}`, code: 201},
+		{name: "a client's own slice", method: "POST", path: slices[:len(slices)-1], body: `{"metadata":{"name":"own","labels":{"kubernetes.io/service-name":"db"}},"addressType":"IPv4","endpoints":[{"addresses":["192.0.2.9"]}]}`, code: 201},
+	})
+	web := do(t, tp, "GET", slices+"web-ipv4", "", "").body
+	for _, tc := range []struct{ path, want string }{
+		{"metadata.labels", `{"endpointslice.kubernetes.io/managed-by":"endpointslicemirroring-controller.k8s.io","kubernetes.io/service-name":"web","l":"v"}`},
+		{"addressType", "IPv4"},
+		{"endpoints.0.addresses", `["10.244.0.5"]`},
+		{"endpoints.0.conditions", `{"ready":true,"serving":true,"terminating":false}`},
+		{"endpoints.0.nodeName", "node-a"},
+		{"endpoints.0.targetRef.name", "web-1"},
+		{"ports", `[{"name":"http","port":80,"protocol":"TCP"}]`},
+	} {
+		if got := jsonAt(t, web, tc.path); got != tc.want {
+			t.Errorf("slice web-ipv4 %s: %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	if got := jsonAt(t, do(t, tp, "GET", slices+"db-ipv4", "", "").body, "endpoints"); got != `[{"addresses":["192.0.2.1"],"conditions":{"ready":true,"serving":true,"terminating":false}},{"addresses":["192.0.2.2"],"conditions":{"ready":false,"serving":false,"terminating":false}}]` {
+		t.Errorf("db-ipv4 endpoints: %s", got)
+	}
+	if got := jsonAt(t, do(t, tp, "GET", slices+"db-ipv6", "", "").body, "endpoints.0.addresses"); got != `["2001:db8::1"]` {
+		t.Errorf("db-ipv6: %s", got)
+	}
+	runSteps(t, tp, []step{
+		{name: "deleting a mirrored slice", method: "DELETE", path: slices + "db-ipv6", code: 200},
+		{name: "it is put back", method: "GET", path: slices + "db-ipv6", code: 200},
+		{name: "the Endpoints lose their IPv6 address", method: "PUT", path: base + "endpoints/db", body: `{"metadata":{"name":"db"},"subsets":[{"addresses":[{"ip":"192.0.2.1"}],"ports":[{"port":5432}]}]}`, code: 200},
+		{name: "so does the mirror", method: "GET", path: slices + "db-ipv6", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "delete the service", method: "DELETE", path: base + "services/web", code: 200},
+		{name: "its slices went with its Endpoints", method: "GET", path: slices + "web-ipv4", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "the client's slice stays", method: "GET", path: slices + "own", code: 200},
+	})
+	// Without the option there are none, and seeding one is refused.
+	plain := faketp.StartT(t, faketp.Options{}).TPs()[0]
+	if err := plain.Seed(map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": map[string]any{"name": "s"}, "addressType": "IPv4"}); err == nil {
+		t.Fatal("seeded an EndpointSlice into a TP that serves none")
+	}
+}
+
+// Generate makes Endpoints (through the endpoints controller, or itself
+// without one) and the tenants and namespaces its objects live in.
+func TestGenerateMakesEndpoints(t *testing.T) {
+	var ips []string
+	for _, ctrl := range [][]string{nil, {}} {
+		tp := faketp.StartT(t, faketp.Options{Controllers: ctrl}).TPs()[0]
+		if err := tp.Generate(faketp.GenerateOptions{Tenant: "gen", Namespaces: 2, Pods: 12, Services: 3}); err != nil {
+			t.Fatal(err)
+		}
+		r := do(t, tp, "GET", "/api/v1/tenants/gen/namespaces/gen-1/endpoints/svc-1", "", "")
+		if r.code != 200 {
+			t.Fatalf("controllers %v: Endpoints svc-1: %d", ctrl, r.code)
+		}
+		ips = append(ips, jsonAt(t, r.body, "subsets.0.addresses.0.ip")+" "+jsonAt(t, r.body, "subsets.0.addresses.1.ip")+" "+jsonAt(t, r.body, "subsets.0.addresses.2.ip"))
+		if r := do(t, tp, "GET", "/api/v1/tenants/gen", "", ""); r.code != 200 || jsonAt(t, r.body, "spec.storageClusterId") != "0" {
+			t.Fatalf("generated tenant: %d %s", r.code, r.body)
+		}
+	}
+	// Pods 1, 7 (svc-1, in gen-1) and none else: 1%3 == 7%3 == 1, both odd.
+	if ips[0] != "10.244.0.3 10.244.0.9 <none>" || ips[1] != ips[0] {
+		t.Fatalf("svc-1's addresses with and without the controller: %q", ips)
+	}
+}

@@ -10,28 +10,31 @@ import (
 // GenerateOptions say how many objects Generate makes. Objects are spread
 // round-robin over the namespaces gen-0..gen-(Namespaces-1) of Tenant.
 type GenerateOptions struct {
-	// Tenant owns the objects; system when empty.
+	// Tenant owns the objects; system when empty. A tenant that does not
+	// exist is created (storageClusterId "0").
 	Tenant     string
 	Namespaces int
 	Pods       int
+	// Services select the pods round-robin (pod i is svc-(i%Services)'s);
+	// each gets its core/v1 Endpoints.
 	Services   int
-	// EndpointSlices: one per service when negative.
-	EndpointSlices int
-	ConfigMaps     int
+	ConfigMaps int
 	// Nodes is how many node names pods are spread over (spec.nodeName);
 	// 10 when zero.
 	Nodes int
 }
 
-// Scaled returns options for n pods with a tenth as many services,
-// endpointslices and configmaps, in one namespace per 100 pods: the shape
+// Scaled returns options for n pods with a tenth as many services (and
+// their Endpoints) and configmaps, in one namespace per 100 pods: the shape
 // fake-tp --generate n fills a TP with.
 func Scaled(n int) GenerateOptions {
-	return GenerateOptions{Namespaces: max(1, n/100), Pods: n, Services: n / 10, EndpointSlices: n / 10, ConfigMaps: n / 10}
+	return GenerateOptions{Namespaces: max(1, n/100), Pods: n, Services: n / 10, ConfigMaps: n / 10}
 }
 
 // Generate fills the TP with synthetic objects for benchmarks and load
-// tests, seeded as Seed does (no admission, status kept). Names are
+// tests, seeded as Seed does (no admission, status kept): running, Ready
+// pods on nodes, services selecting them, and their Endpoints (written by
+// the endpoints controller when it runs, else by Generate). Names are
 // deterministic, so generating twice replaces rather than adds.
 func (tp *TP) Generate(o GenerateOptions) error {
 	tenant := o.Tenant
@@ -45,10 +48,6 @@ func (tp *TP) Generate(o GenerateOptions) error {
 	nodes := o.Nodes
 	if nodes <= 0 {
 		nodes = 10
-	}
-	slices := o.EndpointSlices
-	if slices < 0 {
-		slices = o.Services
 	}
 	const batch = 5000
 	var objs []obj
@@ -74,7 +73,7 @@ func (tp *TP) Generate(o GenerateOptions) error {
 	}
 	svcCount := max(o.Services, 1)
 	for i := 0; i < nsCount && o.Namespaces > 0; i++ {
-		if err := add(obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns(i), "tenant": tenant}, "status": obj{"phase": "Active"}}); err != nil {
+		if err := add(obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns(i), "tenant": tenant}}); err != nil {
 			return err
 		}
 	}
@@ -87,7 +86,8 @@ func (tp *TP) Generate(o GenerateOptions) error {
 				"nodeName":   "node-" + strconv.Itoa(i%nodes),
 				"containers": []any{obj{"name": "app", "image": "registry.k8s.io/pause:3.10"}},
 			},
-			"status": obj{"phase": "Running", "podIP": podIP(i), "podIPs": []any{obj{"ip": podIP(i)}}},
+			"status": obj{"phase": "Running", "podIP": podIP(i),
+				"conditions": []any{obj{"type": "Ready", "status": "True"}, obj{"type": "ContainersReady", "status": "True"}}},
 		})
 		if err != nil {
 			return err
@@ -107,16 +107,21 @@ func (tp *TP) Generate(o GenerateOptions) error {
 			return err
 		}
 	}
-	for i := 0; i < slices; i++ {
-		svc := "svc-" + strconv.Itoa(i%svcCount)
-		err := add(obj{
-			"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-			"metadata":    meta(svc+"-"+strconv.Itoa(i), i%svcCount, obj{"kubernetes.io/service-name": svc}),
-			"addressType": "IPv4",
-			"endpoints":   []any{obj{"addresses": []any{podIP(i)}, "conditions": obj{"ready": true}, "nodeName": "node-" + strconv.Itoa(i%nodes)}},
-			"ports":       []any{obj{"name": "http", "port": int64(8080), "protocol": "TCP"}},
-		})
-		if err != nil {
+	for i := 0; i < o.Services && !tp.runs(EndpointsController); i++ {
+		// Pod j is this service's when j%svcCount == i and it is in the
+		// same namespace.
+		var addrs []any
+		for j := i; j < o.Pods; j += svcCount {
+			if j%nsCount == i%nsCount {
+				addrs = append(addrs, obj{"ip": podIP(j), "nodeName": "node-" + strconv.Itoa(j%nodes),
+					"targetRef": obj{"kind": "Pod", "namespace": ns(j), "name": fmt.Sprintf("pod-%d", j), "tenant": tenant}})
+			}
+		}
+		ep := obj{"apiVersion": "v1", "kind": "Endpoints", "metadata": meta("svc-"+strconv.Itoa(i), i, nil)}
+		if addrs != nil {
+			ep["subsets"] = []any{obj{"addresses": addrs, "ports": []any{obj{"name": "http", "port": int64(8080), "protocol": "TCP"}}}}
+		}
+		if err := add(ep); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -112,6 +113,9 @@ func (tp *TP) seedObjects(objs []obj) error {
 		t, err := seedTarget(o)
 		if err != nil {
 			return fmt.Errorf("faketp %s: object %d: %w", tp.name, i, err)
+		}
+		if t.res.gvr.Group == discoveryv1.GroupName && !tp.opts.EndpointSlices {
+			return fmt.Errorf("faketp %s: object %d: the TP serves no EndpointSlices (as Arktos); Options.EndpointSlices mirrors them from Endpoints", tp.name, i)
 		}
 		targets[i] = t
 		if n := str(o, "metadata", "name"); n != "" && (t.res.gvr.Resource == "tenants" || t.res.gvr.Resource == "namespaces") {
