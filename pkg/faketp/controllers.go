@@ -64,7 +64,7 @@ func (tp *TP) changed(keys ...store.Key) {
 	defer tp.ctrlMu.Unlock()
 	for len(keys) > 0 {
 		// One round: what the keys call for, each service once.
-		services := map[store.Key]store.Key{} // service -> the key that triggered it
+		services := map[store.Key]store.Key{}      // service -> the key that triggered it
 		podNamespaces := map[store.Key]store.Key{} // namespace -> a pod that changed in it
 		var next []store.Key
 		for _, k := range keys {
