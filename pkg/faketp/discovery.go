@@ -3,7 +3,9 @@ package faketp
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"net/http"
+	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,10 +142,24 @@ func apiGroup(name string) metav1.APIGroup {
 // kubectl looks for to choose server-side field validation, so its default
 // commands (create -f, apply) work without downloading schemas; fake-tp
 // ignores fieldValidation. No schemas are published, so kubectl apply
-// computes strategic merge patches from its built-in types. /openapi/v2 is
-// 404, as on servers that only publish v3.
+// computes strategic merge patches from its built-in types.
+//
+// /openapi/v2 is an empty Swagger 2.0 document (protobuf, as client-go
+// asks for it, or JSON): kubectl validates the items of a kind: List on
+// the client with it (v3 cannot say that a List supports fieldValidation),
+// and skips kinds that the document does not describe.
 func (tp *TP) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
+	if p == "/openapi/v2" {
+		if strings.Contains(r.Header.Get("Accept"), "protobuf") {
+			w.Header().Set("Content-Type", "application/octet-stream") // kube-openapi's, for protobuf
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(openAPIv2Proto())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"swagger": "2.0", "info": map[string]string{"title": "fake-tp", "version": serverVersion.GitVersion}, "paths": map[string]any{}})
+		return
+	}
 	if p == "/openapi/v3" || p == "/openapi/v3/" {
 		paths := map[string]any{}
 		for _, gv := range tp.groupVersions() {
@@ -159,6 +175,19 @@ func (tp *TP) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, notFoundPath(p))
+}
+
+// openAPIv2Proto is the empty Swagger document as gnostic's openapi_v2
+// protobuf message, hand-encoded: Document{swagger: "2.0" (field 1), info
+// (field 2): Info{title (1), version (2)}, paths (field 8): {}}.
+func openAPIv2Proto() []byte {
+	field := func(b []byte, num int, data []byte) []byte {
+		b = binary.AppendUvarint(b, uint64(num<<3|2)) // wire type 2: length-delimited
+		b = binary.AppendUvarint(b, uint64(len(data)))
+		return append(b, data...)
+	}
+	info := field(field(nil, 1, []byte("fake-tp")), 2, []byte(serverVersion.GitVersion))
+	return field(field(field(nil, 1, []byte("2.0")), 2, info), 8, nil)
 }
 
 // openAPIHash versions the documents; they only change with fake-tp.

@@ -34,8 +34,12 @@
 //
 // Responses are JSON even when protobuf is asked for (protobuf request bodies
 // of built-in types are read); kubectl get is answered with a meta.k8s.io
-// Table. A minimal OpenAPI v3 tells kubectl to validate on the server (whose
-// fieldValidation is ignored); there is no server-side apply.
+// Table with Arktos's columns (pods with HashKey, namespaces with Tenant,
+// tenants with StorageID). A minimal OpenAPI v3 tells kubectl to validate on
+// the server (whose fieldValidation is ignored), and an empty OpenAPI v2
+// lets it validate the items of a kind: List on the client (kubectl create
+// -f list.yaml); there is no server-side apply. kubectl 1.32 warns about
+// the version skew, as against Arktos.
 //
 // Objects carry metadata.hashKey (from the uid) and selfLink as Arktos's do;
 // list items carry no kind and apiVersion, as kube-apiserver's lists.

@@ -242,6 +242,22 @@ func TestKubectlCRUDApplyAndWatch(t *testing.T) {
 	}
 }
 
+// kubectl create -f of a kind: List validates its items on the client,
+// from /openapi/v2, and creates them; pods show Arktos's HashKey column.
+func TestKubectlListAndPodColumns(t *testing.T) {
+	c := faketp.StartT(t, faketp.Options{Partitions: 1})
+	k := newKubectl(t, c.TPs()[0])
+	list := k.file("list.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers: [{name: c, image: nginx}]\n")
+	if out := k.must("create", "-f", list); !strings.Contains(out, "configmap/a created") || !strings.Contains(out, "pod/p created") {
+		t.Fatalf("create -f a List:\n%s", out)
+	}
+	out := k.must("get", "pods", "-o", "wide")
+	if !regexp.MustCompile(`(?m)^NAME\s+HASHKEY\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^p\s+\d+\s+0/1\s+Pending\s+0\s+`).MatchString(out) {
+		t.Fatalf("kubectl get pods -o wide:\n%s", out)
+	}
+}
+
 func TestKubectlRawTenantPaths(t *testing.T) {
 	c := faketp.StartT(t, faketp.Options{Partitions: 1})
 	k := newKubectl(t, c.TPs()[0])
@@ -283,6 +299,14 @@ func TestKubectlRawTenantPaths(t *testing.T) {
 		t.Fatalf("every tenant's configmaps lack acme's site: %s", out)
 	}
 	k.fails("NotFound", "get", "--raw", "/api/v1/tenants/other/namespaces/web/configmaps/site")
+	// Namespaces show their tenant (91-kubectl-stock.txt), tenants their
+	// storage cluster.
+	if out := k.must("get", "namespaces"); !regexp.MustCompile(`(?m)^NAME\s+STATUS\s+AGE\s+TENANT$`).MatchString(out) || !regexp.MustCompile(`(?m)^kube-node-lease\s+Active\s+\S+\s+system$`).MatchString(out) {
+		t.Fatalf("kubectl get namespaces:\n%s", out)
+	}
+	if out := k.must("get", "tenants"); !regexp.MustCompile(`(?m)^acme\s+0\s+Active\s+\S+$`).MatchString(out) {
+		t.Fatalf("kubectl get tenants:\n%s", out)
+	}
 
 	// A body whose tenant contradicts the path is a bad request.
 	bad := k.file("bad.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","tenant":"other"}}`)

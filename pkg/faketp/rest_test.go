@@ -689,10 +689,11 @@ func TestTables(t *testing.T) {
 	for _, c := range tbl.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	if strings.Join(names, ",") != "Name,Ready,Status,Restarts,Age,IP,Node,Tenant" {
+	// Arktos's columns, HashKey included (sample 74).
+	if strings.Join(names, ",") != "Name,HashKey,Ready,Status,Restarts,Age,IP,Node,Nominated Node,Readiness Gates" {
 		t.Fatalf("pod columns %v", names)
 	}
-	if row := tbl.Rows[0].Cells; row[0] != "pod-0" || row[2] != "Running" || row[5] != "10.244.0.2" || row[6] != "node-0" || row[7] != "system" {
+	if row := tbl.Rows[0].Cells; row[0] != "pod-0" || row[1].(float64) <= 0 || row[3] != "Running" || row[4] != float64(0) || row[6] != "10.244.0.2" || row[7] != "node-0" {
 		t.Fatalf("pod row %v", row)
 	}
 	if !bytes.Contains(tbl.Rows[0].Object.Raw, []byte(`"PartialObjectMetadata"`)) {

@@ -27,6 +27,7 @@ import (
 type tableFormat struct {
 	on      bool
 	include string // "Object", "Metadata" (the default) or "None"
+	version string // of meta.k8s.io, as asked: v1 or v1beta1
 }
 
 func tableRequest(r *http.Request) tableFormat {
@@ -40,7 +41,7 @@ func tableRequest(r *http.Request) tableFormat {
 			if inc == "" {
 				inc = "Metadata"
 			}
-			return tableFormat{on: true, include: inc}
+			return tableFormat{on: true, include: inc, version: params["v"]}
 		}
 		if params["as"] == "" {
 			return tableFormat{} // plain JSON comes first
@@ -63,9 +64,8 @@ func col(name, typ string, priority int32, cell func(o obj, now time.Time) any) 
 }
 
 var (
-	nameCol   = col("Name", "string", 0, func(o obj, _ time.Time) any { return str(o, "metadata", "name") })
-	ageCol    = col("Age", "string", 0, age)
-	tenantCol = col("Tenant", "string", 1, func(o obj, _ time.Time) any { return str(o, "metadata", "tenant") })
+	nameCol = col("Name", "string", 0, func(o obj, _ time.Time) any { return str(o, "metadata", "name") })
+	ageCol  = col("Age", "string", 0, age)
 )
 
 func age(o obj, now time.Time) any {
@@ -115,13 +115,20 @@ func joinMap(m map[string]any) string {
 	return orNone(strings.Join(kv, ","))
 }
 
-// columns are each resource's table columns, as kube-apiserver prints them.
+// columns are each resource's table columns, as Arktos's kube-apiserver
+// prints them: pods with Arktos's HashKey (sample 74), namespaces with their
+// tenant (91-kubectl-stock.txt), tenants with their storage cluster.
 var columns = map[string][]column{
-	"tenants": {nameCol, ageCol},
+	"tenants": {nameCol,
+		col("StorageID", "string", 0, func(o obj, _ time.Time) any { return str(o, "spec", "storageClusterId") }),
+		col("Status", "string", 0, func(o obj, _ time.Time) any { return str(o, "status", "phase") }),
+		ageCol},
 	"namespaces": {nameCol,
 		col("Status", "string", 0, func(o obj, _ time.Time) any { return str(o, "status", "phase") }),
-		ageCol, tenantCol},
+		ageCol,
+		col("Tenant", "string", 0, func(o obj, _ time.Time) any { return str(o, "metadata", "tenant") })},
 	"pods": {nameCol,
+		col("HashKey", "integer", 0, func(o obj, _ time.Time) any { return num(o, "metadata", "hashKey") }),
 		col("Ready", "string", 0, func(o obj, _ time.Time) any {
 			ready := 0
 			for _, cs := range list(o, "status", "containerStatuses") {
@@ -131,8 +138,13 @@ var columns = map[string][]column{
 			}
 			return fmt.Sprintf("%d/%d", ready, len(list(o, "spec", "containers")))
 		}),
-		col("Status", "string", 0, func(o obj, _ time.Time) any { return str(o, "status", "phase") }),
-		col("Restarts", "string", 0, func(o obj, _ time.Time) any {
+		col("Status", "string", 0, func(o obj, _ time.Time) any {
+			if str(o, "metadata", "deletionTimestamp") != "" {
+				return "Terminating"
+			}
+			return str(o, "status", "phase")
+		}),
+		col("Restarts", "integer", 0, func(o obj, _ time.Time) any {
 			var n int64
 			for _, cs := range list(o, "status", "containerStatuses") {
 				if m, ok := cs.(map[string]any); ok {
@@ -140,12 +152,28 @@ var columns = map[string][]column{
 					n += v
 				}
 			}
-			return strconv.FormatInt(n, 10)
+			return n
 		}),
 		ageCol,
 		col("IP", "string", 1, func(o obj, _ time.Time) any { return orNone(str(o, "status", "podIP")) }),
 		col("Node", "string", 1, func(o obj, _ time.Time) any { return orNone(str(o, "spec", "nodeName")) }),
-		tenantCol},
+		col("Nominated Node", "string", 1, func(o obj, _ time.Time) any { return orNone(str(o, "status", "nominatedNodeName")) }),
+		col("Readiness Gates", "string", 1, func(o obj, _ time.Time) any {
+			gates := list(o, "spec", "readinessGates")
+			if len(gates) == 0 {
+				return "<none>"
+			}
+			ready := 0
+			for _, g := range gates {
+				gm, _ := g.(map[string]any)
+				for _, c := range list(o, "status", "conditions") {
+					if cm, ok := c.(map[string]any); ok && str(cm, "type") == str(gm, "conditionType") && str(cm, "status") == "True" {
+						ready++
+					}
+				}
+			}
+			return fmt.Sprintf("%d/%d", ready, len(gates))
+		})},
 	"services": {nameCol,
 		col("Type", "string", 0, func(o obj, _ time.Time) any { return str(o, "spec", "type") }),
 		col("Cluster-IP", "string", 0, func(o obj, _ time.Time) any { return orNone(str(o, "spec", "clusterIP")) }),
@@ -172,8 +200,7 @@ var columns = map[string][]column{
 			return orNone(strings.Join(ports, ","))
 		}),
 		ageCol,
-		col("Selector", "string", 1, func(o obj, _ time.Time) any { return joinMap(child(child(o, "spec"), "selector")) }),
-		tenantCol},
+		col("Selector", "string", 1, func(o obj, _ time.Time) any { return joinMap(child(child(o, "spec"), "selector")) })},
 	"endpoints": {nameCol,
 		col("Endpoints", "string", 0, func(o obj, _ time.Time) any {
 			var eps []string
@@ -187,14 +214,14 @@ var columns = map[string][]column{
 			}
 			return orNone(strings.Join(eps, ","))
 		}),
-		ageCol, tenantCol},
+		ageCol},
 	"configmaps": {nameCol,
 		col("Data", "integer", 0, func(o obj, _ time.Time) any { return count(o, "data").(int64) + count(o, "binaryData").(int64) }),
-		ageCol, tenantCol},
+		ageCol},
 	"secrets": {nameCol,
 		col("Type", "string", 0, func(o obj, _ time.Time) any { return str(o, "type") }),
 		col("Data", "integer", 0, func(o obj, _ time.Time) any { return count(o, "data") }),
-		ageCol, tenantCol},
+		ageCol},
 	"daemonsets": {nameCol,
 		col("Desired", "integer", 0, func(o obj, _ time.Time) any { return num(o, "status", "desiredNumberScheduled") }),
 		col("Current", "integer", 0, func(o obj, _ time.Time) any { return num(o, "status", "currentNumberScheduled") }),
@@ -204,7 +231,7 @@ var columns = map[string][]column{
 		col("Node Selector", "string", 0, func(o obj, _ time.Time) any {
 			return joinMap(child(child(child(child(o, "spec"), "template"), "spec"), "nodeSelector"))
 		}),
-		ageCol, tenantCol},
+		ageCol},
 	"endpointslices": {nameCol,
 		col("AddressType", "string", 0, func(o obj, _ time.Time) any { return str(o, "addressType") }),
 		col("Ports", "string", 0, func(o obj, _ time.Time) any {
@@ -228,14 +255,14 @@ var columns = map[string][]column{
 			}
 			return orNone(strings.Join(eps, ","))
 		}),
-		ageCol, tenantCol},
+		ageCol},
 }
 
 // table renders objects as a Table; listMeta carries the list's version
 // and continue token.
 func (f tableFormat) render(r *resource, objs []*store.Object, listMeta metav1.ListMeta, withColumns bool) ([]byte, error) {
 	cols := columns[r.gvr.Resource]
-	t := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: listMeta, Rows: []metav1.TableRow{}}
+	t := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + f.version}, ListMeta: listMeta, Rows: []metav1.TableRow{}}
 	if withColumns {
 		for _, c := range cols {
 			t.ColumnDefinitions = append(t.ColumnDefinitions, c.def)
