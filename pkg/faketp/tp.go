@@ -413,7 +413,9 @@ func (tp *TP) SetOutage(ctx context.Context, o Outage) error {
 func (tp *TP) SetLatency(d time.Duration) { tp.latency.Store(int64(d)) }
 
 // CloseWatches ends every open watch stream, as an API server restart or a
-// load balancer would; clients re-watch from their last version.
+// load balancer would, once it has sent the events committed before the
+// call (so a test can end a watch and read all it got); clients re-watch
+// from their last version.
 func (tp *TP) CloseWatches() {
 	if s := tp.Store(); s != nil {
 		s.CloseWatches()

@@ -145,6 +145,7 @@ type Store struct {
 	floor   uint64
 	notify  chan struct{} // closed and replaced at each change
 	gen     uint64        // bumped by CloseWatches
+	closeRV uint64        // the version at the last CloseWatches
 	closed  bool
 	db      *bolt.DB
 }
@@ -669,11 +670,13 @@ func (s *Store) Compact() {
 }
 
 // CloseWatches ends every open watch with ErrClosed, as when an API server
-// drops its watch connections.
+// drops its watch connections, once the watch has returned the events
+// committed before the call: so a test can end a watch to read all it got.
 func (s *Store) CloseWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
+	s.closeRV = s.rv
 	s.wake()
 }
 
@@ -712,12 +715,17 @@ func (w *Watcher) Cursor() uint64 { return w.cursor }
 // Next blocks until there are events after the cursor and returns them
 // (the slice is reused by the next call). It returns (nil, nil) when tick
 // fires first, ErrGone when the events were dropped from the history,
-// ErrClosed when the server closed the watch, or ctx's error.
+// ErrClosed when the server closed the watch (after the events committed
+// before CloseWatches), or ctx's error.
 func (w *Watcher) Next(ctx context.Context, tick <-chan time.Time) ([]Event, error) {
 	s := w.s
 	for {
 		s.mu.RLock()
-		if s.closed || w.gen != s.gen {
+		upTo, closing := s.rv, w.gen != s.gen
+		if closing {
+			upTo = s.closeRV
+		}
+		if s.closed || closing && w.cursor >= upTo {
 			s.mu.RUnlock()
 			return nil, ErrClosed
 		}
@@ -728,15 +736,18 @@ func (w *Watcher) Next(ctx context.Context, tick <-chan time.Time) ([]Event, err
 		}
 		w.buf = w.buf[:0]
 		for i := 0; i < win.n; i++ {
-			if e := win.events[(win.start+i)%len(win.events)]; e.Object.RV > w.cursor {
+			if e := win.events[(win.start+i)%len(win.events)]; e.Object.RV > w.cursor && e.Object.RV <= upTo {
 				w.buf = append(w.buf, e)
 			}
 		}
-		w.cursor = s.rv
+		w.cursor = upTo
 		ch := s.notify
 		s.mu.RUnlock()
 		if len(w.buf) > 0 {
 			return w.buf, nil
+		}
+		if closing {
+			return nil, ErrClosed
 		}
 		select {
 		case <-ch:

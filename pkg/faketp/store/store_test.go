@@ -184,6 +184,18 @@ func TestWatchResumeGoneAndClose(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("closed watcher: %v", err)
 	}
+	// A watch closed with unread events returns them first, then ends;
+	// what comes after the close is not its.
+	w6, _ := s.Watch("pods", s.RV())
+	s.Create(key("t", "n", "c"), Meta{}, enc("c"))
+	s.CloseWatches()
+	s.Create(key("t", "n", "d"), Meta{}, enc("d"))
+	if evs, err := next(t, w6); err != nil || len(evs) != 1 || evs[0].Object.Name != "c" {
+		t.Fatalf("closed watcher with an unread event: %v %+v", err, evs)
+	}
+	if _, err := next(t, w6); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed watcher after its last event: %v", err)
+	}
 	w5, err := s.Watch("pods", s.RV())
 	if err != nil {
 		t.Fatal(err)
