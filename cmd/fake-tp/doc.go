@@ -5,7 +5,8 @@
 //
 // serves tp1..tp3 on ports 6443..6445 and writes DIR/tp1.kubeconfig and so on.
 // It logs one line per TP when it is ready and stops cleanly on SIGTERM.
-// --seed, --data-dir and --generate fill the TPs; --admin-listen serves the
-// fault controls (pkg/faketp.AdminHandler) and /healthz, /readyz, /metrics
-// on a loopback address.
+// The TPs behave as Arktos TPs by default; --controllers, --endpointslices
+// and --watch-list change that. --seed, --data-dir and --generate fill the
+// TPs; --admin-listen serves the fault controls (pkg/faketp.AdminHandler)
+// and /healthz, /readyz, /metrics on a loopback address.
 package main

@@ -287,6 +287,15 @@ func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
 		if err != nil || len(pods.Items) != 200 {
 			t.Fatalf("%s: generated pods: %v %d", name, err, len(pods.Items))
 		}
+		// --generate makes Endpoints (the endpoints controller runs by
+		// default), no EndpointSlices (Arktos has none).
+		ep, err := cs.CoreV1().Endpoints("gen-0").Get(ctx, "svc-0", metav1.GetOptions{})
+		if err != nil || len(ep.Subsets) != 1 || len(ep.Subsets[0].Addresses) == 0 {
+			t.Fatalf("%s: generated Endpoints: %v %+v", name, err, ep)
+		}
+		if _, err := cs.DiscoveryV1().EndpointSlices("gen-0").List(ctx, metav1.ListOptions{}); err == nil {
+			t.Fatalf("%s serves EndpointSlices without --endpointslices", name)
+		}
 	}
 
 	// The admin endpoint: a 503 outage on tp2, then back.

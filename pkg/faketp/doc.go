@@ -16,11 +16,13 @@
 //   - core/v1 tenants (cluster-scoped), namespaces (tenant-scoped, as in
 //     Arktos), pods (and pods/binding), services, endpoints, configmaps,
 //     secrets; apps/v1 daemonsets; no discovery.k8s.io (Arktos has none)
-//     unless Options.EndpointSlices, which serves EndpointSlices mirrored
-//     by the server from the Endpoints (see mirrorSlices: one slice per
-//     subset and address family, <endpoints>-ipv4/-ipv6, managed-by
-//     endpointslicemirroring-controller.k8s.io; clients may also write
-//     slices of their own, and mirrored ones are put back when changed);
+//     unless Options.EndpointSlices, which serves EndpointSlices that the
+//     server mirrors from the Endpoints: one slice per subset and address
+//     family, named <endpoints>-ipv4 and -ipv6, labelled
+//     kubernetes.io/service-name and endpointslice.kubernetes.io/managed-by
+//     endpointslicemirroring-controller.k8s.io. Clients may write slices of
+//     their own; mirrored ones are put back when a client changes them.
+//     Seeding a slice into a TP without the option is refused;
 //   - Arktos paths /api/v1/tenants/{t}/namespaces/{ns}/{res}[/{name}[/{sub}]],
 //     /api/v1/tenants/{t}/{res} (one tenant, all namespaces) and the same under
 //     /apis/{g}/{v}; /api/v1/tenants/all/{res} lists and watches every
@@ -28,9 +30,10 @@
 //     the caller's tenant (Identity.Tenant; system for the admin and for
 //     requests without credentials), never every tenant, as in Arktos;
 //   - get, list (label and field selectors, limit/continue), watch
-//     (resourceVersion, bookmarks, timeoutSeconds, sendInitialEvents), create,
-//     update (409 on a stale resourceVersion), patch (JSON, merge, strategic
-//     merge), delete, deletecollection.
+//     (resourceVersion, bookmarks, timeoutSeconds), create, update (409 on
+//     a stale resourceVersion), patch (JSON, merge, strategic merge),
+//     delete, and deletecollection where kube-apiserver 1.18 has it (not on
+//     tenants, namespaces and services).
 //
 // Responses are JSON even when protobuf is asked for (protobuf request bodies
 // of built-in types are read); kubectl get is answered with a meta.k8s.io
@@ -57,8 +60,9 @@
 //
 // Controllers (Options.Controllers; by default the tenant and endpoints
 // controllers of Arktos's controller manager) run synchronously after every
-// change, before the request that made it is answered, each of their writes
-// a store write of its own:
+// change (API writes, Seed, Generate), before the request that made it is
+// answered, so tests need no sleeps; each of their writes is a store write
+// of its own, without admission:
 //   - tenant: the Tenant "system" exists (without it, GET is 404 as on a
 //     TP without a controller manager), and every new tenant gets the
 //     namespaces default, kube-system and kube-public;
@@ -94,7 +98,8 @@
 // with --as and --as-group. client-go's rest.Config does send the token.
 //
 // Admission: each TP runs an admission.Chain (Options.Plugins, by default
-// DefaultPlugins) on create, update and delete with an admission.Record
+// DefaultPlugins) on create (pods/binding included), update and delete of
+// clients (not of the controllers) with an admission.Record
 // carrying the tenant, namespace, name, typed object (tenant in
 // tenancy.TenantAnnotation; unstructured for tenants) and user.
 //
@@ -118,6 +123,11 @@
 //
 // Faults for tests, per TP, from Go (TP.SetOutage, CloseWatches, SetLatency,
 // Compact) and over HTTP (AdminHandler).
+//
+// Differences from Arktos on purpose (TestArktosReplay replays the recorded
+// Arktos TPs of ../shared/arktos and lists them): no master service
+// default/kubernetes, no service accounts, live watch events carry
+// metadata.selfLink, and a bound pod is deleted at once (no kubelet).
 //
 // Invariants: input never panics the server and never gets a 500: malformed
 // paths and bodies get a metav1.Status with a 4xx code and the reason

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -775,5 +777,51 @@ func TestGenerateMakesEndpoints(t *testing.T) {
 	// Pods 1, 7 (svc-1, in gen-1) and none else: 1%3 == 7%3 == 1, both odd.
 	if ips[0] != "10.244.0.3 10.244.0.9 <none>" || ips[1] != ips[0] {
 		t.Fatalf("svc-1's addresses with and without the controller: %q", ips)
+	}
+}
+
+// The seed format takes Tenants with their storageClusterId and Endpoints.
+func TestSeedManifestTenantsAndEndpoints(t *testing.T) {
+	tp := faketp.StartT(t, faketp.Options{}).TPs()[0]
+	f := filepath.Join(t.TempDir(), "seed.yaml")
+	manifest := `apiVersion: v1
+kind: Tenant
+metadata: {name: acme}
+spec: {storageClusterId: "7"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: web, tenant: acme}
+spec:
+  ports: [{port: 5432}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: db, namespace: web, tenant: acme}
+subsets:
+- addresses: [{ip: 192.0.2.1}]
+  ports: [{port: 5432}]
+`
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.SeedFiles(f); err != nil {
+		t.Fatal(err)
+	}
+	tenant := do(t, tp, "GET", "/api/v1/tenants/acme", "", "").body
+	if jsonAt(t, tenant, "spec.storageClusterId") != "7" || jsonAt(t, tenant, "spec.finalizers") != `["arktos"]` {
+		t.Errorf("seeded tenant: %s", tenant)
+	}
+	ep := do(t, tp, "GET", "/api/v1/tenants/acme/namespaces/web/endpoints/db", "", "").body
+	if jsonAt(t, ep, "subsets.0.addresses.0.ip") != "192.0.2.1" || jsonAt(t, ep, "subsets.0.ports.0.protocol") != "TCP" {
+		t.Errorf("seeded Endpoints: %s", ep)
+	}
+	// A tenant without a storage cluster is seeded in cluster 0; one out
+	// of range is refused.
+	if err := tp.Seed(map[string]any{"apiVersion": "v1", "kind": "Tenant", "metadata": map[string]any{"name": "beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Seed(map[string]any{"apiVersion": "v1", "kind": "Tenant", "metadata": map[string]any{"name": "gamma"}, "spec": map[string]any{"storageClusterId": "64"}}); err == nil {
+		t.Error("seeded a tenant in storage cluster 64")
 	}
 }

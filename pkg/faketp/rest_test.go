@@ -440,6 +440,10 @@ func TestWatchSemantics(t *testing.T) {
 			}
 		}
 	}
+	// Served, sendInitialEvents needs resourceVersionMatch and bookmarks.
+	if r := do(t, tp, "GET", "/api/v1/pods?watch=1&sendInitialEvents=true", "", ""); r.code != 422 || r.status.Reason != metav1.StatusReasonInvalid {
+		t.Fatalf("sendInitialEvents without bookmarks: %d %s", r.code, r.status.Reason)
+	}
 	// sendInitialEvents: the state, then the initial-events-end bookmark.
 	evs := watchEvents(t, tp, "/api/v1/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1", 3)
 	if len(evs) != 3 || evType(evs[2]) != "BOOKMARK" || !bytes.Contains(evs[2]["object"], []byte(metav1.InitialEventsAnnotationKey)) ||
