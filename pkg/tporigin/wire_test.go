@@ -62,6 +62,9 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err := tp2.Seed(
 		pod("system", "kube-system", "ds-x", uidA, "n1"),
 		pod("t1", "default", "web", uidC, "n1"),
+		// Endpoints live as long as their service (Arktos's endpoints
+		// controller deletes those of a missing one).
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}},
 		&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns", UID: uidE}},
 	); err != nil {
 		t.Fatal(err)
@@ -146,8 +149,8 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if again.Len() != 3 {
-		t.Fatalf("after restart: %d origins, want 3 (A from tp2, the service, the endpoints)", again.Len())
+	if again.Len() != 4 {
+		t.Fatalf("after restart: %d origins, want 4 (A from tp2, the two services, the endpoints)", again.Len())
 	}
 	if tp, _ := again.OriginOf(uidA); tp != "tp2" {
 		t.Fatalf("after restart A is from %q", tp)
