@@ -19,6 +19,8 @@ var pathSeeds = []string{
 	"/apis/apps/v1/tenants/acme/namespaces/ns/daemonsets/d/status", "/api/v1/watch/namespaces/default/pods/p",
 	"/apis/apps/v1/tenants", "/api/v1/pods/p", "//api", "/api/v1/namespaces/../pods", "/api/v1/tenants/ALL/pods",
 	"/api/v1/namespaces/a/pods/b/c/d", "/apis/apps/v1/watch", "/api/v1/tenants/a/namespaces/b/status/x",
+	"/api/v1/tenants/all/pods", "/api/v1/tenants/all/namespaces/ns/pods", "/api/v1/tenants/all/namespaces",
+	"/api/v1/namespaces/default/pods/p/binding", "/api/v1/tenants/acme/status", "/openapi/v2",
 }
 
 // FuzzParsePath: no path panics the router, and every answer is either a
