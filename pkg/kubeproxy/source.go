@@ -229,11 +229,11 @@ type tpSynced struct {
 }
 
 // waitSynced waits until every check is true (nil missing), or expired
-// closes (the TPs still missing), or ctx ends (ok false).
+// closes (the TPs still missing then), or ctx ends (ok false).
 func (s *Source) waitSynced(ctx context.Context, expired <-chan struct{}, checks []tpSynced) (missing []string, ok bool) {
 	t := s.opts.Clock.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	for {
+	for timedOut := false; ; {
 		missing = missing[:0]
 		for _, c := range checks {
 			if !c.synced() {
@@ -243,11 +243,14 @@ func (s *Source) waitSynced(ctx context.Context, expired <-chan struct{}, checks
 		if len(missing) == 0 {
 			return nil, true
 		}
+		if timedOut {
+			return missing, true
+		}
 		select {
 		case <-ctx.Done():
 			return nil, false
 		case <-expired:
-			return missing, true
+			timedOut = true // look once more: a TP may have synced meanwhile
 		case <-t.C():
 		}
 	}
