@@ -3,11 +3,7 @@
 package multitp
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,8 +17,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
@@ -295,33 +289,9 @@ func (a *arktosTPs) readyPod(t *testing.T, i int, tenant, ns, name, ip string) s
 // testArktosLibraries runs the kube-proxy view and the origin tracker in
 // this process against the TPs: both see every tenant of every TP.
 func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	set, err := partition.New(partition.Options{KubeconfigPaths: tps.kubeconfigs[:], Names: []string{"tp1", "tp2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := kubeproxy.NewView([]string{"tp1", "tp2"}, kubeproxy.Options{})
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracker, err := tporigin.Open(tporigin.Options{Partitions: []string{"tp1", "tp2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Close()
-	wiring, err := tporigin.Wire(tracker, set, tporigin.WireOptions{NodeName: "node-1", Services: true, Endpoints: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go tracker.Run(ctx)
-	set.Start(ctx)
-	go src.Run(ctx)
-	wiring.Start(ctx)
-	eventually(t, "the view, the wiring and the partition set to sync", func() bool {
-		return view.Synced() && wiring.HasSynced() && set.AllSynced()
-	})
+	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: tps.kubeconfigs[:], Names: []string{"tp1", "tp2"}},
+		tporigin.WireOptions{NodeName: "node-1", Services: true, Endpoints: true})
+	set, view, tracker := lib.set, lib.view, lib.tracker
 
 	s := view.Snapshot()
 	for key, want := range map[string]string{
@@ -365,38 +335,7 @@ func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 // the object it answers; anything but a 2xx fails the test.
 func (a *arktosTPs) write(t *testing.T, i int, method, path, body string) map[string]any {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfigs[i])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc.Timeout = 30 * time.Second
-	req, err := http.NewRequest(method, strings.TrimSuffix(cfg.Host, "/")+path, bytes.NewBufferString(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if method == "PATCH" {
-		req.Header.Set("Content-Type", "application/merge-patch+json")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s on tp%d: %v", method, path, i+1, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s %s on tp%d: %d %s", method, path, i+1, resp.StatusCode, b)
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(b, &obj); err != nil {
-		t.Fatalf("%s %s on tp%d: %v: %s", method, path, i+1, err, b)
-	}
-	return obj
+	return mustObject(t, a.kubeconfigs[i], method, path, body, http.StatusOK)
 }
 
 // reverse is the in-addr.arpa name of an IPv4 address.

@@ -4,6 +4,7 @@ package multitp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 )
 
 // binDir holds the programs TestMain built.
@@ -192,10 +196,11 @@ func httpGet(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// rawGet reads path from the TP of kubeconfig, authenticated as the
-// kubeconfig says, and returns the object as fake-tp serves it (Arktos JSON,
-// metadata.tenant included).
-func rawGet(t *testing.T, kubeconfig, path string) map[string]any {
+// tpRequest sends method path (with body, a merge patch for PATCH) to the
+// TP of kubeconfig, authenticated as the kubeconfig says, and returns the
+// status and body as the TP serves them (Arktos JSON, metadata.tenant
+// included).
+func tpRequest(t *testing.T, kubeconfig, method, path, body string) (int, []byte) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -205,21 +210,92 @@ func rawGet(t *testing.T, kubeconfig, path string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc.Timeout = 10 * time.Second
-	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + path)
+	hc.Timeout = 30 * time.Second
+	req, err := http.NewRequest(method, strings.TrimSuffix(cfg.Host, "/")+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	if method == http.MethodPatch {
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	return resp.StatusCode, b
+}
+
+// rawGet reads the object at path from the TP of kubeconfig; anything but
+// 200 fails the test.
+func rawGet(t *testing.T, kubeconfig, path string) map[string]any {
+	t.Helper()
+	return mustObject(t, kubeconfig, http.MethodGet, path, "", http.StatusOK)
+}
+
+// mustObject sends a request with tpRequest and decodes the object it
+// answers; a status outside [want, want+99] fails the test.
+func mustObject(t *testing.T, kubeconfig, method, path, body string, want int) map[string]any {
+	t.Helper()
+	code, b := tpRequest(t, kubeconfig, method, path, body)
+	if code < want || code > want+99 {
+		t.Fatalf("%s %s: %d %s", method, path, code, b)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(b, &obj); err != nil {
-		t.Fatalf("GET %s: %v: %s", path, err, b)
+		t.Fatalf("%s %s: %v: %s", method, path, err, b)
 	}
 	return obj
+}
+
+// nodeLibraries is what a node runs in process against the TPs: the
+// kube-proxy view and the origin tracker, both synced.
+type nodeLibraries struct {
+	set     *partition.Set
+	view    *kubeproxy.View
+	tracker *tporigin.Tracker
+}
+
+// startNodeLibraries builds a partition set on o, and on it the kube-proxy
+// view and the origin tracker wired as wo says; it waits until the view,
+// the wiring and the set have synced. Everything stops when t ends.
+func startNodeLibraries(t *testing.T, o partition.Options, wo tporigin.WireOptions) *nodeLibraries {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	set, err := partition.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range set.Partitions() {
+		names = append(names, p.Name)
+	}
+	view := kubeproxy.NewView(names, kubeproxy.Options{})
+	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := tporigin.Open(tporigin.Options{Path: filepath.Join(t.TempDir(), "tporigin.db"), Partitions: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracker.Close() })
+	wiring, err := tporigin.Wire(tracker, set, wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tracker.Run(ctx)
+	set.Start(ctx)
+	go src.Run(ctx)
+	wiring.Start(ctx)
+	eventually(t, "the kube-proxy view, the origin wiring and the partition set to sync with every TP", func() bool {
+		return view.Synced() && wiring.HasSynced() && set.AllSynced()
+	})
+	return &nodeLibraries{set: set, view: view, tracker: tracker}
 }
 
 // field walks nested maps: field(obj, "metadata", "tenant"); nil when absent.

@@ -299,10 +299,9 @@ func testChange(t *testing.T, m *mission) {
 func testLibraries(t *testing.T, m *mission) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	set, err := partition.New(partition.Options{KubeconfigPaths: []string{m.kubeconfigs["tp1"], m.kubeconfigs["tp2"], m.kubeconfigs["tp3"]}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: []string{m.kubeconfigs["tp1"], m.kubeconfigs["tp2"], m.kubeconfigs["tp3"]}},
+		tporigin.WireOptions{NodeName: "node-1"})
+	set, view, tracker := lib.set, lib.view, lib.tracker
 	var names []string
 	for _, p := range set.Partitions() {
 		names = append(names, p.Name)
@@ -310,28 +309,6 @@ func testLibraries(t *testing.T, m *mission) {
 	if !slices.Equal(names, []string{"tp1", "tp2", "tp3"}) {
 		t.Fatalf("partition names from the kubeconfigs: %v", names)
 	}
-
-	view := kubeproxy.NewView(names, kubeproxy.Options{})
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracker, err := tporigin.Open(tporigin.Options{Path: filepath.Join(t.TempDir(), "tporigin.db"), Partitions: names})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Close()
-	wiring, err := tporigin.Wire(tracker, set, tporigin.WireOptions{NodeName: "node-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go tracker.Run(ctx)
-	set.Start(ctx)
-	go src.Run(ctx)
-	wiring.Start(ctx)
-	eventually(t, "the kube-proxy view and the origin wiring to sync with every TP", func() bool {
-		return view.Synced() && wiring.HasSynced()
-	})
 
 	t.Run("kubeproxy", func(t *testing.T) {
 		s := view.Snapshot()
