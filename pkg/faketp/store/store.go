@@ -688,6 +688,11 @@ type Watcher struct {
 	cursor   uint64
 	gen      uint64
 	buf      []Event
+	// backlog holds the window's events after the watch's start version,
+	// taken when the watch opens, as a watch cache hands a new watcher its
+	// initial events: later events pushing them out of the window do not
+	// take them from this watch.
+	backlog []Event
 }
 
 // Watch returns a Watcher for the events of resource after version from.
@@ -706,7 +711,13 @@ func (s *Store) Watch(resource string, from uint64) (*Watcher, error) {
 	if from < w.dropped {
 		return nil, ErrGone
 	}
-	return &Watcher{s: s, resource: resource, window: w, cursor: from, gen: s.gen}, nil
+	var backlog []Event
+	for i := 0; i < w.n; i++ {
+		if e := w.events[(w.start+i)%len(w.events)]; e.Object.RV > from {
+			backlog = append(backlog, e)
+		}
+	}
+	return &Watcher{s: s, resource: resource, window: w, cursor: s.rv, gen: s.gen, backlog: backlog}, nil
 }
 
 // Cursor returns the version up to which the watcher has seen every event.
@@ -718,6 +729,12 @@ func (w *Watcher) Cursor() uint64 { return w.cursor }
 // ErrClosed when the server closed the watch (after the events committed
 // before CloseWatches), or ctx's error.
 func (w *Watcher) Next(ctx context.Context, tick <-chan time.Time) ([]Event, error) {
+	if b := w.backlog; b != nil {
+		w.backlog = nil
+		if len(b) > 0 {
+			return b, nil
+		}
+	}
 	s := w.s
 	for {
 		s.mu.RLock()
