@@ -27,6 +27,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -230,7 +231,7 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(tenancy.WrapConfig(cfg))
+	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
 		if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "everywhere", metav1.GetOptions{}); err != nil {
 			t.Fatalf("%s lacks the common seed: %v", name, err)
 		}
-		_, err := cs.CoreV1().Services("web").Get(tenancy.WithTenant(ctx, "acme"), "only-tp1", metav1.GetOptions{})
+		_, err := cs.CoreV1().Services("web").Get(tenancyk8s.WithTenant(ctx, "acme"), "only-tp1", metav1.GetOptions{})
 		if (err == nil) != (name == "tp1") {
 			t.Fatalf("%s: only-tp1 service: %v", name, err)
 		}
@@ -348,14 +349,14 @@ func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
 	res.Body.Close()
 
 	// A change, a clean stop, and a new process on the same data.
-	if _, err := clients["tp1"].CoreV1().ConfigMaps("web").Create(tenancy.WithTenant(ctx, "acme"),
+	if _, err := clients["tp1"].CoreV1().ConfigMaps("web").Create(tenancyk8s.WithTenant(ctx, "acme"),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p.stop(t)
 	p2 := start(t, "--partitions", "3", "--listen", "127.0.0.1:"+strconv.Itoa(base), "--kubeconfig-dir", kc, "--data-dir", data, "--admin-listen", "")
 	p2.waitLog(t, `"Serving tenant partition"`, 3)
-	cm, err := clients["tp1"].CoreV1().ConfigMaps("web").Get(tenancy.WithTenant(ctx, "acme"), "written", metav1.GetOptions{})
+	cm, err := clients["tp1"].CoreV1().ConfigMaps("web").Get(tenancyk8s.WithTenant(ctx, "acme"), "written", metav1.GetOptions{})
 	if err != nil || tenancy.TenantOf(cm) != "acme" {
 		t.Fatalf("after a restart on --data-dir: %v", err)
 	}

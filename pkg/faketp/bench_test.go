@@ -52,7 +52,7 @@ func BenchmarkList10kPods(b *testing.B) {
 		b.ReportMetric(float64(n), "bytes/list")
 	})
 	b.Run("client-go", func(b *testing.B) {
-		// What a tpkit component pays: typed list through tenancy.WrapConfig
+		// What a tpkit component pays: typed list through tenancyk8s.WrapConfig
 		// (JSON decode and the metadata.tenant lift included).
 		cs := tpClient(b, tp)
 		b.ReportAllocs()

@@ -5,7 +5,7 @@
 // Use from a test:
 //
 //	c := faketp.StartT(t, faketp.Options{Partitions: 3}) // tp1..tp3, stopped at the end
-//	cs, _ := kubernetes.NewForConfig(tenancy.WrapConfig(c.TP("tp1").RESTConfig()))
+//	cs, _ := kubernetes.NewForConfig(tenancyk8s.WrapConfig(c.TP("tp1").RESTConfig()))
 //	_ = c.TP("tp2").Seed(pod, svc)                  // or SeedFiles, c.SeedDir, Generate
 //	_ = c.TP("tp3").Restart(ctx)                     // same port, same data
 //	flag := c.TenantServerKubeconfig()               // "…/tp1.kubeconfig,…/tp2.kubeconfig,…"

@@ -10,11 +10,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 func kubernetesFor(cfg *rest.Config) (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(tenancy.WrapConfig(cfg))
+	return kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
 }
 
 // recordingPlugin records every admission call and rejects objects named

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // waitTimeout only keeps a broken test from hanging; nothing is asserted
@@ -97,7 +98,7 @@ func (r *recorder) lastOf(key string) runtime.Object {
 // tpClient is a tenant-preserving clientset for one TP.
 func tpClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(tenancy.WrapConfig(tp.RESTConfig()))
+	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func (e everyTenant) RoundTrip(req *http.Request) (*http.Response, error) {
 // everyTenantClient is tpClient whose lists and watches span every tenant.
 func everyTenantClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
 	t.Helper()
-	cfg := tenancy.WrapConfig(tp.RESTConfig())
+	cfg := tenancyk8s.WrapConfig(tp.RESTConfig())
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return everyTenant{rt} })
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -231,7 +232,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		cs := tpClient(t, tp)
 		tenant := fmt.Sprintf("t%d", i+1)
 		for _, tn := range []string{tenancy.SystemTenant, tenant} {
-			tctx := tenancy.WithTenant(ctx, tn)
+			tctx := tenancyk8s.WithTenant(ctx, tn)
 			name := "x-" + tn
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "x"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
@@ -275,7 +276,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 	for i, tp := range tps {
 		cs := tpClient(t, tp)
 		tn := fmt.Sprintf("t%d", i+1)
-		tctx := tenancy.WithTenant(ctx, tn)
+		tctx := tenancyk8s.WithTenant(ctx, tn)
 		cm, err := cs.CoreV1().ConfigMaps("ns1").Get(tctx, "x-"+tn, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -332,7 +333,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 	for i, tp := range tps {
 		cs := tpClient(t, tp)
 		tn := fmt.Sprintf("t%d", i+1)
-		tctx := tenancy.WithTenant(ctx, tn)
+		tctx := tenancyk8s.WithTenant(ctx, tn)
 		name := "x-" + tn
 		for _, del := range []func() error{
 			func() error { return cs.CoreV1().Pods("ns1").Delete(tctx, name, metav1.DeleteOptions{}) },
@@ -494,7 +495,7 @@ func TestRestartWithDataDirKeepsObjectsAndInformerResumes(t *testing.T) {
 	}
 	ctx := context.Background()
 	cs := tpClient(t, tp)
-	tctx := tenancy.WithTenant(ctx, "acme")
+	tctx := tenancyk8s.WithTenant(ctx, "acme")
 	created, err := cs.CoreV1().ConfigMaps("web").Create(tctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"a": "1"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

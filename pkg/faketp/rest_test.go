@@ -24,6 +24,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 type resp struct {
@@ -510,7 +511,7 @@ func TestAdmissionSeesTenantUserAndObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := tenancy.WithTenant(context.Background(), "acme")
+	ctx := tenancyk8s.WithTenant(context.Background(), "acme")
 	if _, err := cs.CoreV1().ConfigMaps("web").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "deny-me"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("plugin rejection: %v", err)
 	}

@@ -254,7 +254,7 @@ func (tp *TP) KubeconfigPath() string {
 }
 
 // RESTConfig returns an admin rest.Config for the TP. It is not wrapped:
-// build clients with tenancy.WrapConfig(tp.RESTConfig()) to keep tenants.
+// build clients with pkg/tenancy/k8s's WrapConfig(tp.RESTConfig()) to keep tenants.
 func (tp *TP) RESTConfig() *rest.Config {
 	return &rest.Config{Host: tp.URL(), BearerToken: tp.adminTok, QPS: 1000, Burst: 2000}
 }

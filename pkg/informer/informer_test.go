@@ -16,6 +16,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // recorder writes each event as "<op> <tenant>/<ns>/<name> <label v>", with
@@ -84,7 +85,7 @@ func TestTenantsWithEqualNamesStayApart(t *testing.T) {
 	if err := tp.Seed(svc("acme", "1"), svc("zeta", "1")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(tenancy.WrapConfig(tp.RESTConfig()))
+	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestTenantsWithEqualNamesStayApart(t *testing.T) {
 	}
 
 	ctx := t.Context()
-	acme, zeta := tenancy.WithTenant(ctx, "acme"), tenancy.WithTenant(ctx, "zeta")
+	acme, zeta := tenancyk8s.WithTenant(ctx, "acme"), tenancyk8s.WithTenant(ctx, "zeta")
 	cur, err := c.CoreV1().Services("web").Get(acme, "api", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

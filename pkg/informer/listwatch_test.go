@@ -15,6 +15,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 func named(tenant, ns, name string) *corev1.Service {
@@ -54,7 +55,7 @@ func TestScopes(t *testing.T) {
 	if err := tp.Seed(named("acme", "web", "api"), named("zeta", "web", "api"), named("zeta", "db", "pg"), named("system", "kube-system", "kube-dns")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(tenancy.WrapConfig(tp.RESTConfig()))
+	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestScopes(t *testing.T) {
 }
 
 func TestScopeErrors(t *testing.T) {
-	c := kubernetes.NewForConfigOrDie(tenancy.WrapConfig(&rest.Config{Host: "http://127.0.0.1:1"}))
+	c := kubernetes.NewForConfigOrDie(tenancyk8s.WrapConfig(&rest.Config{Host: "http://127.0.0.1:1"}))
 	cases := []struct {
 		r     informer.Resource
 		scope informer.Scope

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // Strategy is how a manager keeps objects current; the three upstream
@@ -380,7 +381,7 @@ func requestContext(ctx context.Context, tenant string) context.Context {
 	if tenancy.IsSystem(tenant) {
 		return ctx
 	}
-	return tenancy.WithTenant(ctx, tenant)
+	return tenancyk8s.WithTenant(ctx, tenant)
 }
 
 // fetch asks the TP. A failure to reach it serves the last known object;

@@ -20,6 +20,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/kubeletdns"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 )
 
@@ -192,7 +193,7 @@ func TestClientLookupRejectsAnotherTenantsService(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"Service","apiVersion":"v1","metadata":{"name":"kube-dns-default","namespace":"kube-system","tenant":"system"},"spec":{"clusterIP":"10.96.0.99","clusterIPs":["10.96.0.99"]}}`))
 	}))
 	defer srv.Close()
-	client, err := kubernetes.NewForConfig(tenancy.WrapConfig(&rest.Config{Host: srv.URL}))
+	client, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}

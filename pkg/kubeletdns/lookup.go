@@ -12,6 +12,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 const (
@@ -58,7 +59,7 @@ type ServiceIPLookup interface {
 // back carrying another tenant is an error, never another tenant's server.
 type ClientLookup struct {
 	// Client returns the clientset of a partition, built with
-	// tenancy.WrapConfig (pkg/partition's Partition.Client is).
+	// tenancyk8s.WrapConfig (pkg/partition's Partition.Client is).
 	Client func(partition string) (kubernetes.Interface, bool)
 	// Timeout bounds one lookup; zero means 10 seconds.
 	Timeout time.Duration
@@ -86,7 +87,7 @@ func (l *ClientLookup) ServiceIPs(ctx context.Context, partition, tenant, namesp
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(tenancy.WithTenant(ctx, tenant), timeout)
+	ctx, cancel := context.WithTimeout(tenancyk8s.WithTenant(ctx, tenant), timeout)
 	defer cancel()
 	svc, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -21,6 +21,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 func service(tenant, ns, name, ip string) *corev1.Service {
@@ -53,7 +54,7 @@ func setEndpoints(t *testing.T, p *partition.Partition, tenant, ns, name string,
 	t.Helper()
 	ctx := context.Background()
 	if !tenancy.IsSystem(tenant) {
-		ctx = tenancy.WithTenant(ctx, tenant)
+		ctx = tenancyk8s.WithTenant(ctx, tenant)
 	}
 	cur, err := p.Client.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -326,7 +327,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 		t.Fatal(err)
 	}
 	waitFor(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
-	actx := tenancy.WithTenant(ctx, "t1")
+	actx := tenancyk8s.WithTenant(ctx, "t1")
 	if err := tps[0].Client.CoreV1().Services("web").Delete(actx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

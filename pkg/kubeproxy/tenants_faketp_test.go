@@ -15,6 +15,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // Two regular tenants of one TP each have service web/api and its
@@ -81,12 +82,12 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	// An update of acme's service reaches handlers paired with acme's
 	// previous version, never with zeta's service of the same name.
 	cs := set.Partitions()[0].Client
-	cur, err := cs.CoreV1().Services("web").Get(tenancy.WithTenant(ctx, "acme"), "api", metav1.GetOptions{})
+	cur, err := cs.CoreV1().Services("web").Get(tenancyk8s.WithTenant(ctx, "acme"), "api", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur.Labels = map[string]string{"touched": "yes"}
-	if _, err := cs.CoreV1().Services("web").Update(tenancy.WithTenant(ctx, "acme"), cur, metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Services("web").Update(tenancyk8s.WithTenant(ctx, "acme"), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "acme's update", func() bool { return pairs.updates() > 0 })
@@ -94,12 +95,12 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 		t.Errorf("updates paired across tenants: %v", bad)
 	}
 
-	if err := cs.CoreV1().Services("web").Delete(tenancy.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil {
+	if err := cs.CoreV1().Services("web").Delete(tenancyk8s.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The endpoints controller deletes the Endpoints of a deleted service,
 	// as Arktos's does; without one they are deleted here.
-	if err := cs.CoreV1().Endpoints("web").Delete(tenancy.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := cs.CoreV1().Endpoints("web").Delete(tenancyk8s.WithTenant(ctx, "acme"), "api", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	check("zeta's service alone after acme's delete", map[string]string{"zeta": "10.244.1.60:5353"})

@@ -10,7 +10,7 @@
 // Invariants:
 //   - A Set's partitions never change after New; each has a unique Name and its
 //     Index is its position in the flag.
-//   - Every client decodes Arktos JSON through tenancy.WrapConfig, so
+//   - Every client decodes Arktos JSON through pkg/tenancy/k8s's WrapConfig, so
 //     tenancy.TenantOf works on every object a list or watch delivers.
 //   - A TP is synced only when every check registered on it is true; a TP
 //     nothing reads never is. AllSynced is true only when every TP has synced.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // Partition is one TP: its name, its position in the flag, and its client.
@@ -168,7 +169,7 @@ func NewFromConfigs(names []string, cfgs []*rest.Config, o Options) (*Set, error
 
 func newPartition(name string, index int, cfg *rest.Config, o Options) (*Partition, error) {
 	h := &health{}
-	c := tenancy.WrapConfig(cfg)
+	c := tenancyk8s.WrapConfig(cfg)
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &healthTransport{h: h, base: rt} })
 	if c.QPS == 0 {
 		c.QPS = 50

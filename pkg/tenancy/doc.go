@@ -1,15 +1,14 @@
 // Package tenancy is tpkit's vocabulary for Arktos multi-tenancy: tenant names,
 // the partition-qualified object key, and the tenant of an API object.
 //
-// Arktos adds metadata.tenant to every tenant-scoped object, and the REST paths
-// /api/v1/tenants/{tenant}/namespaces/{ns}/{resource}. The upstream k8s.io/api
-// types have no tenant field, so a typed client-go decode would drop it. Transport
-// (see WrapConfig) closes that gap on the wire: it lifts metadata.tenant into the
-// annotation TenantAnnotation on the way in, lowers it back on the way out, and
-// routes requests to tenant paths when the request context names a tenant.
+// It is a core: it needs only the standard library, so an Arktos tree can
+// vendor it. The client-go glue (a transport that keeps metadata.tenant on
+// upstream k8s.io/api types) is its adapter, pkg/tenancy/k8s.
 //
 // Invariants:
-//   - An object with no tenant belongs to SystemTenant.
+//   - An object with no tenant belongs to SystemTenant. An object's own
+//     GetTenant (Arktos's ObjectMeta) wins over TenantAnnotation (tpkit's
+//     stand-in for the field on upstream types).
 //   - A Key's string form is Arktos's "<tenant>_<tp>/<namespace>/<name>" and
 //     ParseKey(k.String()) == k for every valid key.
 //   - Nothing here holds global state.

@@ -1,28 +1,56 @@
 package tenancy
 
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
-
 // TenantAnnotation carries an object's Arktos metadata.tenant on upstream
-// k8s.io/api types, which have no field for it. Transport writes it when
-// decoding responses and removes it again when encoding requests, so it never
-// reaches a TP. It is tpkit's only annotation.
+// k8s.io/api types, which have no field for it. The adapter's transport
+// (pkg/tenancy/k8s) writes it when decoding responses and removes it again
+// when encoding requests, so it never reaches a TP. It is tpkit's only
+// annotation.
 const TenantAnnotation = "tpkit.dev/tenant"
 
-// TenantOf returns the tenant of obj: the value lifted from metadata.tenant by
-// Transport, or SystemTenant when the object has none (Arktos's rule for
-// objects created through the short, tenant-less paths).
-func TenantOf(obj metav1.Object) string {
+// Object is what TenantOf reads: an object's annotations. Every API object
+// (metav1.Object, upstream or Arktos) is one.
+type Object interface {
+	GetAnnotations() map[string]string
+}
+
+// Tenanted is an object that knows its tenant: Arktos's ObjectMeta has
+// GetTenant, and so do the objects Arktos's own clients decode.
+type Tenanted interface {
+	GetTenant() string
+}
+
+// TenantOf returns the tenant of obj: its own GetTenant when it has one (an
+// Arktos object), else the value the adapter's transport lifted into
+// TenantAnnotation, else SystemTenant (Arktos's rule for objects created
+// through the short, tenant-less paths).
+func TenantOf(obj Object) string {
+	if t, ok := obj.(Tenanted); ok {
+		if tenant := t.GetTenant(); tenant != "" {
+			return tenant
+		}
+		return SystemTenant
+	}
 	if t := obj.GetAnnotations()[TenantAnnotation]; t != "" {
 		return t
 	}
 	return SystemTenant
 }
 
-// SetTenant records tenant on obj the way Transport does, so objects built in
-// code look like objects decoded from a TP.
-func SetTenant(obj metav1.Object, tenant string) {
+// Annotated is what SetTenant writes to: an object's annotations.
+type Annotated interface {
+	Object
+	SetAnnotations(map[string]string)
+}
+
+// SetTenant records tenant on obj: with its own SetTenant when it has one
+// (an Arktos object), else in TenantAnnotation, the way the adapter's
+// transport does, so objects built in code look like objects decoded from a
+// TP.
+func SetTenant(obj Annotated, tenant string) {
+	if t, ok := obj.(interface{ SetTenant(string) }); ok {
+		t.SetTenant(tenant)
+		return
+	}
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = make(map[string]string, 1)

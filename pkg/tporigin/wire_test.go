@@ -15,6 +15,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 )
 
@@ -131,7 +132,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	}
 	until(t, "A to move to tp2", func() bool { tp, _ := tr.OriginOf(uidA); return tp == "tp2" })
 	// tp2 deletes its tenant pod: forgotten.
-	if err := set.Partitions()[1].Client.CoreV1().Pods("default").Delete(tenancy.WithTenant(ctx, "t1"), "web", metav1.DeleteOptions{}); err != nil {
+	if err := set.Partitions()[1].Client.CoreV1().Pods("default").Delete(tenancyk8s.WithTenant(ctx, "t1"), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, "C to be forgotten", func() bool { _, ok := tr.OriginOf(uidC); return !ok })
@@ -214,10 +215,10 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 	}
 
 	c := set.Partitions()[0].Client
-	if err := c.CoreV1().Services("default").Delete(tenancy.WithTenant(ctx, "acme"), "web", metav1.DeleteOptions{}); err != nil {
+	if err := c.CoreV1().Services("default").Delete(tenancyk8s.WithTenant(ctx, "acme"), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CoreV1().Pods("default").Delete(tenancy.WithTenant(ctx, "zeta"), "web-0", metav1.DeleteOptions{}); err != nil {
+	if err := c.CoreV1().Pods("default").Delete(tenancyk8s.WithTenant(ctx, "zeta"), "web-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, "the deleted objects to be forgotten", func() bool {

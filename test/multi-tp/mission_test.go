@@ -28,6 +28,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 )
 
@@ -573,7 +574,7 @@ func testReturn(t *testing.T, m *mission) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(tenancy.WrapConfig(cfg))
+	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +584,7 @@ func testReturn(t *testing.T, m *mission) {
 		Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
 	}
-	created, err := cs.CoreV1().Services("default").Create(tenancy.WithTenant(context.Background(), "zeta"), svc, metav1.CreateOptions{})
+	created, err := cs.CoreV1().Services("default").Create(tenancyk8s.WithTenant(context.Background(), "zeta"), svc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

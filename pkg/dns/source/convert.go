@@ -201,7 +201,7 @@ func (st *store) Delete(obj any) error { return st.apply(obj, true) }
 func (st *store) Resync() error        { return nil }
 
 // apply hands one watched object to the index. Objects come with their
-// tenant in the annotation (tenancy.Transport); no store here keys by
+// tenant in the annotation (pkg/tenancy/k8s's Transport); no store here keys by
 // namespace/name.
 func (st *store) apply(obj any, deleted bool) error {
 	b, tp := st.s.b, st.tp

@@ -21,6 +21,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 func ns(tenant, name string) *corev1.Namespace {
@@ -331,7 +332,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string) {
 	}
 
 	// An object update is visible in the answers.
-	ctx := tenancy.WithTenant(context.Background(), "beta")
+	ctx := tenancyk8s.WithTenant(context.Background(), "beta")
 	tp2 := e.set.Partitions()[1].Client
 	if _, err := tp2.CoreV1().Services("web").Create(ctx, svc("beta", "web", "new", []string{"10.97.1.2"}, port("http", corev1.ProtocolTCP, 80)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -339,7 +340,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string) {
 	waitFor(t, "new service answered", func() bool {
 		return strings.Join(answers(ask(t, e.addr, "udp", "127.0.0.1", "new.web.beta.svc.cluster.local.", dns.TypeA)), ",") == "10.97.1.2"
 	})
-	actx := tenancy.WithTenant(context.Background(), "alpha")
+	actx := tenancyk8s.WithTenant(context.Background(), "alpha")
 	tp1 := e.set.Partitions()[0].Client
 	ep, err := tp1.CoreV1().Endpoints("web").Get(actx, "db", metav1.GetOptions{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package tenancy_test
+package k8s_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // TestInformersKeepTenant runs a real client-go informer over HTTP against
@@ -31,7 +32,7 @@ func TestInformersKeepTenant(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	client, err := kubernetes.NewForConfig(tenancy.WrapConfig(&rest.Config{Host: srv.URL}))
+	client, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +90,11 @@ func TestWithTenantRoutesToTenantPath(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"ns","tenant":"t1"},"data":{"k":"v"}}`))
 	}))
 	defer srv.Close()
-	client, err := kubernetes.NewForConfig(tenancy.WrapConfig(&rest.Config{Host: srv.URL}))
+	client, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := tenancy.WithTenant(context.Background(), "t1")
+	ctx := tenancyk8s.WithTenant(context.Background(), "t1")
 	cm, err := client.CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestWithTenantRoutesToTenantPath(t *testing.T) {
 	if !strings.Contains(bodies[1], `"tenant":"t1"`) || strings.Contains(bodies[1], tenancy.TenantAnnotation) {
 		t.Fatalf("PUT body should carry metadata.tenant and not the annotation: %s", bodies[1])
 	}
-	if _, err := client.CoreV1().ConfigMaps("ns").Get(tenancy.WithTenant(context.Background(), "Bad_Tenant"), "cm", metav1.GetOptions{}); err == nil {
+	if _, err := client.CoreV1().ConfigMaps("ns").Get(tenancyk8s.WithTenant(context.Background(), "Bad_Tenant"), "cm", metav1.GetOptions{}); err == nil {
 		t.Fatal("an invalid tenant in the context must fail before reaching the server")
 	}
 }

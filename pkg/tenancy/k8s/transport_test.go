@@ -1,4 +1,4 @@
-package tenancy
+package k8s
 
 import (
 	"encoding/json"
@@ -8,19 +8,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func TestTenantOf(t *testing.T) {
-	obj := &metav1.ObjectMeta{}
-	if got := TenantOf(obj); got != SystemTenant {
-		t.Fatalf("TenantOf(no tenant) = %q, want %q", got, SystemTenant)
-	}
-	SetTenant(obj, "t1")
-	if got := TenantOf(obj); got != "t1" {
-		t.Fatalf("TenantOf after SetTenant(t1) = %q", got)
-	}
-}
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
 
 func TestLiftTenant(t *testing.T) {
 	cases := []struct {
@@ -30,10 +20,10 @@ func TestLiftTenant(t *testing.T) {
 	}{
 		{"object", `{"kind":"Pod","metadata":{"name":"a","tenant":"t1"}}`, []string{"t1"}},
 		{"object keeps annotations", `{"kind":"Pod","metadata":{"name":"a","tenant":"t2","annotations":{"x":"y"}}}`, []string{"t2"}},
-		{"object without tenant", `{"kind":"Pod","metadata":{"name":"a"}}`, []string{SystemTenant}},
-		{"list", `{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","tenant":"t1"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c","tenant":"system"}}]}`, []string{"t1", SystemTenant, SystemTenant}},
+		{"object without tenant", `{"kind":"Pod","metadata":{"name":"a"}}`, []string{tenancy.SystemTenant}},
+		{"list", `{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","tenant":"t1"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c","tenant":"system"}}]}`, []string{"t1", tenancy.SystemTenant, tenancy.SystemTenant}},
 		{"watch event", `{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","tenant":"t3"}}}`, []string{"t3"}},
-		{"tenant only in a label value", `{"kind":"Pod","metadata":{"name":"a","labels":{"tenant":"x"}}}`, []string{SystemTenant}},
+		{"tenant only in a label value", `{"kind":"Pod","metadata":{"name":"a","labels":{"tenant":"x"}}}`, []string{tenancy.SystemTenant}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,16 +42,16 @@ func TestLiftTenant(t *testing.T) {
 			switch {
 			case probe.Items != nil:
 				for i := range probe.Items {
-					got = append(got, TenantOf(&probe.Items[i]))
+					got = append(got, tenancy.TenantOf(&probe.Items[i]))
 				}
 			case probe.Object != nil:
-				got = append(got, TenantOf(probe.Object))
+				got = append(got, tenancy.TenantOf(probe.Object))
 			default:
 				var pod corev1.Pod
 				if err := json.Unmarshal(out, &pod); err != nil {
 					t.Fatal(err)
 				}
-				got = append(got, TenantOf(&pod))
+				got = append(got, tenancy.TenantOf(&pod))
 				if strings.Contains(tc.in, `"x":"y"`) && pod.Annotations["x"] != "y" {
 					t.Errorf("existing annotation lost: %v", pod.Annotations)
 				}
@@ -98,7 +88,7 @@ func TestLowerTenantRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(lowered, &obj); err != nil {
 		t.Fatal(err)
 	}
-	if obj.Metadata.Tenant != "t1" || obj.Metadata.Annotations["keep"] != "me" || obj.Metadata.Annotations[TenantAnnotation] != "" {
+	if obj.Metadata.Tenant != "t1" || obj.Metadata.Annotations["keep"] != "me" || obj.Metadata.Annotations[tenancy.TenantAnnotation] != "" {
 		t.Fatalf("LowerTenant(LiftTenant(x)) = %s", lowered)
 	}
 }

@@ -1,8 +1,10 @@
-package tenancy
+package k8s
 
 import (
 	"bytes"
 	"sort"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // liftFast is LiftTenant's fast path: one scan over the bytes that edits the
@@ -68,13 +70,13 @@ type editForm uint8
 
 const (
 	removeOnly           editForm = iota // nothing inserted
-	newAnnotations                       // "annotations":{"<TenantAnnotation>":<tenant>}
-	intoAnnotations                      // "<TenantAnnotation>":<tenant>
-	intoAnnotationsComma                 // "<TenantAnnotation>":<tenant>,
+	newAnnotations                       // "annotations":{"<tenancy.TenantAnnotation>":<tenant>}
+	intoAnnotations                      // "<tenancy.TenantAnnotation>":<tenant>
+	intoAnnotationsComma                 // "<tenancy.TenantAnnotation>":<tenant>,
 )
 
 func (s *scanner) insertLen(e edit) int {
-	entry := len(TenantAnnotation) + 3 + (e.tve - e.tvs)
+	entry := len(tenancy.TenantAnnotation) + 3 + (e.tve - e.tvs)
 	switch e.form {
 	case newAnnotations:
 		return len(`"annotations":{}`) + entry
@@ -94,7 +96,7 @@ func (s *scanner) appendInsert(out []byte, e edit) []byte {
 		out = append(out, `"annotations":{`...)
 	}
 	out = append(out, '"')
-	out = append(out, TenantAnnotation...)
+	out = append(out, tenancy.TenantAnnotation...)
 	out = append(out, '"', ':')
 	out = append(out, s.b[e.tvs:e.tve]...)
 	switch e.form {
@@ -304,7 +306,7 @@ func (s *scanner) metadata(vs int) (int, bool) {
 		s.edits = append(s.edits, edit{at: tenantKS, end: tenantVE, tvs: tenantVS, tve: tenantVE, form: newAnnotations})
 		return end, true
 	}
-	if s.b[annVS] != '{' || bytes.Contains(s.b[annVS:annVE], []byte(TenantAnnotation)) {
+	if s.b[annVS] != '{' || bytes.Contains(s.b[annVS:annVE], []byte(tenancy.TenantAnnotation)) {
 		return 0, false
 	}
 	// Remove the tenant member with the comma before it; when it is the first

@@ -1,4 +1,4 @@
-package tenancy
+package k8s
 
 import (
 	"bytes"
@@ -11,12 +11,14 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // WrapConfig returns a copy of cfg whose clients keep Arktos tenants: every
 // request and response passes through Transport, and the wire format is JSON
 // (protobuf has no place for metadata.tenant). Typed clientsets, dynamic
-// clients and informers built from the result all see TenantOf(obj).
+// clients and informers built from the result all see tenancy.TenantOf(obj).
 func WrapConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = "application/json"
@@ -44,7 +46,7 @@ func TenantFromContext(ctx context.Context) string {
 // Transport is an http.RoundTripper that translates between Arktos JSON and
 // upstream types:
 //   - responses: metadata.tenant of every object (single objects, list items and
-//     watch events) moves into the annotation TenantAnnotation;
+//     watch events) moves into the annotation tenancy.TenantAnnotation;
 //   - requests: the annotation moves back into metadata.tenant in POST and PUT
 //     bodies, and the path is rewritten to the tenant path when the context
 //     carries a non-system tenant (see WithTenant).
@@ -60,8 +62,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	out := req
-	if tenant := TenantFromContext(req.Context()); !IsSystem(tenant) {
-		if err := ValidateTenantName(tenant); err != nil {
+	if tenant := TenantFromContext(req.Context()); !tenancy.IsSystem(tenant) {
+		if err := tenancy.ValidateTenantName(tenant); err != nil {
 			return nil, fmt.Errorf("tenancy transport: %w", err)
 		}
 		out = req.Clone(req.Context())
@@ -135,11 +137,11 @@ func TenantPath(path, tenant string) string {
 	return path[:prefixLen] + "tenants/" + tenant + "/" + rest
 }
 
-// LowerTenant moves TenantAnnotation back into metadata.tenant in one JSON
+// LowerTenant moves tenancy.TenantAnnotation back into metadata.tenant in one JSON
 // object. Bodies that are not JSON objects, or carry no annotation, are
 // returned unchanged.
 func LowerTenant(body []byte) []byte {
-	if !bytes.Contains(body, []byte(TenantAnnotation)) {
+	if !bytes.Contains(body, []byte(tenancy.TenantAnnotation)) {
 		return body
 	}
 	var obj map[string]json.RawMessage
@@ -154,11 +156,11 @@ func LowerTenant(body []byte) []byte {
 	if json.Unmarshal(md["annotations"], &ann) != nil {
 		return body
 	}
-	tenant, ok := ann[TenantAnnotation]
+	tenant, ok := ann[tenancy.TenantAnnotation]
 	if !ok {
 		return body
 	}
-	delete(ann, TenantAnnotation)
+	delete(ann, tenancy.TenantAnnotation)
 	if len(ann) == 0 {
 		delete(md, "annotations")
 	} else {
@@ -169,7 +171,7 @@ func LowerTenant(body []byte) []byte {
 	return mustMarshal(obj)
 }
 
-// LiftTenant moves metadata.tenant into TenantAnnotation in one JSON value:
+// LiftTenant moves metadata.tenant into tenancy.TenantAnnotation in one JSON value:
 // an object, a list (every item), or a watch event (its object). Values
 // without "tenant" are returned unchanged without being parsed.
 func LiftTenant(raw []byte) ([]byte, error) {
@@ -283,7 +285,7 @@ func liftMetadata(raw json.RawMessage) (json.RawMessage, bool, error) {
 		if ann == nil {
 			ann = make(map[string]string, 1)
 		}
-		ann[TenantAnnotation] = tenant
+		ann[tenancy.TenantAnnotation] = tenant
 		md["annotations"] = mustMarshal(ann)
 	}
 	return mustMarshal(md), true, nil
