@@ -10,10 +10,16 @@ declare -A pkg=(
   [iptables]=iptables
   [ip]=iproute2
   [make]=make
+  [go1.19]=golang-1.19-go # the cores' oldest Go (test/vendorable), as /usr/lib/go-1.19/bin/go
 )
+# have CMD: CMD is on PATH, or (goX.Y) Debian's golang-X.Y-go is installed.
+have() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  [[ $1 == go1.* ]] && [[ -x /usr/lib/go-${1#go}/bin/go ]]
+}
 need=()
 for cmd in "$@"; do
-  command -v "$cmd" >/dev/null 2>&1 && continue
+  have "$cmd" && continue
   p=${pkg[$cmd]:-}
   [[ -n $p ]] || { echo "ensure-tools: no known package provides $cmd" >&2; exit 1; }
   need+=("$p")
