@@ -38,8 +38,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.opts.Listen, "listen", "127.0.0.1:6443", "Address of the first TP; the others use the following ports. Port 0 picks free ports.")
 	fs.StringVar(&c.opts.KubeconfigDir, "kubeconfig-dir", ".", "Directory that receives NAME.kubeconfig for every TP.")
 	fs.StringVar(&c.opts.DataDir, "data-dir", "", "Directory of the TPs' bbolt files (NAME.db); empty keeps everything in memory.")
-	fs.StringVar(&c.seed, "seed", "", "Directory of manifests: files in DIR go to every TP, files in DIR/NAME to TP NAME.")
-	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N running pods and N/10 services (with their Endpoints) and configmaps, in N/100 namespaces of the system tenant.")
+	fs.StringVar(&c.seed, "seed", "", "Directory of manifests: files in DIR go to every TP, files in DIR/NAME to TP NAME. A TP that starts from its --data-dir file is not seeded: its state, changes included, is kept.")
+	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N running pods and N/10 services (with their Endpoints) and configmaps, in N/100 namespaces of the system tenant; not a TP that starts from its --data-dir file.")
 	fs.StringVar(&c.disable, "disable-admission-plugins", "", "Comma-separated admission plugins to turn off (known: "+pluginNames()+").")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
 	fs.IntVar(&c.opts.History, "watch-history", 100, "Events of each resource kept for watches, as Arktos's watch cache (100): a watch from an older resourceVersion gets a 410 Expired ERROR event.")
@@ -155,6 +155,10 @@ func run(ctx context.Context, c *config) error {
 	if c.generate > 0 {
 		start := time.Now()
 		for _, tp := range cluster.TPs() {
+			if tp.Loaded() { // a previous run's state, changes included
+				klog.InfoS("Not generating objects in a tenant partition that started from its data file", "tp", tp.Name())
+				continue
+			}
 			if err := tp.Generate(faketp.Scaled(c.generate)); err != nil {
 				return err
 			}

@@ -348,17 +348,45 @@ func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
 	}
 	res.Body.Close()
 
-	// A change, a clean stop, and a new process on the same data.
-	if _, err := clients["tp1"].CoreV1().ConfigMaps("web").Create(tenancyk8s.WithTenant(ctx, "acme"),
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}, metav1.CreateOptions{}); err != nil {
+	// Changes, among them to seeded objects; a clean stop; a new process on
+	// the same data with the same --seed and --generate, which must not
+	// bring the seed back over the changes.
+	acme := tenancyk8s.WithTenant(ctx, "acme")
+	if _, err := clients["tp1"].CoreV1().ConfigMaps("web").Create(acme, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	every, err := clients["tp1"].CoreV1().ConfigMaps("kube-system").Get(ctx, "everywhere", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	every.Data["a"] = "changed"
+	if _, err := clients["tp1"].CoreV1().ConfigMaps("kube-system").Update(ctx, every, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := clients["tp1"].CoreV1().Services("web").Delete(acme, "only-tp1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := clients["tp1"].CoreV1().Pods("gen-0").Delete(ctx, "pod-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p.stop(t)
-	p2 := start(t, "--partitions", "3", "--listen", "127.0.0.1:"+strconv.Itoa(base), "--kubeconfig-dir", kc, "--data-dir", data, "--admin-listen", "")
+	p2 := start(t, args...)
 	p2.waitLog(t, `"Serving tenant partition"`, 3)
-	cm, err := clients["tp1"].CoreV1().ConfigMaps("web").Get(tenancyk8s.WithTenant(ctx, "acme"), "written", metav1.GetOptions{})
+	if n := len(p2.waitLog(t, "Not seeding a tenant partition that started from its data file", 3)); n != 3 {
+		t.Fatalf("%d TPs said they were not seeded, want 3", n)
+	}
+	cm, err := clients["tp1"].CoreV1().ConfigMaps("web").Get(acme, "written", metav1.GetOptions{})
 	if err != nil || tenancy.TenantOf(cm) != "acme" {
 		t.Fatalf("after a restart on --data-dir: %v", err)
+	}
+	if every, err := clients["tp1"].CoreV1().ConfigMaps("kube-system").Get(ctx, "everywhere", metav1.GetOptions{}); err != nil || every.Data["a"] != "changed" {
+		t.Fatalf("the seed came back over a changed object: %v %v", err, every.Data)
+	}
+	if _, err := clients["tp1"].CoreV1().Services("web").Get(acme, "only-tp1", metav1.GetOptions{}); err == nil {
+		t.Fatal("the seed brought back a deleted service")
+	}
+	if _, err := clients["tp1"].CoreV1().Pods("gen-0").Get(ctx, "pod-0", metav1.GetOptions{}); err == nil {
+		t.Fatal("--generate brought back a deleted pod")
 	}
 	p2.stop(t)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp/manifest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
@@ -49,13 +50,19 @@ func (tp *TP) SeedFiles(paths ...string) error {
 }
 
 // SeedDir seeds from dir as fake-tp --seed does: the manifests directly in
-// dir go to every TP, those in dir/NAME to the TP called NAME.
+// dir go to every TP, those in dir/NAME to the TP called NAME. A TP that
+// started from an existing data file (TP.Loaded) is left alone: it holds a
+// previous run's state, changes included, which a seed would overwrite.
 func (c *Cluster) SeedDir(dir string) error {
 	common, err := manifest.Files(dir)
 	if err != nil {
 		return fmt.Errorf("faketp: seed directory: %w", err)
 	}
 	for _, tp := range c.tps {
+		if tp.Loaded() {
+			klog.InfoS("Not seeding a tenant partition that started from its data file", "tp", tp.name, "seed", dir)
+			continue
+		}
 		own, err := manifest.Files(filepath.Join(dir, tp.name))
 		if err != nil && !isNotExist(err) {
 			return fmt.Errorf("faketp: seed directory: %w", err)

@@ -171,6 +171,9 @@ type TP struct {
 	// answers reads from memory and fails writes with ErrClosed.
 	storeP    atomic.Pointer[store.Store]
 	storeOpen bool
+	// loaded: the store came from a data file that existed before the
+	// first start, so it holds a previous run's state (see Loaded).
+	loaded bool
 
 	mu       sync.Mutex
 	addr     string // fixed after the first start
@@ -259,6 +262,15 @@ func (tp *TP) RESTConfig() *rest.Config {
 	return &rest.Config{Host: tp.URL(), BearerToken: tp.adminTok, QPS: 1000, Burst: 2000}
 }
 
+// Loaded reports whether the TP started from a data file that already
+// existed: its objects are a previous run's, which a seed must not
+// overwrite (fake-tp --seed applies only to TPs that start empty).
+func (tp *TP) Loaded() bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.loaded
+}
+
 // Store returns the TP's store: nil before the first Start, closed (reads
 // only) while a TP with a data file is stopped.
 func (tp *TP) Store() *store.Store { return tp.storeP.Load() }
@@ -278,6 +290,9 @@ func (tp *TP) Start(ctx context.Context) error {
 		if tp.opts.DataFile != "" {
 			if err := os.MkdirAll(filepath.Dir(tp.opts.DataFile), 0o755); err != nil {
 				return err
+			}
+			if _, err := os.Stat(tp.opts.DataFile); err == nil {
+				tp.loaded = true
 			}
 		}
 		s, err := store.Open(store.Options{Path: tp.opts.DataFile, History: tp.opts.History, Index: indexData})
