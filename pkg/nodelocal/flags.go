@@ -28,7 +28,8 @@ func DefaultLocalIPs(getenv func(string) string) string {
 }
 
 // ParseIPList parses a comma-separated list of IP addresses. It rejects empty
-// lists, bad addresses, zones, unspecified addresses and duplicates.
+// lists, bad addresses, zones, duplicates, and addresses no host can listen
+// on as its own: unspecified, multicast and the IPv4 broadcast address.
 func ParseIPList(s string) ([]netip.Addr, error) {
 	var out []netip.Addr
 	seen := map[netip.Addr]bool{}
@@ -38,7 +39,7 @@ func ParseIPList(s string) ([]netip.Addr, error) {
 			return nil, fmt.Errorf("%q is not an IP address", f)
 		}
 		ip = ip.Unmap()
-		if ip.Zone() != "" || ip.IsUnspecified() || ip.IsMulticast() {
+		if ip.Zone() != "" || ip.IsUnspecified() || ip.IsMulticast() || ip == ipv4Broadcast {
 			return nil, fmt.Errorf("%q cannot be a listen IP", f)
 		}
 		if seen[ip] {
@@ -52,6 +53,8 @@ func ParseIPList(s string) ([]netip.Addr, error) {
 	}
 	return out, nil
 }
+
+var ipv4Broadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
 
 // ParseServerList parses a comma-separated list of "host[:port]" DNS servers
 // given as IP addresses, adding port 53 where none is given.

@@ -27,6 +27,9 @@ func TestParseIPList(t *testing.T) {
 		{in: "0.0.0.0", err: true},
 		{in: "fe80::1%eth0", err: true},
 		{in: "224.0.0.1", err: true},
+		{in: "255.255.255.255", err: true},
+		{in: "::", err: true},
+		{in: "ff02::1", err: true},
 		{in: "10.0.0.300", err: true},
 		{in: "10.0.0.0/24", err: true},
 	} {

@@ -47,11 +47,18 @@ func DefaultOptions(ips []netip.Addr) Options {
 }
 
 // Manager keeps the IPs on the interface. Safe for concurrent use.
+//
+// It undoes only what it did: Teardown deletes the dummy interface only when
+// this manager created it, and otherwise removes only the addresses it added,
+// so addresses that were there before it started (on lo, or on an existing
+// interface) stay.
 type Manager struct {
 	opts Options
 
-	mu  sync.Mutex
-	dev string // chosen device, "" until the first Ensure
+	mu      sync.Mutex
+	dev     string // chosen device, "" until the first Ensure
+	created bool   // this manager created the dummy interface
+	added   map[netip.Addr]bool
 }
 
 // New returns a manager. Nothing is changed until Ensure.
@@ -124,6 +131,7 @@ func (m *Manager) Ensure() (Result, error) {
 				res.Fallback = true
 			} else {
 				m.dev = m.opts.Name
+				m.created = true
 				res.CreatedLink = true
 				klog.InfoS("Created dummy interface", "interface", m.opts.Name)
 			}
@@ -147,6 +155,10 @@ func (m *Manager) Ensure() (Result, error) {
 			errs = append(errs, &Error{Kind: KindAddressAdd, Err: err})
 			continue
 		}
+		if m.added == nil {
+			m.added = map[netip.Addr]bool{}
+		}
+		m.added[ip.Unmap()] = true
 		res.AddedAddress++
 	}
 	return res, errors.Join(errs...)
@@ -191,42 +203,40 @@ func ParseAddrJSON(b []byte) (map[netip.Addr]bool, error) {
 	return out, nil
 }
 
-// Teardown removes the IPs, and the dummy interface when it is in use.
+// Teardown undoes what Ensure did: it deletes the dummy interface when this
+// manager created it, and otherwise removes the addresses this manager added
+// and no others. A manager that never ran Ensure changes nothing.
 func (m *Manager) Teardown() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	dev := m.dev
-	if dev == "" {
-		// Never set up by this process: clean what a previous one left.
-		if ok, _ := m.linkExists(m.opts.Name); ok {
-			dev = m.opts.Name
-		} else {
-			dev = m.opts.Fallback
-		}
-	}
-	if dev == "" {
+	if m.dev == "" {
 		return nil
 	}
-	var errs []error
-	if dev == m.opts.Name {
-		if ok, err := m.linkExists(dev); err == nil && ok {
-			if _, err := m.ip("link", "del", dev); err != nil {
-				errs = append(errs, err)
-			}
+	if m.created {
+		if ok, err := m.linkExists(m.dev); err != nil || !ok {
+			return err
 		}
-		return errors.Join(errs...)
+		if _, err := m.ip("link", "del", m.dev); err != nil {
+			return err
+		}
+		m.created, m.added = false, nil
+		return nil
 	}
-	have, err := m.addrs(dev)
+	have, err := m.addrs(m.dev)
 	if err != nil {
 		return err
 	}
-	for _, ip := range m.opts.IPs {
-		if !have[ip.Unmap()] {
+	var errs []error
+	for ip := range m.added {
+		if !have[ip] {
+			delete(m.added, ip)
 			continue
 		}
-		if _, err := m.ip("addr", "del", hostPrefix(ip), "dev", dev); err != nil {
+		if _, err := m.ip("addr", "del", hostPrefix(ip), "dev", m.dev); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		delete(m.added, ip)
 	}
 	return errors.Join(errs...)
 }

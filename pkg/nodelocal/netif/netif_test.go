@@ -115,3 +115,57 @@ func TestNoFallbackFailsClearly(t *testing.T) {
 		t.Fatalf("ensure without fallback = %v, want an %s error", err, KindInterfaceAdd)
 	}
 }
+
+// TestTeardownKeepsWhatWasThere: addresses that were on the interface before
+// the manager started stay after its teardown, on the loopback fallback and
+// on a dummy interface someone else created; only the manager's own go.
+func TestTeardownKeepsWhatWasThere(t *testing.T) {
+	ips := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10")}
+	for _, tc := range []struct {
+		name string
+		// setup prepares the namespace and returns the options and the
+		// device the manager will use.
+		setup func(t *testing.T, ns *netns.NS) (Options, string)
+	}{
+		{"loopback fallback", func(t *testing.T, ns *netns.NS) (Options, string) {
+			o := DefaultOptions(ips)
+			o.Name = "name-too-long-for-a-link" // link add fails: the fallback is used
+			return o, "lo"
+		}},
+		{"existing dummy interface", func(t *testing.T, ns *netns.NS) (Options, string) {
+			if _, err := ns.Run("ip", "link", "add", "nodelocaldns", "type", "dummy"); err != nil {
+				t.Skipf("skipping: no dummy interfaces here: %v", err)
+			}
+			return DefaultOptions(ips), "nodelocaldns"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := netns.New(t)
+			o, dev := tc.setup(t, ns)
+			ns.MustRun(t, "ip", "link", "set", "dev", dev, "up")
+			// There before: one of the IPs, and an unrelated address.
+			ns.MustRun(t, "ip", "addr", "add", "169.254.20.10/32", "dev", dev)
+			ns.MustRun(t, "ip", "addr", "add", "192.0.2.1/32", "dev", dev)
+			m := New(o)
+			var res Result
+			if err := ns.Do(func() (err error) { res, err = m.Ensure(); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if res.Device != dev || res.AddedAddress != 1 || res.CreatedLink {
+				t.Fatalf("ensure = %+v, want device %s, 1 address added, no link created", res, dev)
+			}
+			if err := ns.Do(m.Teardown); err != nil {
+				t.Fatal(err)
+			}
+			out := ns.MustRun(t, "ip", "-o", "addr", "show", "dev", dev)
+			for _, want := range []string{"169.254.20.10/32", "192.0.2.1/32"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s, there before the manager, is gone after teardown:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "10.0.0.10") {
+				t.Errorf("10.0.0.10, added by the manager, is left after teardown:\n%s", out)
+			}
+		})
+	}
+}
