@@ -60,6 +60,9 @@ type TPOptions struct {
 	// manager would (TenantController, EndpointsController): nil runs
 	// DefaultControllers, an empty non-nil slice none.
 	Controllers []string
+	// Timeouts bound slow and idle clients (ops.DefaultTimeouts when zero;
+	// the write timeout is not used: a watch is one long response).
+	Timeouts ops.Timeouts
 }
 
 // WatchListMode is how a TP answers watch-list (streaming list) requests.
@@ -319,7 +322,15 @@ func (tp *TP) Start(ctx context.Context) error {
 		return fmt.Errorf("faketp %s: listening on %s: %w", tp.name, tp.addr, err)
 	}
 	tp.addr = ln.Addr().String()
-	tp.srv = &http.Server{Handler: tp, ReadHeaderTimeout: 10 * time.Second}
+	// A slow or idle client cannot hold a connection (and a file
+	// descriptor) forever. A watch is not cut by the read timeout (net/http
+	// lifts the read deadline once a request is read), and nothing bounds a
+	// response's writing, since a watch is one long response.
+	to := tp.opts.Timeouts
+	if to == (ops.Timeouts{}) {
+		to = ops.DefaultTimeouts
+	}
+	tp.srv = &http.Server{Handler: tp, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, IdleTimeout: to.Idle, MaxHeaderBytes: to.MaxHeaderBytes}
 	tp.serving = make(chan struct{})
 	tp.running = true
 	srv, serving := tp.srv, tp.serving

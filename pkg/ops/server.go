@@ -22,9 +22,31 @@ import (
 // Check reports a component's state: nil when it is fine, or why it is not.
 type Check func() error
 
+// Timeouts bound what a client can hold of a server: a connection that
+// sends its request slowly, or stays idle, is closed, so that slow or idle
+// clients cannot exhaust the file descriptors the program needs.
+type Timeouts struct {
+	// ReadHeader bounds reading the request headers; Read the whole request,
+	// body included.
+	ReadHeader, Read time.Duration
+	// Write bounds writing a response (metrics of a large registry take a
+	// while on a busy node, so it is generous).
+	Write time.Duration
+	// Idle is how long a keep-alive connection may wait for its next request.
+	Idle time.Duration
+	// MaxHeaderBytes caps the request headers.
+	MaxHeaderBytes int
+}
+
+// DefaultTimeouts are every ops server's unless Server.Timeouts is changed.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: time.Minute, Idle: 90 * time.Second, MaxHeaderBytes: 64 << 10}
+
 // Server serves the operational endpoints of one program. Build it with New,
 // add checks, then Serve. The zero value is not usable.
 type Server struct {
+	// Timeouts of the HTTP server; set before Serve.
+	Timeouts Timeouts
+
 	mux *http.ServeMux
 
 	mu      sync.RWMutex
@@ -34,7 +56,7 @@ type Server struct {
 
 // New returns a Server whose /metrics serves reg (nothing when reg is nil).
 func New(reg *prometheus.Registry) *Server {
-	s := &Server{mux: http.NewServeMux(), healthz: map[string]Check{}, readyz: map[string]Check{}}
+	s := &Server{Timeouts: DefaultTimeouts, mux: http.NewServeMux(), healthz: map[string]Check{}, readyz: map[string]Check{}}
 	s.mux.HandleFunc("/healthz", s.serveChecks(s.healthz))
 	s.mux.HandleFunc("/livez", s.serveChecks(s.healthz))
 	s.mux.HandleFunc("/readyz", s.serveChecks(s.readyz))
@@ -115,7 +137,9 @@ func (s *Server) Serve(ctx context.Context, addr string) error {
 
 // ServeListener is Serve on an existing listener.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	t := s.Timeouts
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write,
+		IdleTimeout: t.Idle, MaxHeaderBytes: t.MaxHeaderBytes}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

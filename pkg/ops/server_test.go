@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -70,5 +72,70 @@ func TestServerEndpoints(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("graceful shutdown returned %v", err)
+	}
+}
+
+// TestServerClosesSlowAndIdleClients: a client that sends its headers too
+// slowly, and a keep-alive connection left idle, are both closed by the
+// server; a client that behaves is still served meanwhile.
+func TestServerClosesSlowAndIdleClients(t *testing.T) {
+	s := New(nil)
+	s.AddHealthz("ping", func() error { return nil })
+	s.Timeouts = Timeouts{ReadHeader: 200 * time.Millisecond, Read: 200 * time.Millisecond, Write: time.Second, Idle: 200 * time.Millisecond, MaxHeaderBytes: 4 << 10}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ServeListener(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+
+	// closed reads from c until the server closes it; the deadline is only
+	// a hang guard.
+	closed := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, err := io.ReadAll(c)
+		return err == nil // EOF: the server closed it
+	}
+	slow, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := io.WriteString(slow, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil { // never ends its headers
+		t.Fatal(err)
+	}
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if _, err := io.WriteString(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request on the keep-alive connection: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	big, err := http.Get("http://" + ln.Addr().String() + "/healthz?" + strings.Repeat("x", 8<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Body.Close()
+	if big.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("headers over MaxHeaderBytes: %d, want 431", big.StatusCode)
+	}
+	if !closed(slow) {
+		t.Error("the server kept a client that never finished its headers")
+	}
+	if !closed(idle) {
+		t.Error("the server kept an idle keep-alive connection")
+	}
+	if r, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("a well-behaved client after the slow ones: %v %v", err, r)
+	} else {
+		r.Body.Close()
 	}
 }

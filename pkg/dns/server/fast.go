@@ -163,7 +163,7 @@ func (w *udpWriter) Hijack()                     {}
 // serveFast runs the fast UDP path on every UDP socket, readers goroutines
 // each, and miekg/dns on TCP, until ctx ends.
 func serveFast(ctx context.Context, l *Listener, h *Handler, readers int) error {
-	tcp := &dns.Server{Listener: l.tcp, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }}
+	tcp := tcpServer(l, h)
 	errc := make(chan error, 1+len(l.udp)*readers)
 	go func() { errc <- tcp.ActivateAndServe() }()
 	for _, pc := range l.udp {

@@ -111,7 +111,7 @@ func Serve(ctx context.Context, l *Listener, h dns.Handler) error {
 	for _, pc := range l.udp {
 		servers = append(servers, &dns.Server{PacketConn: pc, Handler: h, UDPSize: 4096, ReusePort: true})
 	}
-	servers = append(servers, &dns.Server{Listener: l.tcp, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }})
+	servers = append(servers, tcpServer(l, h))
 	errc := make(chan error, len(servers))
 	var wg sync.WaitGroup
 	for _, s := range servers {
