@@ -26,7 +26,8 @@ type ResolvConf struct {
 //   - "nameserver" lines add up, each giving its first address; a
 //     nameserver line without an address is an error;
 //   - the last "search" line wins; a trailing dot is trimmed from every
-//     domain except the root domain ".", which is kept as is;
+//     domain except the root domain "." and a domain ending in two dots
+//     (an empty label), which are kept as they are;
 //   - "options" merge across lines by name, a later value replacing an
 //     earlier one in place.
 //
@@ -72,8 +73,11 @@ func parseResolvConf(data []byte) (ResolvConf, error) {
 				// The same domain with and without its trailing dot counts
 				// once, so it does not eat into the search limits twice.
 				// "." alone is the root domain: trimming it would leave an
-				// empty entry and an unparsable "search " line.
-				if s != "." {
+				// empty entry and an unparsable "search " line. A name with
+				// two trailing dots has an empty label: trimming one would
+				// make it look valid and change it again on the next read,
+				// so it stays as it is and Validate names it.
+				if s != "." && !strings.HasSuffix(s, "..") {
 					s = strings.TrimSuffix(s, ".")
 				}
 				rc.Searches = append(rc.Searches, s)

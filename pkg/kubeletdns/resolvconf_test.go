@@ -50,6 +50,7 @@ func TestParseResolvConf(t *testing.T) {
 		{"search", "search foo", none, []string{"foo"}, none, ""},
 		{"two searches", "search foo bar", none, []string{"foo", "bar"}, none, ""},
 		{"trailing dot", "search foo. bar", none, []string{"foo", "bar"}, none, ""},
+		{"two trailing dots are kept for Validate to name", "search 0.. foo...", none, []string{"0..", "foo..."}, none, ""},
 		{"three and newline", "search foo bar bat\n", none, []string{"foo", "bar", "bat"}, none, ""},
 		{"last search wins", "search foo\nsearch bar", none, []string{"bar"}, none, ""},
 		{"empty last search wins", "search foo\nsearch", none, none, none, ""},
