@@ -10,11 +10,6 @@ import (
 	"os"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
-
-	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -74,8 +69,14 @@ type NameserverOverride struct {
 }
 
 // PartitionOfFunc tells which tenant partition a pod came from, by UID; ok
-// is false when the pod is unknown. pkg/tporigin's tracker provides it.
-type PartitionOfFunc func(uid types.UID) (partition string, ok bool)
+// is false when the pod is unknown. pkg/tporigin's tracker provides it
+// (Tracker.OriginOf); an Arktos kubelet's client manager knows the same.
+type PartitionOfFunc func(uid string) (partition string, ok bool)
+
+// Logf is a printf-style logger. The configurer logs only at debug level
+// (the warnings of each pod, which the caller also gets back), so an adapter
+// passes a verbose one (pkg/kubeletdns/k8s: klog at V(4)).
+type Logf func(format string, args ...any)
 
 // Options configure a Configurer. The zero value is upstream kubelet with no
 // cluster DNS, no cluster domain and no host resolv.conf.
@@ -111,6 +112,10 @@ type Options struct {
 	// not know yet by its tenant: a regular tenant lives in exactly one TP
 	// (tporigin's Tracker.PartitionOfTenant).
 	PartitionOfTenant func(tenant string) (partition string, ok bool)
+
+	// Logf, optional, gets the warnings of every pod at debug level; nil
+	// discards them.
+	Logf Logf
 }
 
 type nsKey struct{ tenant, namespace string }
@@ -129,6 +134,7 @@ type Configurer struct {
 	services       ServiceIPLookup
 	partitionOf    PartitionOfFunc
 	partitionOfTen func(string) (string, bool)
+	logf           Logf
 
 	// openHost opens the host resolv.conf; tests replace it.
 	openHost func() (io.ReadCloser, error)
@@ -144,6 +150,7 @@ func New(o Options) (*Configurer, error) {
 		services:       o.Services,
 		partitionOf:    o.PartitionOf,
 		partitionOfTen: o.PartitionOfTenant,
+		logf:           o.Logf,
 	}
 	if c.limits == (Limits{}) {
 		c.limits = ExpandedLimits
@@ -193,7 +200,7 @@ func New(o Options) (*Configurer, error) {
 
 func (c *Configurer) setOverrides(overrides []NameserverOverride) error {
 	for i, ov := range overrides {
-		if err := ov.validate(false); err != nil {
+		if err := ov.Validate(); err != nil {
 			return fmt.Errorf("nameserver override %d (%s): %w", i, overrideName(ov), err)
 		}
 		servers := append([]string(nil), ov.Nameservers...)
@@ -219,15 +226,15 @@ func (c *Configurer) setOverrides(overrides []NameserverOverride) error {
 	return nil
 }
 
-// validate checks what makes an override usable, wherever it comes from: a
-// valid tenant, a valid namespace when one is set or namespaceGiven (the flag
-// form "<tenant>/=" names an empty one), and at least one nameserver, each an
-// IP address.
-func (ov NameserverOverride) validate(namespaceGiven bool) error {
+// Validate checks what makes an override usable, wherever it comes from (New
+// runs it; the flag parser in pkg/kubeletdns/k8s too): a valid tenant, a
+// valid namespace when one is set, and at least one nameserver, each an IP
+// address.
+func (ov NameserverOverride) Validate() error {
 	if err := tenancy.ValidateTenantName(ov.Tenant); err != nil {
 		return err
 	}
-	if namespaceGiven || ov.Namespace != "" {
+	if ov.Namespace != "" {
 		if err := tenancy.ValidateLabel("namespace", ov.Namespace); err != nil {
 			return err
 		}
@@ -250,20 +257,6 @@ func overrideName(ov NameserverOverride) string {
 	return ov.Tenant + "/" + ov.Namespace
 }
 
-// ParseNameserverOverride parses the flag form "<tenant>[/<namespace>]=<ip>[,<ip>...]".
-func ParseNameserverOverride(s string) (NameserverOverride, error) {
-	who, ips, ok := strings.Cut(s, "=")
-	if !ok {
-		return NameserverOverride{}, fmt.Errorf("nameserver override %q: want <tenant>[/<namespace>]=<ip>[,<ip>...]", clip(s))
-	}
-	ov := NameserverOverride{Nameservers: cliflag.SplitList(ips)}
-	ov.Tenant, ov.Namespace, _ = strings.Cut(who, "/")
-	if err := ov.validate(strings.Contains(who, "/")); err != nil {
-		return NameserverOverride{}, fmt.Errorf("nameserver override %q: %w", clip(s), err)
-	}
-	return ov, nil
-}
-
 // PodDNS is a pod's resolver configuration and the warnings met while
 // forming it. The caller records each warning as a Warning event on the pod.
 type PodDNS struct {
@@ -271,8 +264,11 @@ type PodDNS struct {
 	Warnings []Warning
 }
 
-// GetPodDNS returns the pod's resolv.conf content. The result always passes
-// ResolvConf.Validate and fits the configured Limits.
+// GetPodDNS returns the pod's resolv.conf content (PodDNS.Format writes the
+// file). The result always passes ResolvConf.Validate and fits the
+// configured Limits. A kubelet that hands the runtime a DNSConfig instead of
+// a file calls GetPodDNSConfig. ctx bounds the per-tenant DNS service
+// lookup; nothing else waits.
 //
 // A tenant or namespace that is not a DNS-1123 label, a dnsConfig entry that
 // cannot be written to resolv.conf, an unreadable host resolv.conf or a host
@@ -283,20 +279,17 @@ type PodDNS struct {
 // override, its tenant's override, its tenant's DNS service in its partition
 // (regular tenants, when Services is set), the cluster DNS. With none of
 // them the pod falls back to Default with a MissingClusterDNS warning.
-func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error) {
-	if pod == nil {
-		return nil, errors.New("kubeletdns: nil pod")
-	}
-	tenant := tenancy.TenantOf(pod)
+func (c *Configurer) GetPodDNS(ctx context.Context, pod Pod) (*PodDNS, error) {
+	tenant := pod.tenant()
 	if err := tenancy.ValidateTenantName(tenant); err != nil {
-		return nil, fmt.Errorf("pod %q: %w", podRef(pod, tenant), err)
+		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 	}
 	if err := tenancy.ValidateLabel("namespace", pod.Namespace); err != nil {
-		return nil, fmt.Errorf("pod %q: %w", podRef(pod, tenant), err)
+		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 	}
-	if dc := pod.Spec.DNSConfig; dc != nil {
+	if dc := pod.DNSConfig; dc != nil {
 		if err := validatePodDNSConfig(dc); err != nil {
-			return nil, fmt.Errorf("pod %q: %w", podRef(pod, tenant), err)
+			return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 		}
 	}
 	host, err := c.hostResolvConf()
@@ -305,7 +298,7 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error
 	}
 
 	var warnings []Warning
-	typ, err := podDNSTypeOf(pod)
+	typ, err := podDNSTypeOf(&pod)
 	if err != nil {
 		// The API server rejects unknown policies; upstream kubelet falls
 		// back to ClusterFirst if one gets through anyway.
@@ -318,9 +311,9 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error
 	case dnsNone:
 		// None starts from nothing; only dnsConfig fills it.
 	case dnsCluster:
-		servers, ws, err := c.clusterNameservers(ctx, pod, tenant)
+		servers, ws, err := c.clusterNameservers(ctx, &pod, tenant)
 		if err != nil {
-			return nil, fmt.Errorf("pod %q: %w", podRef(pod, tenant), err)
+			return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 		}
 		warnings = append(warnings, ws...)
 		if len(servers) > 0 {
@@ -338,7 +331,7 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error
 		}
 		warnings = append(warnings, Warning{ReasonMissingClusterDNS, fmt.Sprintf(
 			"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
-			podRef(pod, tenant), v1.DNSClusterFirst, v1.DNSDefault)})
+			podRef(&pod, tenant), DNSClusterFirst, DNSDefault)})
 		fallthrough
 	case dnsHost:
 		rc = host
@@ -350,7 +343,7 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error
 		}
 	}
 
-	if dc := pod.Spec.DNSConfig; dc != nil {
+	if dc := pod.DNSConfig; dc != nil {
 		rc = appendPodDNSConfig(rc, dc)
 	}
 	var w *Warning
@@ -361,10 +354,12 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod *v1.Pod) (*PodDNS, error
 		warnings = append(warnings, *w)
 	}
 	if err := rc.Validate(); err != nil {
-		return nil, fmt.Errorf("pod %q: %w", podRef(pod, tenant), err)
+		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 	}
-	for _, w := range warnings {
-		klog.V(4).InfoS("Pod DNS warning", "pod", podRef(pod, tenant), "reason", w.Reason, "message", w.Message)
+	if c.logf != nil {
+		for _, w := range warnings {
+			c.logf("Pod DNS warning: pod %q, reason %s: %s", podRef(&pod, tenant), w.Reason, w.Message)
+		}
 	}
 	return &PodDNS{ResolvConf: rc, Warnings: warnings}, nil
 }
@@ -422,7 +417,7 @@ func (c *Configurer) CheckHostResolvConf() []Warning {
 // namespace's override, its tenant's override, its tenant's DNS service (not
 // for the system tenant), then the cluster DNS. An empty result means none
 // is known.
-func (c *Configurer) clusterNameservers(ctx context.Context, pod *v1.Pod, tenant string) ([]string, []Warning, error) {
+func (c *Configurer) clusterNameservers(ctx context.Context, pod *Pod, tenant string) ([]string, []Warning, error) {
 	if s, ok := c.byNamespace[nsKey{tenant, pod.Namespace}]; ok {
 		return append([]string(nil), s...), nil, nil
 	}
@@ -445,8 +440,8 @@ func (c *Configurer) clusterNameservers(ctx context.Context, pod *v1.Pod, tenant
 // in the pod's partition. No result and no warning means the tenant has no
 // DNS service of its own, which is normal; a warning means one was expected
 // but cannot be used.
-func (c *Configurer) tenantServiceNameservers(ctx context.Context, pod *v1.Pod, tenant string) ([]string, *Warning, error) {
-	network := NetworkOf(pod)
+func (c *Configurer) tenantServiceNameservers(ctx context.Context, pod *Pod, tenant string) ([]string, *Warning, error) {
+	network := pod.network()
 	name, err := DNSServiceName(network)
 	if err != nil {
 		return nil, &Warning{ReasonTenantDNSService, err.Error() + "; using the cluster DNS"}, nil
@@ -492,21 +487,21 @@ const (
 // ClusterFirst on the host network means Default: the pod shares the node's
 // network, so it gets the node's resolver unless it asks for
 // ClusterFirstWithHostNet.
-func podDNSTypeOf(pod *v1.Pod) (podDNSType, error) {
-	switch pod.Spec.DNSPolicy {
-	case v1.DNSNone:
+func podDNSTypeOf(pod *Pod) (podDNSType, error) {
+	switch pod.DNSPolicy {
+	case DNSNone:
 		return dnsNone, nil
-	case v1.DNSClusterFirstWithHostNet:
+	case DNSClusterFirstWithHostNet:
 		return dnsCluster, nil
-	case v1.DNSClusterFirst:
-		if !pod.Spec.HostNetwork {
+	case DNSClusterFirst:
+		if !pod.HostNetwork {
 			return dnsCluster, nil
 		}
 		return dnsHost, nil
-	case v1.DNSDefault:
+	case DNSDefault:
 		return dnsHost, nil
 	}
-	return dnsCluster, fmt.Errorf("invalid DNSPolicy=%q", clip(string(pod.Spec.DNSPolicy)))
+	return dnsCluster, fmt.Errorf("invalid DNSPolicy=%q", clip(string(pod.DNSPolicy)))
 }
 
 // clusterSearches is upstream's ClusterFirst search path:
@@ -569,7 +564,7 @@ func dedupe(a, b []string) []string {
 
 // appendPodDNSConfig merges the pod's dnsConfig: nameservers and searches
 // are appended without duplicates, options override by name.
-func appendPodDNSConfig(rc ResolvConf, dc *v1.PodDNSConfig) ResolvConf {
+func appendPodDNSConfig(rc ResolvConf, dc *PodDNSConfig) ResolvConf {
 	rc.Nameservers = dedupe(rc.Nameservers, dc.Nameservers)
 	rc.Searches = dedupe(rc.Searches, dc.Searches)
 	rc.Options = mergePodOptions(rc.Options, dc.Options)
@@ -578,7 +573,7 @@ func appendPodDNSConfig(rc ResolvConf, dc *v1.PodDNSConfig) ResolvConf {
 
 // mergePodOptions applies the pod's options over existing by name; an option
 // with no value (or an empty one) is written as its bare name.
-func mergePodOptions(existing []string, opts []v1.PodDNSConfigOption) []string {
+func mergePodOptions(existing []string, opts []PodDNSConfigOption) []string {
 	out := append(make([]string, 0, len(existing)+len(opts)), existing...)
 	for _, o := range opts {
 		tok := o.Name
@@ -593,7 +588,7 @@ func mergePodOptions(existing []string, opts []v1.PodDNSConfigOption) []string {
 // validatePodDNSConfig rejects dnsConfig entries that cannot be written to
 // resolv.conf. The API server validates these too; this keeps a bad object
 // from any source out of the file.
-func validatePodDNSConfig(dc *v1.PodDNSConfig) error {
+func validatePodDNSConfig(dc *PodDNSConfig) error {
 	for i, ns := range dc.Nameservers {
 		if err := validateNameserver(ns); err != nil {
 			return fmt.Errorf("spec.dnsConfig.nameservers[%d]: %w", i, err)
@@ -621,6 +616,6 @@ func validatePodDNSConfig(dc *v1.PodDNSConfig) error {
 
 // podRef names a pod in messages as tenant/namespace/name, clipped; callers
 // quote it where the names may not have been validated yet.
-func podRef(pod *v1.Pod, tenant string) string {
+func podRef(pod *Pod, tenant string) string {
 	return clip(tenant) + "/" + clip(pod.Namespace) + "/" + clip(pod.Name)
 }

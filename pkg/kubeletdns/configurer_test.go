@@ -10,27 +10,19 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // testPod builds a pod of tenant (system when "") in namespace ns.
-func testPod(tenant, ns string, policy v1.DNSPolicy, hostNetwork bool) *v1.Pod {
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-pod", Namespace: ns, UID: types.UID("uid-" + tenant + "-" + ns)},
-		Spec:       v1.PodSpec{DNSPolicy: policy, HostNetwork: hostNetwork},
+func testPod(tenant, ns string, policy DNSPolicy, hostNetwork bool) Pod {
+	return Pod{
+		Tenant: tenant, Namespace: ns, Name: "test-pod", UID: "uid-" + tenant + "-" + ns,
+		DNSPolicy: policy, HostNetwork: hostNetwork,
 	}
-	if tenant != "" {
-		tenancy.SetTenant(pod, tenant)
-	}
-	return pod
 }
 
-func withDNSConfig(pod *v1.Pod, dc *v1.PodDNSConfig) *v1.Pod {
-	pod.Spec.DNSConfig = dc
+func withDNSConfig(pod Pod, dc *PodDNSConfig) Pod {
+	pod.DNSConfig = dc
 	return pod
 }
 
@@ -95,25 +87,26 @@ func checkPodDNS(t *testing.T, got *PodDNS, want ResolvConf, wantReasons []strin
 func TestPodDNSType(t *testing.T) {
 	cases := []struct {
 		name        string
-		policy      v1.DNSPolicy
+		policy      DNSPolicy
 		hostNetwork bool
 		want        podDNSType
 		wantErr     bool
 	}{
-		{"ClusterFirst without host network", v1.DNSClusterFirst, false, dnsCluster, false},
-		{"ClusterFirstWithHostNet with host network", v1.DNSClusterFirstWithHostNet, true, dnsCluster, false},
-		{"ClusterFirstWithHostNet without host network", v1.DNSClusterFirstWithHostNet, false, dnsCluster, false},
-		{"Default without host network", v1.DNSDefault, false, dnsHost, false},
-		{"Default with host network", v1.DNSDefault, true, dnsHost, false},
-		{"ClusterFirst with host network falls back to Default", v1.DNSClusterFirst, true, dnsHost, false},
-		{"None", v1.DNSNone, false, dnsNone, false},
-		{"None with host network", v1.DNSNone, true, dnsNone, false},
+		{"ClusterFirst without host network", DNSClusterFirst, false, dnsCluster, false},
+		{"ClusterFirstWithHostNet with host network", DNSClusterFirstWithHostNet, true, dnsCluster, false},
+		{"ClusterFirstWithHostNet without host network", DNSClusterFirstWithHostNet, false, dnsCluster, false},
+		{"Default without host network", DNSDefault, false, dnsHost, false},
+		{"Default with host network", DNSDefault, true, dnsHost, false},
+		{"ClusterFirst with host network falls back to Default", DNSClusterFirst, true, dnsHost, false},
+		{"None", DNSNone, false, dnsNone, false},
+		{"None with host network", DNSNone, true, dnsNone, false},
 		{"invalid policy", "invalidPolicy", false, dnsCluster, true},
 		{"empty policy", "", false, dnsCluster, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := podDNSTypeOf(testPod("", "ns", tc.policy, tc.hostNetwork))
+			pod := testPod("", "ns", tc.policy, tc.hostNetwork)
+			got, err := podDNSTypeOf(&pod)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want error: %v", err, tc.wantErr)
 			}
@@ -129,19 +122,19 @@ func TestMergePodOptions(t *testing.T) {
 	cases := []struct {
 		name     string
 		existing []string
-		opts     []v1.PodDNSConfigOption
+		opts     []PodDNSConfigOption
 		want     []string
 	}{
 		{"no pod options", []string{"ndots:5", "debug"}, nil, []string{"ndots:5", "debug"}},
 		{"no duplicates", []string{"ndots:5", "debug"},
-			[]v1.PodDNSConfigOption{{Name: "single-request"}, {Name: "attempts", Value: &three}},
+			[]PodDNSConfigOption{{Name: "single-request"}, {Name: "attempts", Value: &three}},
 			[]string{"ndots:5", "debug", "single-request", "attempts:3"}},
 		{"duplicates overwritten in place", []string{"ndots:5", "debug"},
-			[]v1.PodDNSConfigOption{{Name: "ndots", Value: &three}, {Name: "debug"}, {Name: "single-request"}, {Name: "attempts", Value: &three}},
+			[]PodDNSConfigOption{{Name: "ndots", Value: &three}, {Name: "debug"}, {Name: "single-request"}, {Name: "attempts", Value: &three}},
 			[]string{"ndots:3", "debug", "single-request", "attempts:3"}},
-		{"a bare option drops the value", []string{"ndots:5"}, []v1.PodDNSConfigOption{{Name: "ndots"}}, []string{"ndots"}},
-		{"an empty value is a bare option", []string{"ndots:5"}, []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr("")}}, []string{"ndots"}},
-		{"the last pod option wins", nil, []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr("1")}, {Name: "ndots", Value: ptr("2")}}, []string{"ndots:2"}},
+		{"a bare option drops the value", []string{"ndots:5"}, []PodDNSConfigOption{{Name: "ndots"}}, []string{"ndots"}},
+		{"an empty value is a bare option", []string{"ndots:5"}, []PodDNSConfigOption{{Name: "ndots", Value: ptr("")}}, []string{"ndots"}},
+		{"the last pod option wins", nil, []PodDNSConfigOption{{Name: "ndots", Value: ptr("1")}, {Name: "ndots", Value: ptr("2")}}, []string{"ndots:2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,54 +165,54 @@ func TestGetPodDNS(t *testing.T) {
 		limits      Limits
 		host        string // "" means no host file
 		nodeIPs     []net.IP
-		policy      v1.DNSPolicy
+		policy      DNSPolicy
 		hostNetwork bool
 		want        ResolvConf
 		warnings    []string
 	}{
 		// Without a host file.
-		{"no host file: ClusterFirstWithHostNet", ExpandedLimits, "", nil, v1.DNSClusterFirstWithHostNet, true,
+		{"no host file: ClusterFirstWithHostNet", ExpandedLimits, "", nil, DNSClusterFirstWithHostNet, true,
 			ResolvConf{[]string{clusterNS}, clusterSearch, []string{"ndots:5"}}, nil},
-		{"no host file: ClusterFirst on host network is Default", ExpandedLimits, "", nil, v1.DNSClusterFirst, true,
+		{"no host file: ClusterFirst on host network is Default", ExpandedLimits, "", nil, DNSClusterFirst, true,
 			ResolvConf{[]string{"127.0.0.1"}, []string{"."}, nil}, nil},
-		{"no host file: ClusterFirst", ExpandedLimits, "", nil, v1.DNSClusterFirst, false,
+		{"no host file: ClusterFirst", ExpandedLimits, "", nil, DNSClusterFirst, false,
 			ResolvConf{[]string{clusterNS}, clusterSearch, []string{"ndots:5"}}, nil},
-		{"no host file: Default", ExpandedLimits, "", nil, v1.DNSDefault, true,
+		{"no host file: Default", ExpandedLimits, "", nil, DNSDefault, true,
 			ResolvConf{[]string{"127.0.0.1"}, []string{"."}, nil}, nil},
-		{"no host file: Default on an IPv6 node", ExpandedLimits, "", ips("fd00::1"), v1.DNSDefault, false,
+		{"no host file: Default on an IPv6 node", ExpandedLimits, "", ips("fd00::1"), DNSDefault, false,
 			ResolvConf{[]string{"::1"}, []string{"."}, nil}, nil},
-		{"no host file: Default on a dual-stack node", ExpandedLimits, "", ips("10.1.1.1", "fd00::1"), v1.DNSDefault, false,
+		{"no host file: Default on a dual-stack node", ExpandedLimits, "", ips("10.1.1.1", "fd00::1"), DNSDefault, false,
 			ResolvConf{[]string{"127.0.0.1", "::1"}, []string{"."}, nil}, nil},
-		{"no host file: None", ExpandedLimits, "", nil, v1.DNSNone, false, ResolvConf{}, nil},
+		{"no host file: None", ExpandedLimits, "", nil, DNSNone, false, ResolvConf{}, nil},
 		{"no cluster domain: the host's search path", ExpandedLimits, hostSmall, nil, "no-domain", false,
 			ResolvConf{[]string{clusterNS}, []string{"a.example", "b.example"}, []string{"ndots:5"}}, nil},
 
 		// With a host file.
-		{"host file: ClusterFirstWithHostNet uses only the cluster server", ExpandedLimits, hostSmall, nil, v1.DNSClusterFirstWithHostNet, true,
+		{"host file: ClusterFirstWithHostNet uses only the cluster server", ExpandedLimits, hostSmall, nil, DNSClusterFirstWithHostNet, true,
 			ResolvConf{[]string{clusterNS}, append(clusterSearch, "a.example", "b.example"), []string{"ndots:5"}}, nil},
-		{"host file: ClusterFirst", ExpandedLimits, hostSmall, nil, v1.DNSClusterFirst, false,
+		{"host file: ClusterFirst", ExpandedLimits, hostSmall, nil, DNSClusterFirst, false,
 			ResolvConf{[]string{clusterNS}, append(clusterSearch, "a.example", "b.example"), []string{"ndots:5"}}, nil},
-		{"host file: ClusterFirst on host network is the host's", ExpandedLimits, hostSmall, nil, v1.DNSClusterFirst, true,
+		{"host file: ClusterFirst on host network is the host's", ExpandedLimits, hostSmall, nil, DNSClusterFirst, true,
 			ResolvConf{[]string{"8.8.8.8", "8.8.4.4"}, []string{"a.example", "b.example"}, []string{"ndots:1", "timeout:2"}}, nil},
-		{"host file: Default", ExpandedLimits, hostSmall, nil, v1.DNSDefault, false,
+		{"host file: Default", ExpandedLimits, hostSmall, nil, DNSDefault, false,
 			ResolvConf{[]string{"8.8.8.8", "8.8.4.4"}, []string{"a.example", "b.example"}, []string{"ndots:1", "timeout:2"}}, nil},
-		{"host file: None ignores it", ExpandedLimits, hostSmall, nil, v1.DNSNone, false, ResolvConf{}, nil},
-		{"host file: cluster domain already among the host's", ExpandedLimits, "search kubernetes.io other.example\n", nil, v1.DNSClusterFirst, false,
+		{"host file: None ignores it", ExpandedLimits, hostSmall, nil, DNSNone, false, ResolvConf{}, nil},
+		{"host file: cluster domain already among the host's", ExpandedLimits, "search kubernetes.io other.example\n", nil, DNSClusterFirst, false,
 			ResolvConf{[]string{clusterNS}, append(clusterSearch, "other.example"), []string{"ndots:5"}}, nil},
 
 		// Host searches meet the limits: 3 cluster + 8 host domains.
-		{"legacy limits: 11 paths keep 6", LegacyLimits, hostMany, nil, v1.DNSClusterFirst, false,
+		{"legacy limits: 11 paths keep 6", LegacyLimits, hostMany, nil, DNSClusterFirst, false,
 			ResolvConf{[]string{clusterNS}, append(append([]string(nil), clusterSearch...), many[:3]...), []string{"ndots:5"}}, []string{ReasonDNSConfigForming}},
-		{"expanded limits: 11 paths fit", ExpandedLimits, hostMany, nil, v1.DNSClusterFirst, false,
+		{"expanded limits: 11 paths fit", ExpandedLimits, hostMany, nil, DNSClusterFirst, false,
 			ResolvConf{[]string{clusterNS}, append(append([]string(nil), clusterSearch...), many...), []string{"ndots:5"}}, nil},
-		{"legacy limits: Default keeps the first 6 host paths", LegacyLimits, hostMany, nil, v1.DNSDefault, false,
+		{"legacy limits: Default keeps the first 6 host paths", LegacyLimits, hostMany, nil, DNSDefault, false,
 			ResolvConf{[]string{"8.8.8.8"}, many[:6], nil}, []string{ReasonDNSConfigForming}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{ClusterDNS: ips(clusterNS), ClusterDomain: domain, Limits: tc.limits, NodeIPs: tc.nodeIPs}
 			if tc.policy == "no-domain" {
-				o.ClusterDomain, tc.policy = "", v1.DNSClusterFirst
+				o.ClusterDomain, tc.policy = "", DNSClusterFirst
 			}
 			if tc.host != "" {
 				o.ResolverConfig = hostFile(t, tc.host)
@@ -241,39 +234,39 @@ func TestGetPodDNSCustom(t *testing.T) {
 	host := hostFile(t, "nameserver 8.8.8.8\nsearch host.domain\n")
 	c := mustNew(t, Options{ClusterDNS: ips(clusterNS), ClusterDomain: domain, ResolverConfig: host})
 	three := "3"
-	custom := &v1.PodDNSConfig{
+	custom := &PodDNSConfig{
 		Nameservers: []string{"10.0.0.11"},
 		Searches:    []string{"my.domain"},
-		Options:     []v1.PodDNSConfigOption{{Name: "ndots", Value: &three}, {Name: "debug"}},
+		Options:     []PodDNSConfigOption{{Name: "ndots", Value: &three}, {Name: "debug"}},
 	}
 	clusterSearch := []string{"testns.svc." + domain, "svc." + domain, domain, "host.domain"}
 
 	cases := []struct {
 		name     string
-		pod      *v1.Pod
+		pod      Pod
 		want     ResolvConf
 		warnings []string
 	}{
-		{"None without dnsConfig is empty", testPod("", "testns", v1.DNSNone, false), ResolvConf{}, nil},
-		{"None with dnsConfig is the dnsConfig", withDNSConfig(testPod("", "testns", v1.DNSNone, false), &v1.PodDNSConfig{
+		{"None without dnsConfig is empty", testPod("", "testns", DNSNone, false), ResolvConf{}, nil},
+		{"None with dnsConfig is the dnsConfig", withDNSConfig(testPod("", "testns", DNSNone, false), &PodDNSConfig{
 			Nameservers: []string{"203.0.113.1"},
 			Searches:    []string{"my.domain", "second.domain"},
-			Options:     []v1.PodDNSConfigOption{{Name: "ndots", Value: &three}, {Name: "debug"}},
+			Options:     []PodDNSConfigOption{{Name: "ndots", Value: &three}, {Name: "debug"}},
 		}), ResolvConf{[]string{"203.0.113.1"}, []string{"my.domain", "second.domain"}, []string{"ndots:3", "debug"}}, nil},
-		{"ClusterFirst with dnsConfig merges", withDNSConfig(testPod("", "testns", v1.DNSClusterFirst, false), custom),
+		{"ClusterFirst with dnsConfig merges", withDNSConfig(testPod("", "testns", DNSClusterFirst, false), custom),
 			ResolvConf{[]string{clusterNS, "10.0.0.11"}, append(clusterSearch, "my.domain"), []string{"ndots:3", "debug"}}, nil},
-		{"ClusterFirstWithHostNet with dnsConfig merges", withDNSConfig(testPod("", "testns", v1.DNSClusterFirstWithHostNet, true), custom),
+		{"ClusterFirstWithHostNet with dnsConfig merges", withDNSConfig(testPod("", "testns", DNSClusterFirstWithHostNet, true), custom),
 			ResolvConf{[]string{clusterNS, "10.0.0.11"}, append(clusterSearch, "my.domain"), []string{"ndots:3", "debug"}}, nil},
-		{"Default with dnsConfig merges", withDNSConfig(testPod("", "testns", v1.DNSDefault, false), custom),
+		{"Default with dnsConfig merges", withDNSConfig(testPod("", "testns", DNSDefault, false), custom),
 			ResolvConf{[]string{"8.8.8.8", "10.0.0.11"}, []string{"host.domain", "my.domain"}, []string{"ndots:3", "debug"}}, nil},
-		{"duplicates are merged", withDNSConfig(testPod("", "testns", v1.DNSClusterFirst, false), &v1.PodDNSConfig{
+		{"duplicates are merged", withDNSConfig(testPod("", "testns", DNSClusterFirst, false), &PodDNSConfig{
 			Nameservers: []string{clusterNS, "10.0.0.11", "10.0.0.11"},
 			Searches:    []string{"host.domain", "svc." + domain, "my.domain"},
 		}), ResolvConf{[]string{clusterNS, "10.0.0.11"}, append(clusterSearch, "my.domain"), []string{"ndots:5"}}, nil},
-		{"too many nameservers are trimmed", withDNSConfig(testPod("", "testns", v1.DNSClusterFirst, false), &v1.PodDNSConfig{
+		{"too many nameservers are trimmed", withDNSConfig(testPod("", "testns", DNSClusterFirst, false), &PodDNSConfig{
 			Nameservers: []string{"10.0.0.11", "10.0.0.12", "10.0.0.13"},
 		}), ResolvConf{[]string{clusterNS, "10.0.0.11", "10.0.0.12"}, clusterSearch, []string{"ndots:5"}}, []string{ReasonDNSConfigForming}},
-		{"a search with a trailing dot is kept as given", withDNSConfig(testPod("", "testns", v1.DNSNone, false), &v1.PodDNSConfig{
+		{"a search with a trailing dot is kept as given", withDNSConfig(testPod("", "testns", DNSNone, false), &PodDNSConfig{
 			Searches: []string{"my.domain."},
 		}), ResolvConf{nil, []string{"my.domain."}, nil}, nil},
 	}
@@ -296,17 +289,17 @@ func TestGetPodDNSMissingClusterDNS(t *testing.T) {
 	cases := []struct {
 		name string
 		o    Options
-		pod  *v1.Pod
+		pod  Pod
 		want ResolvConf
 	}{
 		{"host file", Options{ClusterDomain: "cluster.local", ResolverConfig: host},
-			testPod("", "testns", v1.DNSClusterFirst, false),
+			testPod("", "testns", DNSClusterFirst, false),
 			ResolvConf{[]string{"8.8.8.8"}, []string{"host.domain"}, []string{"ndots:2"}}},
 		{"no host file", Options{ClusterDomain: "cluster.local"},
-			testPod("", "testns", v1.DNSClusterFirstWithHostNet, true),
+			testPod("", "testns", DNSClusterFirstWithHostNet, true),
 			ResolvConf{[]string{"127.0.0.1"}, []string{"."}, nil}},
 		{"tenant pod", Options{ClusterDomain: "cluster.local", ResolverConfig: host},
-			testPod("baz", "bar", v1.DNSClusterFirst, false),
+			testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{"8.8.8.8"}, []string{"host.domain"}, []string{"ndots:2"}}},
 	}
 	for _, tc := range cases {
@@ -349,57 +342,57 @@ func TestGetPodDNSTenant(t *testing.T) {
 	cases := []struct {
 		name     string
 		o        Options
-		pod      *v1.Pod
+		pod      Pod
 		want     ResolvConf
 		warnings []string
 	}{
-		{"full scope", base, testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"full scope", base, testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, full, []string{"ndots:6"}}, nil},
-		{"full scope, ClusterFirstWithHostNet", base, testPod("baz", "bar", v1.DNSClusterFirstWithHostNet, true),
+		{"full scope, ClusterFirstWithHostNet", base, testPod("baz", "bar", DNSClusterFirstWithHostNet, true),
 			ResolvConf{[]string{clusterNS}, full, []string{"ndots:6"}}, nil},
-		{"tenant scope", with(func(o *Options) { o.Scope = ScopeTenant }), testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"tenant scope", with(func(o *Options) { o.Scope = ScopeTenant }), testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, only, []string{"ndots:6"}}, nil},
 		{"tenant scope keeps the pod's own searches", with(func(o *Options) { o.Scope = ScopeTenant }),
-			withDNSConfig(testPod("baz", "bar", v1.DNSClusterFirst, false), &v1.PodDNSConfig{Searches: []string{"mine.example"}}),
+			withDNSConfig(testPod("baz", "bar", DNSClusterFirst, false), &PodDNSConfig{Searches: []string{"mine.example"}}),
 			ResolvConf{[]string{clusterNS}, append(append([]string(nil), only...), "mine.example"), []string{"ndots:6"}}, nil},
 		{"ndots overridden by dnsConfig", base,
-			withDNSConfig(testPod("baz", "bar", v1.DNSClusterFirst, false), &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr("2")}, {Name: "edns0"}}}),
+			withDNSConfig(testPod("baz", "bar", DNSClusterFirst, false), &PodDNSConfig{Options: []PodDNSConfigOption{{Name: "ndots", Value: ptr("2")}, {Name: "edns0"}}}),
 			ResolvConf{[]string{clusterNS}, full, []string{"ndots:2", "edns0"}}, nil},
-		{"system tenant keeps upstream's path and ndots", base, testPod("system", "bar", v1.DNSClusterFirst, false),
+		{"system tenant keeps upstream's path and ndots", base, testPod("system", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, []string{"bar.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.domain", "corp.example"}, []string{"ndots:5"}}, nil},
-		{"tenant scope does not change system pods", with(func(o *Options) { o.Scope = ScopeTenant }), testPod("", "bar", v1.DNSClusterFirst, false),
+		{"tenant scope does not change system pods", with(func(o *Options) { o.Scope = ScopeTenant }), testPod("", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, []string{"bar.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.domain", "corp.example"}, []string{"ndots:5"}}, nil},
-		{"Default is the host's", base, testPod("baz", "bar", v1.DNSDefault, false),
+		{"Default is the host's", base, testPod("baz", "bar", DNSDefault, false),
 			ResolvConf{[]string{"8.8.8.8"}, []string{"host.domain", "corp.example"}, []string{"timeout:2"}}, nil},
-		{"ClusterFirst on host network is the host's", base, testPod("baz", "bar", v1.DNSClusterFirst, true),
+		{"ClusterFirst on host network is the host's", base, testPod("baz", "bar", DNSClusterFirst, true),
 			ResolvConf{[]string{"8.8.8.8"}, []string{"host.domain", "corp.example"}, []string{"timeout:2"}}, nil},
-		{"None is empty", base, testPod("baz", "bar", v1.DNSNone, false), ResolvConf{}, nil},
-		{"legacy limits: 4 tenant and 2 host paths fit", with(func(o *Options) { o.Limits = LegacyLimits }), testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"None is empty", base, testPod("baz", "bar", DNSNone, false), ResolvConf{}, nil},
+		{"legacy limits: 4 tenant and 2 host paths fit", with(func(o *Options) { o.Limits = LegacyLimits }), testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, full[:6], []string{"ndots:6"}}, nil},
 		{"legacy limits with a long tenant path", with(func(o *Options) { o.Limits = LegacyLimits }),
-			testPod(strings.Repeat("t", 63), strings.Repeat("n", 63), v1.DNSClusterFirst, false),
+			testPod(strings.Repeat("t", 63), strings.Repeat("n", 63), DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, []string{strings.Repeat("n", 63) + "." + strings.Repeat("t", 63) + ".svc.cluster.local", strings.Repeat("t", 63) + ".svc.cluster.local", "svc.cluster.local"}, []string{"ndots:6"}}, // 145+81+17+3 spaces = 246; adding cluster.local makes 260 > 256
 			[]string{ReasonDNSConfigForming}},
-		{"no cluster domain: full scope keeps the host's path", with(func(o *Options) { o.ClusterDomain = "" }), testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"no cluster domain: full scope keeps the host's path", with(func(o *Options) { o.ClusterDomain = "" }), testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, []string{"host.domain", "corp.example"}, []string{"ndots:6"}}, nil},
-		{"no cluster domain: tenant scope searches nothing", with(func(o *Options) { o.ClusterDomain = ""; o.Scope = ScopeTenant }), testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"no cluster domain: tenant scope searches nothing", with(func(o *Options) { o.ClusterDomain = ""; o.Scope = ScopeTenant }), testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, nil, []string{"ndots:6"}}, nil},
 
 		// Per-tenant and per-namespace nameservers.
-		{"tenant override", with(func(o *Options) { o.Overrides = overrides }), testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"tenant override", with(func(o *Options) { o.Overrides = overrides }), testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{"10.9.0.10"}, full, []string{"ndots:6"}}, nil},
-		{"namespace override wins over the tenant's", with(func(o *Options) { o.Overrides = overrides }), testPod("baz", "special", v1.DNSClusterFirst, false),
+		{"namespace override wins over the tenant's", with(func(o *Options) { o.Overrides = overrides }), testPod("baz", "special", DNSClusterFirst, false),
 			ResolvConf{[]string{"10.9.1.10", "10.9.1.11"}, []string{"special.baz.svc.cluster.local", "baz.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.domain", "corp.example"}, []string{"ndots:6"}}, nil},
-		{"another tenant is not overridden", with(func(o *Options) { o.Overrides = overrides }), testPod("qux", "special", v1.DNSClusterFirst, false),
+		{"another tenant is not overridden", with(func(o *Options) { o.Overrides = overrides }), testPod("qux", "special", DNSClusterFirst, false),
 			ResolvConf{[]string{clusterNS}, []string{"special.qux.svc.cluster.local", "qux.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.domain", "corp.example"}, []string{"ndots:6"}}, nil},
-		{"system namespace override", with(func(o *Options) { o.Overrides = overrides }), testPod("", "isolated", v1.DNSClusterFirst, false),
+		{"system namespace override", with(func(o *Options) { o.Overrides = overrides }), testPod("", "isolated", DNSClusterFirst, false),
 			ResolvConf{[]string{"10.8.0.10"}, []string{"isolated.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.domain", "corp.example"}, []string{"ndots:5"}}, nil},
-		{"overrides do not touch Default pods", with(func(o *Options) { o.Overrides = overrides }), testPod("baz", "bar", v1.DNSDefault, false),
+		{"overrides do not touch Default pods", with(func(o *Options) { o.Overrides = overrides }), testPod("baz", "bar", DNSDefault, false),
 			ResolvConf{[]string{"8.8.8.8"}, []string{"host.domain", "corp.example"}, []string{"timeout:2"}}, nil},
-		{"an override stands in for missing cluster DNS", with(func(o *Options) { o.Overrides = overrides; o.ClusterDNS = nil }), testPod("baz", "bar", v1.DNSClusterFirst, false),
+		{"an override stands in for missing cluster DNS", with(func(o *Options) { o.Overrides = overrides; o.ClusterDNS = nil }), testPod("baz", "bar", DNSClusterFirst, false),
 			ResolvConf{[]string{"10.9.0.10"}, full, []string{"ndots:6"}}, nil},
 		{"override plus dnsConfig nameservers", with(func(o *Options) { o.Overrides = overrides }),
-			withDNSConfig(testPod("baz", "special", v1.DNSClusterFirst, false), &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "9.9.9.9"}}),
+			withDNSConfig(testPod("baz", "special", DNSClusterFirst, false), &PodDNSConfig{Nameservers: []string{"1.1.1.1", "9.9.9.9"}}),
 			ResolvConf{[]string{"10.9.1.10", "10.9.1.11", "1.1.1.1"}, []string{"special.baz.svc.cluster.local", "baz.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.domain", "corp.example"}, []string{"ndots:6"}},
 			[]string{ReasonDNSConfigForming}},
 	}
@@ -419,30 +412,30 @@ func TestGetPodDNSRejectsBadNames(t *testing.T) {
 	long := strings.Repeat("a", 64)
 	cases := []struct {
 		name    string
-		pod     *v1.Pod
+		pod     Pod
 		wantErr string
 	}{
-		{"upper-case tenant", testPod("Baz", "bar", v1.DNSClusterFirst, false), "tenant name"},
-		{"reserved tenant", testPod("all", "bar", v1.DNSClusterFirst, false), "reserved"},
-		{"tenant with a newline", testPod("baz\nnameserver 6.6.6.6", "bar", v1.DNSClusterFirst, false), "tenant name"},
-		{"tenant with a space", testPod("baz evil.com", "bar", v1.DNSClusterFirst, false), "tenant name"},
-		{"tenant with a dot", testPod("baz.evil", "bar", v1.DNSClusterFirst, false), "tenant name"},
-		{"long tenant", testPod(long, "bar", v1.DNSClusterFirst, false), "at most 63"},
-		{"empty namespace", testPod("baz", "", v1.DNSClusterFirst, false), "namespace name must not be empty"},
-		{"empty namespace, system tenant", testPod("", "", v1.DNSClusterFirst, false), "namespace name must not be empty"},
-		{"upper-case namespace", testPod("", "testNS", v1.DNSClusterFirst, false), "namespace name"},
-		{"namespace with a newline", testPod("baz", "bar\noptions debug", v1.DNSClusterFirst, false), "namespace name"},
-		{"namespace with a dot", testPod("baz", "bar.evil", v1.DNSClusterFirst, false), "namespace name"},
-		{"long namespace", testPod("baz", long, v1.DNSClusterFirst, false), "at most 63"},
-		{"bad names are errors under every policy", testPod("baz", "bar\n", v1.DNSNone, false), "namespace name"},
+		{"upper-case tenant", testPod("Baz", "bar", DNSClusterFirst, false), "tenant name"},
+		{"reserved tenant", testPod("all", "bar", DNSClusterFirst, false), "reserved"},
+		{"tenant with a newline", testPod("baz\nnameserver 6.6.6.6", "bar", DNSClusterFirst, false), "tenant name"},
+		{"tenant with a space", testPod("baz evil.com", "bar", DNSClusterFirst, false), "tenant name"},
+		{"tenant with a dot", testPod("baz.evil", "bar", DNSClusterFirst, false), "tenant name"},
+		{"long tenant", testPod(long, "bar", DNSClusterFirst, false), "at most 63"},
+		{"empty namespace", testPod("baz", "", DNSClusterFirst, false), "namespace name must not be empty"},
+		{"empty namespace, system tenant", testPod("", "", DNSClusterFirst, false), "namespace name must not be empty"},
+		{"upper-case namespace", testPod("", "testNS", DNSClusterFirst, false), "namespace name"},
+		{"namespace with a newline", testPod("baz", "bar\noptions debug", DNSClusterFirst, false), "namespace name"},
+		{"namespace with a dot", testPod("baz", "bar.evil", DNSClusterFirst, false), "namespace name"},
+		{"long namespace", testPod("baz", long, DNSClusterFirst, false), "at most 63"},
+		{"bad names are errors under every policy", testPod("baz", "bar\n", DNSNone, false), "namespace name"},
 
-		{"dnsConfig nameserver not an IP", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Nameservers: []string{"dns.example"}}), "spec.dnsConfig.nameservers[0]"},
-		{"dnsConfig nameserver with a newline", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1\nsearch x"}}), "spec.dnsConfig.nameservers[0]"},
-		{"dnsConfig search with a space", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Searches: []string{"ok.example", "a b"}}), "spec.dnsConfig.searches[1]"},
-		{"dnsConfig empty search", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Searches: []string{""}}), "spec.dnsConfig.searches[0]"},
-		{"dnsConfig empty option name", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: ""}}}), "spec.dnsConfig.options[0]"},
-		{"dnsConfig option name with ':'", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "a:b"}}}), "spec.dnsConfig.options[0]"},
-		{"dnsConfig option value with a newline", withDNSConfig(testPod("baz", "bar", v1.DNSNone, false), &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr("1\nnameserver 6.6.6.6")}}}), "spec.dnsConfig.options[0]"},
+		{"dnsConfig nameserver not an IP", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Nameservers: []string{"dns.example"}}), "spec.dnsConfig.nameservers[0]"},
+		{"dnsConfig nameserver with a newline", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Nameservers: []string{"1.1.1.1\nsearch x"}}), "spec.dnsConfig.nameservers[0]"},
+		{"dnsConfig search with a space", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Searches: []string{"ok.example", "a b"}}), "spec.dnsConfig.searches[1]"},
+		{"dnsConfig empty search", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Searches: []string{""}}), "spec.dnsConfig.searches[0]"},
+		{"dnsConfig empty option name", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Options: []PodDNSConfigOption{{Name: ""}}}), "spec.dnsConfig.options[0]"},
+		{"dnsConfig option name with ':'", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Options: []PodDNSConfigOption{{Name: "a:b"}}}), "spec.dnsConfig.options[0]"},
+		{"dnsConfig option value with a newline", withDNSConfig(testPod("baz", "bar", DNSNone, false), &PodDNSConfig{Options: []PodDNSConfigOption{{Name: "ndots", Value: ptr("1\nnameserver 6.6.6.6")}}}), "spec.dnsConfig.options[0]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -455,24 +448,21 @@ func TestGetPodDNSRejectsBadNames(t *testing.T) {
 			}
 		})
 	}
-	if _, err := c.GetPodDNS(context.Background(), nil); err == nil {
-		t.Fatal("nil pod: no error")
-	}
 }
 
 func TestGetPodDNSHostFileErrors(t *testing.T) {
 	cases := []struct {
 		name    string
 		host    string
-		policy  v1.DNSPolicy
+		policy  DNSPolicy
 		wantErr string // "" means success
 	}{
-		{"nameserver without address fails every pod", "nameserver\nsearch a.example\n", v1.DNSClusterFirst, "nameserver line has no address"},
-		{"nameserver without address fails None pods too", "nameserver\n", v1.DNSNone, "nameserver line has no address"},
-		{"a host nameserver that is not an IP fails Default pods", "nameserver dns.example\n", v1.DNSDefault, "not an IP address"},
-		{"it does not reach ClusterFirst pods", "nameserver dns.example\n", v1.DNSClusterFirst, ""},
-		{"a host search that cannot be written fails ClusterFirst pods", "nameserver 8.8.8.8\nsearch a.example #b\n", v1.DNSClusterFirst, "contains '#'"},
-		{"a host option that cannot be written fails Default pods", "nameserver 8.8.8.8\noptions :5\n", v1.DNSDefault, "empty name"},
+		{"nameserver without address fails every pod", "nameserver\nsearch a.example\n", DNSClusterFirst, "nameserver line has no address"},
+		{"nameserver without address fails None pods too", "nameserver\n", DNSNone, "nameserver line has no address"},
+		{"a host nameserver that is not an IP fails Default pods", "nameserver dns.example\n", DNSDefault, "not an IP address"},
+		{"it does not reach ClusterFirst pods", "nameserver dns.example\n", DNSClusterFirst, ""},
+		{"a host search that cannot be written fails ClusterFirst pods", "nameserver 8.8.8.8\nsearch a.example #b\n", DNSClusterFirst, "contains '#'"},
+		{"a host option that cannot be written fails Default pods", "nameserver 8.8.8.8\noptions :5\n", DNSDefault, "empty name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -490,7 +480,7 @@ func TestGetPodDNSHostFileErrors(t *testing.T) {
 		})
 	}
 	c := mustNew(t, Options{ResolverConfig: filepath.Join(t.TempDir(), "missing")})
-	if _, err := c.GetPodDNS(context.Background(), testPod("", "ns", v1.DNSNone, false)); err == nil || !strings.Contains(err.Error(), "host resolv.conf") {
+	if _, err := c.GetPodDNS(context.Background(), testPod("", "ns", DNSNone, false)); err == nil || !strings.Contains(err.Error(), "host resolv.conf") {
 		t.Fatalf("missing host file: error = %v", err)
 	}
 }
@@ -498,7 +488,7 @@ func TestGetPodDNSHostFileErrors(t *testing.T) {
 func TestGetPodDNSReadsHostFileEachTime(t *testing.T) {
 	path := hostFile(t, "nameserver 8.8.8.8\n")
 	c := mustNew(t, Options{ResolverConfig: path})
-	pod := testPod("", "ns", v1.DNSDefault, false)
+	pod := testPod("", "ns", DNSDefault, false)
 	first, err := c.GetPodDNS(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
@@ -536,45 +526,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"tenant overridden twice", Options{Overrides: []NameserverOverride{{Tenant: "t", Nameservers: []string{"1.1.1.1"}}, {Tenant: "t", Nameservers: []string{"2.2.2.2"}}}}, "twice"},
 		{"namespace overridden twice", Options{Overrides: []NameserverOverride{{Tenant: "t", Namespace: "n", Nameservers: []string{"1.1.1.1"}}, {Tenant: "t", Namespace: "n", Nameservers: []string{"2.2.2.2"}}}}, "twice"},
 		{"lookup without origin", Options{Services: lookup}, "both"},
-		{"origin without lookup", Options{PartitionOf: func(types.UID) (string, bool) { return "", false }}, "both"},
+		{"origin without lookup", Options{PartitionOf: func(string) (string, bool) { return "", false }}, "both"},
 		{"tenant placement without lookup", Options{PartitionOfTenant: func(string) (string, bool) { return "", false }}, "only used with"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(tc.o); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("New error = %v, want one containing %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestParseNameserverOverride(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    NameserverOverride
-		wantErr string
-	}{
-		{"baz=10.9.0.10", NameserverOverride{Tenant: "baz", Nameservers: []string{"10.9.0.10"}}, ""},
-		{"baz/bar=10.9.0.10, fd00::10", NameserverOverride{Tenant: "baz", Namespace: "bar", Nameservers: []string{"10.9.0.10", "fd00::10"}}, ""},
-		{"system/kube-system=10.0.0.53", NameserverOverride{Tenant: "system", Namespace: "kube-system", Nameservers: []string{"10.0.0.53"}}, ""},
-		{"baz", NameserverOverride{}, "want <tenant>"},
-		{"baz=", NameserverOverride{}, "no nameservers"},
-		{"Baz=1.1.1.1", NameserverOverride{}, "tenant name"},
-		{"baz/=1.1.1.1", NameserverOverride{}, "namespace name must not be empty"},
-		{"baz/b c=1.1.1.1", NameserverOverride{}, "namespace name"},
-		{"baz=1.1.1.1,dns", NameserverOverride{}, "not an IP"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseNameserverOverride(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("= %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
 	}
@@ -649,14 +607,12 @@ func (m *memLookup) ServiceIPs(_ context.Context, partition, tenant, namespace, 
 
 func TestGetPodDNSTenantService(t *testing.T) {
 	const clusterNS = "10.0.0.10"
-	origin := map[types.UID]string{}
-	partitionOf := func(uid types.UID) (string, bool) { tp, ok := origin[uid]; return tp, ok }
-	pod := func(tenant, ns, network, tp string) *v1.Pod {
-		p := testPod(tenant, ns, v1.DNSClusterFirst, false)
-		p.UID = types.UID("uid-" + tenant + "-" + ns + "-" + network + "-" + tp)
-		if network != "" {
-			p.Labels = map[string]string{NetworkLabel: network}
-		}
+	origin := map[string]string{}
+	partitionOf := func(uid string) (string, bool) { tp, ok := origin[uid]; return tp, ok }
+	pod := func(tenant, ns, network, tp string) Pod {
+		p := testPod(tenant, ns, DNSClusterFirst, false)
+		p.UID = "uid-" + tenant + "-" + ns + "-" + network + "-" + tp
+		p.Network = network
 		if tp != "" {
 			origin[p.UID] = tp
 		}
@@ -681,7 +637,7 @@ func TestGetPodDNSTenantService(t *testing.T) {
 		overrides []NameserverOverride
 		noCluster bool
 		lookupErr error
-		pod       *v1.Pod
+		pod       Pod
 		want      []string // nameservers
 		warnings  []string
 		wantErr   string
@@ -737,7 +693,7 @@ func TestGetPodDNSTenantService(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tenant := tenancy.TenantOf(tc.pod)
+			tenant := tc.pod.tenant()
 			want := ResolvConf{Nameservers: tc.want, Searches: search(tenant, tc.pod.Namespace), Options: []string{"ndots:6"}}
 			if tenancy.IsSystem(tenant) {
 				want.Options = []string{"ndots:5"}
@@ -759,25 +715,8 @@ func TestDNSServiceName(t *testing.T) {
 			t.Errorf("DNSServiceName(%q): no error", bad)
 		}
 	}
-	if got := NetworkOf(&v1.Pod{}); got != DefaultNetwork {
-		t.Errorf("NetworkOf(no label) = %q", got)
-	}
-}
-
-func TestServiceClusterIPs(t *testing.T) {
-	cases := []struct {
-		spec v1.ServiceSpec
-		want []string
-	}{
-		{v1.ServiceSpec{ClusterIP: "10.0.0.10"}, []string{"10.0.0.10"}},
-		{v1.ServiceSpec{ClusterIP: "10.0.0.10", ClusterIPs: []string{"10.0.0.10", "fd00::10"}}, []string{"10.0.0.10", "fd00::10"}},
-		{v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, ClusterIPs: []string{v1.ClusterIPNone}}, []string{}},
-		{v1.ServiceSpec{}, []string{}},
-	}
-	for _, tc := range cases {
-		if got := ServiceClusterIPs(&v1.Service{Spec: tc.spec}); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ServiceClusterIPs(%+v) = %q, want %q", tc.spec, got, tc.want)
-		}
+	if got := (&Pod{}).network(); got != DefaultNetwork {
+		t.Errorf("network of a pod without one = %q", got)
 	}
 }
 
@@ -787,11 +726,11 @@ func TestGetPodDNSConcurrent(t *testing.T) {
 		ResolverConfig: hostFile(t, "nameserver 8.8.8.8\nsearch host.domain\n"),
 		Overrides:      []NameserverOverride{{Tenant: "baz", Nameservers: []string{"10.9.0.10"}}},
 	})
-	pods := []*v1.Pod{
-		testPod("", "bar", v1.DNSClusterFirst, false),
-		testPod("baz", "bar", v1.DNSClusterFirst, false),
-		withDNSConfig(testPod("qux", "bar", v1.DNSClusterFirst, false), &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr("1")}}}),
-		testPod("qux", "bar", v1.DNSDefault, false),
+	pods := []Pod{
+		testPod("", "bar", DNSClusterFirst, false),
+		testPod("baz", "bar", DNSClusterFirst, false),
+		withDNSConfig(testPod("qux", "bar", DNSClusterFirst, false), &PodDNSConfig{Options: []PodDNSConfigOption{{Name: "ndots", Value: ptr("1")}}}),
+		testPod("qux", "bar", DNSDefault, false),
 	}
 	want := make([]*PodDNS, len(pods))
 	for i, p := range pods {

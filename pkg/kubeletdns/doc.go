@@ -8,6 +8,16 @@
 // its own: parse the host file, pick the policy, pick the nameservers, build
 // the search path, merge the pod's dnsConfig, fit the limits, validate.
 //
+// It is a core: it needs only the standard library and pkg/tenancy, so an
+// Arktos kubelet can vendor it. It takes a plain Pod (tenant, namespace,
+// name, UID, dnsPolicy, hostNetwork, dnsConfig, Arktos network) and reads
+// services through the small ServiceIPLookup interface. GetPodDNS gives the
+// resolv.conf content (Format writes it); GetPodDNSConfig gives the same as
+// the CRI's DNSConfig{Servers, Searches, Options}, which a kubelet's
+// GetPodDNS returns (example_arktos_test.go plugs it into a stand-in of
+// Arktos's call site). The glue for upstream *v1.Pod, client-go service
+// lookups, flags and klog is the adapter, pkg/kubeletdns/k8s.
+//
 // System-tenant pods get exactly upstream kubelet's result: dnsPolicy
 // ClusterFirst, ClusterFirstWithHostNet, Default and None; host-network pods
 // falling back to Default; no cluster DNS meaning a warning and Default;
@@ -30,9 +40,9 @@
 //     limits, or an error; Format writes only what Validate accepts. No
 //     input can put a newline, blank or comment into a resolv.conf line.
 //   - A tenant or namespace that is not a DNS-1123 label is an error.
-//   - Nothing is recorded or logged as an event here: trimming and
-//     fallbacks come back as Warnings, with upstream's reasons and messages,
-//     for the caller to record.
+//   - Nothing is recorded as an event here: trimming and fallbacks come
+//     back as Warnings, with upstream's reasons and messages, for the
+//     caller to record (and go to Options.Logf when one is set).
 //   - A Configurer is immutable after New and safe for concurrent use. The
 //     host file is read on every call, as upstream does, so edits apply to
 //     the next pod.

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -140,7 +137,7 @@ func FuzzGetPodDNS(f *testing.F) {
 	} {
 		f.Add(s.tenant, s.namespace, s.policy, s.hostNetwork, s.nameserver, s.search, s.optName, s.optValue, s.host, s.tenantScope, s.legacy, s.clusterDNS, s.override, s.serviceIP)
 	}
-	policies := []v1.DNSPolicy{v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone, "Bogus"}
+	policies := []DNSPolicy{DNSClusterFirst, DNSClusterFirstWithHostNet, DNSDefault, DNSNone, "Bogus"}
 
 	f.Fuzz(func(t *testing.T, tenant, namespace string, policy uint8, hostNetwork bool, nameserver, search, optName, optValue, host string, tenantScope, legacy, clusterDNS, override bool, serviceIP string) {
 		o := Options{ClusterDomain: "cluster.local"}
@@ -157,7 +154,7 @@ func FuzzGetPodDNS(f *testing.F) {
 			// Every regular tenant has a DNS service whose cluster IP is
 			// serviceIP, whatever it holds.
 			o.Services = serviceIPFunc(func() []string { return []string{serviceIP} })
-			o.PartitionOf = func(types.UID) (string, bool) { return "tp1", true }
+			o.PartitionOf = func(string) (string, bool) { return "tp1", true }
 		}
 		if override {
 			o.Overrides = []NameserverOverride{{Tenant: "baz", Nameservers: []string{"10.9.0.10"}}, {Tenant: "baz", Namespace: "bar", Nameservers: []string{"10.9.1.10", "10.9.1.11"}}}
@@ -171,11 +168,8 @@ func FuzzGetPodDNS(f *testing.F) {
 			c.openHost = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(host)), nil }
 		}
 
-		pod := testPod("", namespace, policies[int(policy)%len(policies)], hostNetwork)
-		if tenant != "" {
-			tenancy.SetTenant(pod, tenant)
-		}
-		dc := &v1.PodDNSConfig{}
+		pod := testPod(tenant, namespace, policies[int(policy)%len(policies)], hostNetwork)
+		dc := &PodDNSConfig{}
 		if nameserver != "" {
 			dc.Nameservers = []string{nameserver, "192.0.2.1", "192.0.2.2"}
 		}
@@ -183,12 +177,12 @@ func FuzzGetPodDNS(f *testing.F) {
 			dc.Searches = []string{search}
 		}
 		if optName != "" || optValue != "" {
-			dc.Options = []v1.PodDNSConfigOption{{Name: optName, Value: &optValue}}
+			dc.Options = []PodDNSConfigOption{{Name: optName, Value: &optValue}}
 		}
-		pod.Spec.DNSConfig = dc
+		pod.DNSConfig = dc
 
 		got, err := c.GetPodDNS(context.Background(), pod)
-		effTenant := tenancy.TenantOf(pod)
+		effTenant := pod.tenant()
 		namesOK := tenancy.ValidateTenantName(effTenant) == nil && tenancy.ValidateLabel("namespace", namespace) == nil
 		if err != nil {
 			if err.Error() == "" {
@@ -223,7 +217,7 @@ func FuzzGetPodDNS(f *testing.F) {
 		if err != nil || !sameResolvConf(back, canonical(got.ResolvConf)) {
 			t.Fatalf("round trip: %+v, %v; want %+v", back, err, got.ResolvConf)
 		}
-		typ, _ := podDNSTypeOf(pod)
+		typ, _ := podDNSTypeOf(&pod)
 		overridden := override && effTenant == "baz"
 		if typ == dnsCluster && serviceIP != "" && !tenancy.IsSystem(effTenant) && !overridden {
 			if validateNameserver(serviceIP) == nil {

@@ -2,7 +2,6 @@ package kubeletdns
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -97,7 +96,25 @@ func parseResolvConf(data []byte) (ResolvConf, error) {
 			}
 		}
 	}
-	return rc, errors.Join(errs...)
+	if len(errs) == 0 {
+		return rc, nil
+	}
+	return rc, lineErrors(errs)
+}
+
+// lineErrors are all the bad lines of one file, reported together so that
+// fixing one does not merely reveal the next: the messages one a line, as
+// errors.Join gives them. errors.Join, and an Unwrap() []error that go vet
+// accepts, are newer than the oldest Go the cores build with; no caller
+// needs to match a line's error.
+type lineErrors []error
+
+func (e lineErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "\n")
 }
 
 // optionName is the part of an option token before the first ':'.

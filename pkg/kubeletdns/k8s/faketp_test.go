@@ -1,4 +1,4 @@
-package kubeletdns_test
+package k8s_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeletdns"
+	kubeletdnsk8s "github.com/tpkit-dev/tpkit/pkg/kubeletdns/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
@@ -70,10 +71,10 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = origins.Close() })
 
-	c, err := kubeletdns.New(kubeletdns.Options{
+	c, err := kubeletdnsk8s.New(kubeletdns.Options{
 		ClusterDNS:    []net.IP{net.ParseIP("10.96.0.10")},
 		ClusterDomain: "cluster.local",
-		Services:      &kubeletdns.ClientLookup{Client: kubeletdns.PartitionClients(set)},
+		Services:      &kubeletdnsk8s.ClientLookup{Client: kubeletdnsk8s.PartitionClients(set)},
 		PartitionOf:   origins.OriginOf,
 		// Only for pods whose UID the tracker has not seen yet.
 		PartitionOfTenant: origins.PartitionOfTenant,
@@ -92,7 +93,7 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 			p.Labels = map[string]string{kubeletdns.NetworkLabel: network}
 		}
 		if tp != "" {
-			if _, err := origins.Observe(tporigin.Observation{UID: p.UID, Kind: tporigin.KindPod, Partition: tp, Tenant: tenant}); err != nil {
+			if _, err := origins.Observe(tporigin.Observation{UID: string(p.UID), Kind: tporigin.KindPod, Partition: tp, Tenant: tenant}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -164,7 +165,7 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 }
 
 func TestClientLookupUnknownPartition(t *testing.T) {
-	l := &kubeletdns.ClientLookup{Client: kubeletdns.PartitionClients(mustSet(t))}
+	l := &kubeletdnsk8s.ClientLookup{Client: kubeletdnsk8s.PartitionClients(mustSet(t))}
 	if _, _, err := l.ServiceIPs(context.Background(), "nope", "baz", "kube-system", "kube-dns-default"); err == nil || !strings.Contains(err.Error(), "unknown tenant partition") {
 		t.Fatalf("error = %v", err)
 	}
@@ -197,7 +198,7 @@ func TestClientLookupRejectsAnotherTenantsService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &kubeletdns.ClientLookup{Client: func(string) (kubernetes.Interface, bool) { return client, true }}
+	l := &kubeletdnsk8s.ClientLookup{Client: func(string) (kubernetes.Interface, bool) { return client, true }}
 	_, _, err = l.ServiceIPs(context.Background(), "tp1", "baz", "kube-system", "kube-dns-default")
 	if err == nil || !strings.Contains(err.Error(), `got tenant "system"`) {
 		t.Fatalf("error = %v, want a tenant mismatch", err)
