@@ -69,6 +69,9 @@ type config struct {
 	cacheMaxTTL      time.Duration
 	cacheMaxNegative time.Duration
 	forwardTimeout   time.Duration
+	maxForwards      int
+	allowRecursion   listFlag
+	recursionCIDRs   []netip.Prefix
 	profiling        bool
 	gcPercent        int
 }
@@ -97,6 +100,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
 	fs.DurationVar(&c.cacheMaxNegative, "cache-max-negative-ttl", 30*time.Second, "Longest a forwarded NXDOMAIN or NODATA is cached.")
 	fs.DurationVar(&c.forwardTimeout, "forward-timeout", 2*time.Second, "Time allowed to one upstream for one query.")
+	fs.IntVar(&c.maxForwards, "max-concurrent-forwards", server.DefaultMaxConcurrentForwards, "Queries for names outside the zones that may wait on an upstream at once; more get SERVFAIL at once.")
+	c.allowRecursion = listFlag{vals: prefixStrings(server.DefaultAllowRecursion)}
+	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
 	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := fs.Parse(args); err != nil {
@@ -117,7 +123,26 @@ func parseFlags(args []string) (*config, error) {
 	if len(c.zones.vals) == 0 {
 		return nil, errors.New("--zone: at least one zone is needed")
 	}
+	if c.maxForwards < 1 {
+		return nil, fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
+	}
+	c.recursionCIDRs = []netip.Prefix{} // empty, not nil: --allow-recursion= allows none
+	for _, v := range c.allowRecursion.vals {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("--allow-recursion %q: want a CIDR such as 10.0.0.0/8", v)
+		}
+		c.recursionCIDRs = append(c.recursionCIDRs, p.Masked())
+	}
 	return c, nil
+}
+
+func prefixStrings(ps []netip.Prefix) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
 }
 
 // subcommands are the NodeLocal modes of the same binary, so one image
@@ -284,6 +309,7 @@ func run(ctx context.Context, c *config) error {
 		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
 		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
 		Forwarder: fwd, Metrics: server.NewMetrics(reg),
+		MaxConcurrentForwards: c.maxForwards, AllowRecursion: c.recursionCIDRs,
 	})
 	if err != nil {
 		return err

@@ -109,13 +109,22 @@ func (f *Forwarder) Register(reg prometheus.Registerer) error {
 // Upstreams returns the upstream addresses in use.
 func (f *Forwarder) Upstreams() []string { return append([]string(nil), f.upstreams...) }
 
-func cacheKey(q dns.Question, do, cd bool) string {
+// cacheKey is what makes two questions the same answer: the name, type,
+// class, opcode, and the DO and CD bits (a DNSSEC-aware or checking-disabled
+// client gets another answer).
+func cacheKey(q dns.Question, opcode int, do, cd bool) string {
 	var b strings.Builder
-	b.Grow(len(q.Name) + 8)
+	b.Grow(len(q.Name) + 16)
 	b.WriteString(strings.ToLower(q.Name))
-	fmt.Fprintf(&b, "/%d/%d/%t/%t", q.Qtype, q.Qclass, do, cd)
+	fmt.Fprintf(&b, "/%d/%d/%d/%t/%t", q.Qtype, q.Qclass, opcode, do, cd)
 	return b.String()
 }
+
+// upstreamUDPSize is the EDNS payload size asked of upstreams, and so the
+// largest UDP answer read: a larger one comes truncated and is fetched over
+// TCP. It bounds the buffer each query in flight holds, whatever size the
+// client asked for.
+const upstreamUDPSize = 1232
 
 // Resolve answers req from the cache or an upstream. The answer's ID and
 // question are the caller's to set.
@@ -123,11 +132,14 @@ func (f *Forwarder) Resolve(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
 	if len(req.Question) != 1 {
 		return nil, errors.New("forward: a query has exactly one question")
 	}
+	if req.Opcode != dns.OpcodeQuery {
+		return nil, fmt.Errorf("forward: opcode %s is not forwarded", dns.OpcodeToString[req.Opcode])
+	}
 	do := false
 	if opt := req.IsEdns0(); opt != nil {
 		do = opt.Do()
 	}
-	key := cacheKey(req.Question[0], do, req.CheckingDisabled)
+	key := cacheKey(req.Question[0], req.Opcode, do, req.CheckingDisabled)
 	if f.opts.CacheSize > 0 {
 		if m := f.get(key); m != nil {
 			f.hits.Inc()
@@ -151,6 +163,9 @@ func (f *Forwarder) exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 	q := req.Copy()
 	q.Id = dns.Id()
 	q.Compress = true
+	if opt := q.IsEdns0(); opt != nil {
+		opt.SetUDPSize(upstreamUDPSize)
+	}
 	start := int(f.next.Load())
 	var last error
 	for i := range f.upstreams {
@@ -173,8 +188,8 @@ func (f *Forwarder) exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 
 func (f *Forwarder) try(ctx context.Context, q *dns.Msg, up string) (*dns.Msg, error) {
 	udpSize := uint16(dns.MinMsgSize)
-	if opt := q.IsEdns0(); opt != nil {
-		udpSize = opt.UDPSize()
+	if q.IsEdns0() != nil {
+		udpSize = upstreamUDPSize
 	}
 	c := &dns.Client{Net: "udp", Timeout: f.opts.Timeout, UDPSize: udpSize}
 	resp, _, err := c.ExchangeContext(ctx, q, up)

@@ -12,7 +12,27 @@ import (
 // and idle keep-alive, and an accept loop that backs off.
 func tcpServer(l *Listener, h dns.Handler) *dns.Server {
 	return &dns.Server{Listener: acceptBackoff{Listener: l.tcp, sleep: time.Sleep}, Handler: h,
-		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }}
+		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second },
+		DecorateReader: func(r dns.Reader) dns.Reader { return strictReader{r} }}
+}
+
+// strictReader hands miekg/dns's TCP server the messages validateMessage
+// accepts; one it refuses becomes its header with no records, which the
+// server answers with FORMERR, as it does any query without a question.
+type strictReader struct{ dns.Reader }
+
+// ReadTCP reads one message from conn.
+func (r strictReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
+	b, err := r.Reader.ReadTCP(conn, timeout)
+	if err != nil || validateMessage(b) == nil {
+		return b, err
+	}
+	if len(b) < headerLen {
+		return nil, errNoHeader // nothing to answer: the connection ends
+	}
+	h := append([]byte(nil), b[:headerLen]...)
+	clear(h[4:headerLen]) // no question, no records
+	return h, nil
 }
 
 // Accept's back-off after a temporary error: from the first delay,

@@ -102,15 +102,61 @@ func (h *Handler) serveUDP(pc *net.UDPConn) error {
 				continue
 			}
 		}
-		go h.slowUDP(pc, append([]byte(nil), pkt...), ap)
+		select {
+		case h.slow <- struct{}{}:
+			go func(pkt []byte) {
+				defer func() { <-h.slow }()
+				h.slowUDP(pc, pkt, ap)
+			}(append([]byte(nil), pkt...))
+		default:
+			// As many packets wait on the slow path as it takes: answer at
+			// once rather than queue more goroutines and memory.
+			if out := quickReply(pkt, dns.RcodeServerFailure); out != nil {
+				_, _ = pc.WriteToUDPAddrPort(out, ap)
+			}
+			if m := h.opts.Metrics; m != nil {
+				m.forwardsRejected.Inc()
+			}
+		}
 	}
 }
+
+// quickReply answers the query in pkt with rcode and its question, straight
+// from the wire and without unpacking it; nil when pkt is a response or has
+// no header. The question is echoed when it is the only one and
+// uncompressed.
+func quickReply(pkt []byte, rcode int) []byte {
+	if len(pkt) < headerLen || pkt[2]&0x80 != 0 {
+		return nil
+	}
+	out := make([]byte, headerLen, headerLen+260)
+	copy(out, pkt[:2])
+	out[2] = 0x80 | pkt[2]&0x79 // QR, the opcode and RD
+	out[3] = 0x80 | byte(rcode&0xF)
+	if binary.BigEndian.Uint16(pkt[4:]) == 1 {
+		if end, err := skipName(pkt, headerLen); err == nil && end+4 <= len(pkt) && !compressed(pkt[headerLen:end]) {
+			out = append(out, pkt[headerLen:end+4]...)
+			out[5] = 1
+		}
+	}
+	return out
+}
+
+// compressed reports whether the wire name n ends in a compression
+// pointer, so that it cannot be copied on its own.
+func compressed(n []byte) bool { return len(n) >= 2 && n[len(n)-2]&0xC0 == 0xC0 }
 
 // slowUDP answers a packet the fast path does not, the way the miekg/dns
 // server would: unreadable headers and responses are dropped, other
 // unreadable packets get FORMERR.
 func (h *Handler) slowUDP(pc *net.UDPConn, pkt []byte, ap netip.AddrPort) {
 	w := &udpWriter{pc: pc, to: ap}
+	if err := validateMessage(pkt); err != nil {
+		if out := quickReply(pkt, dns.RcodeFormatError); out != nil {
+			_, _ = w.Write(out)
+		}
+		return
+	}
 	m := new(dns.Msg)
 	if err := m.Unpack(pkt); err != nil {
 		if len(pkt) < headerLen || pkt[2]&0x80 != 0 {

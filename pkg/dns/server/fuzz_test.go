@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"testing"
@@ -47,8 +48,27 @@ func FuzzPacket(f *testing.F) {
 	}
 	f.Cleanup(func() { pc.Close() })
 	sink := netip.MustParseAddrPort("127.0.0.1:9")
+	// Malformed messages that must get FORMERR (TestStrictParsing).
+	f.Add([]byte{0, 3, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 4, 0, 1, 0, 1}, uint8(0), false)
+	two := new(dns.Msg)
+	two.SetQuestion(kdns, dns.TypeA)
+	two.SetEdns0(1232, false)
+	two.Extra = append(two.Extra, two.Extra[0])
+	if p, err := two.Pack(); err == nil {
+		f.Add(p, uint8(0), false)
+		f.Add(append(p[:len(p)-11:len(p)-11], 0xde, 0xad), uint8(0), false)
+	}
 	f.Fuzz(func(t *testing.T, packet []byte, src uint8, tcp bool) {
 		h.slowUDP(pc, packet, sink)
+		// The quick answers of the overload and FORMERR paths parse and
+		// carry the query's ID.
+		if out := quickReply(packet, dns.RcodeServerFailure); out != nil {
+			var resp dns.Msg
+			if err := resp.Unpack(out); err != nil || resp.Id != binary.BigEndian.Uint16(packet) || !resp.Response || resp.Rcode != dns.RcodeServerFailure {
+				t.Fatalf("quick answer %x: %v %v", out, err, resp)
+			}
+		}
+		_ = validateMessage(packet)
 		// The UDP fast path reads the raw packet itself.
 		st := h.pool.Get().(*state)
 		var q query
@@ -59,11 +79,8 @@ func FuzzPacket(f *testing.F) {
 				if err := resp.Unpack(out); err != nil {
 					t.Fatalf("fast-path answer does not parse: %v", err)
 				}
-				limit := dns.MinMsgSize
-				if q.edns && int(q.udpSize) > limit {
-					limit = int(q.udpSize)
-				}
-				if len(out) > limit || resp.Id != q.id {
+				limit := udpLimit(q.edns, q.udpSize)
+				if len(out) > limit || len(out) > defaultEDNS || resp.Id != q.id {
 					t.Fatalf("fast path: %d bytes for limit %d, id %d", len(out), limit, resp.Id)
 				}
 			}
@@ -86,7 +103,7 @@ func FuzzPacket(f *testing.F) {
 		}
 		limit := dns.MinMsgSize
 		if opt := req.IsEdns0(); opt != nil && int(opt.UDPSize()) > limit {
-			limit = int(opt.UDPSize())
+			limit = min(int(opt.UDPSize()), defaultEDNS)
 		}
 		if !tcp && len(out) > limit {
 			t.Fatalf("UDP answer of %d bytes for a limit of %d", len(out), limit)

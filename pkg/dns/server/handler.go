@@ -49,8 +49,26 @@ const DNSSchemaVersion = "1.1.0"
 const (
 	dnsVersionTTL = 28800
 	maxSOATTL     = 300
-	defaultEDNS   = 1232
+	// defaultEDNS is the UDP payload size advertised in answers, and the
+	// largest UDP answer sent whatever the client asks (DNS Flag Day 2020):
+	// larger answers are truncated and the client retries over TCP, so a
+	// small query cannot draw a large answer at a spoofed address.
+	defaultEDNS = 1232
 )
+
+// DefaultMaxConcurrentForwards is Options.MaxConcurrentForwards's default.
+const DefaultMaxConcurrentForwards = 1000
+
+// DefaultAllowRecursion are the sources allowed recursion by default: the
+// addresses pods and nodes have (loopback, RFC 1918, RFC 6598 shared space,
+// link-local, IPv6 unique local).
+var DefaultAllowRecursion = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fc00::/7"),
+}
 
 // Forwarder resolves names outside the cluster zones.
 type Forwarder interface {
@@ -86,6 +104,16 @@ type Options struct {
 	Forwarder Forwarder
 	// ForwardTimeout bounds one forwarded query; default 5s.
 	ForwardTimeout time.Duration
+	// MaxConcurrentForwards bounds the queries waiting on an upstream at
+	// once (DefaultMaxConcurrentForwards when zero, as CoreDNS's forward
+	// plugin); a query over the bound gets SERVFAIL at once, and a flood of
+	// names outside the zones cannot take the memory and goroutines the
+	// cluster zones need.
+	MaxConcurrentForwards int
+	// AllowRecursion are the sources whose queries for names outside the
+	// zones are forwarded (DefaultAllowRecursion when nil); others get
+	// REFUSED. Names in the zones are answered to anyone.
+	AllowRecursion []netip.Prefix
 	// Metrics, when set, counts requests.
 	Metrics *Metrics
 }
@@ -105,6 +133,9 @@ type Handler struct {
 	primary int
 	synced  atomic.Bool
 	pool    sync.Pool
+	// forwards holds a token per query waiting on an upstream, slow one per
+	// packet on the UDP slow path (twice as many: most are answered there).
+	forwards, slow chan struct{}
 }
 
 // New returns a Handler reading snapshots from snaps.
@@ -113,6 +144,14 @@ func New(snaps Snapshots, o Options) (*Handler, error) {
 	if h.opts.ForwardTimeout == 0 {
 		h.opts.ForwardTimeout = 5 * time.Second
 	}
+	if h.opts.MaxConcurrentForwards <= 0 {
+		h.opts.MaxConcurrentForwards = DefaultMaxConcurrentForwards
+	}
+	if h.opts.AllowRecursion == nil {
+		h.opts.AllowRecursion = DefaultAllowRecursion
+	}
+	h.forwards = make(chan struct{}, h.opts.MaxConcurrentForwards)
+	h.slow = make(chan struct{}, 2*h.opts.MaxConcurrentForwards)
 	for _, z := range o.Zones {
 		fq := dns.CanonicalName(z)
 		if _, ok := dns.IsDomainName(fq); !ok || fq == "." {
@@ -167,7 +206,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if out != nil {
 		_, _ = w.Write(out)
 	} else if zi == forwarded {
-		rcode = h.forward(w, r, tcp)
+		rcode = h.forward(w, r, src, tcp)
 	}
 	h.pool.Put(st)
 	if m := h.opts.Metrics; m != nil {
@@ -229,6 +268,10 @@ func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool) ([]by
 	if len(r.Question) != 1 {
 		return h.formErr(st, r), malformed, dns.RcodeFormatError, 0
 	}
+	if r.Opcode != dns.OpcodeQuery {
+		// NOTIFY, UPDATE and the rest are not served, nor forwarded.
+		return h.reply(st, r, dns.RcodeNotImplemented), malformed, dns.RcodeNotImplemented, r.Question[0].Qtype
+	}
 	q := query{id: r.Id, opcode: r.Opcode, rd: r.RecursionDesired, cd: r.CheckingDisabled, qtype: r.Question[0].Qtype, qclass: r.Question[0].Qclass}
 	n, err := dns.PackDomainName(r.Question[0].Name, st.qwire[:], 0, nil, false)
 	if err != nil || n > names.MaxWire {
@@ -260,12 +303,9 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool) ([
 	if zi < 0 {
 		return nil, forwarded, 0
 	}
-	limit := dns.MaxMsgSize
-	if !tcp {
-		limit = dns.MinMsgSize
-		if q.edns && int(q.udpSize) > limit {
-			limit = int(q.udpSize)
-		}
+	limit := udpLimit(q.edns, q.udpSize)
+	if tcp {
+		limit = dns.MaxMsgSize
 	}
 	if q.edns {
 		limit -= 11 // room for our OPT record
@@ -305,9 +345,29 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool) ([
 	return e.finish(rcode), zi, rcode
 }
 
+// udpLimit is the largest UDP answer to a query: 512 bytes without EDNS, the
+// client's payload size with it, never more than defaultEDNS.
+func udpLimit(edns bool, size uint16) int {
+	if !edns || int(size) <= dns.MinMsgSize {
+		return dns.MinMsgSize
+	}
+	if int(size) > defaultEDNS {
+		return defaultEDNS
+	}
+	return int(size)
+}
+
 func (h *Handler) formErr(st *state, r *dns.Msg) []byte {
+	return h.reply(st, r, dns.RcodeFormatError)
+}
+
+// reply is an answer to r with rcode and nothing but r's question.
+func (h *Handler) reply(st *state, r *dns.Msg, rcode int) []byte {
 	m := new(dns.Msg)
-	m.SetRcodeFormatError(r)
+	m.SetRcode(r, rcode)
+	if rcode == dns.RcodeFormatError {
+		m.SetRcodeFormatError(r)
+	}
 	b, err := m.PackBuffer(st.buf[:0])
 	if err != nil {
 		return nil
@@ -890,6 +950,10 @@ func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
 		st.needSlow = true
 		return
 	}
+	if !h.acquireForward() {
+		return // the CNAME alone: the client resolves the target itself
+	}
+	defer h.releaseForward()
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(svc.ExternalName), qtype)
 	m.RecursionDesired = true
@@ -1010,19 +1074,25 @@ func (h *Handler) ptrVisible(snap *index.Snapshot, o *index.PTR, src index.Sourc
 	return h.allowed([]byte(o.Tenant), src, known)
 }
 
-// forward sends r upstream and relays the answer.
-func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, tcp bool) int {
+// forward sends r upstream and relays the answer: to allowed sources only,
+// and within MaxConcurrentForwards.
+func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, src netip.Addr, tcp bool) int {
 	m := new(dns.Msg)
-	if h.opts.Forwarder == nil {
-		m.SetRcode(r, dns.RcodeRefused)
-		_ = w.WriteMsg(m)
-		return dns.RcodeRefused
-	}
+	refuse := h.opts.Forwarder == nil || !h.recursionAllowed(src)
 	if q := r.Question[0].Qtype; q == dns.TypeAXFR || q == dns.TypeIXFR {
+		refuse = true
+	}
+	if refuse {
 		m.SetRcode(r, dns.RcodeRefused)
 		_ = w.WriteMsg(m)
 		return dns.RcodeRefused
 	}
+	if !h.acquireForward() {
+		m.SetRcode(r, dns.RcodeServerFailure)
+		_ = w.WriteMsg(m)
+		return dns.RcodeServerFailure
+	}
+	defer h.releaseForward()
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
 	defer cancel()
 	resp, err := h.opts.Forwarder.Resolve(ctx, r)
@@ -1035,12 +1105,42 @@ func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, tcp bool) int {
 	resp.Question = r.Question // keep the query's case
 	size := dns.MaxMsgSize
 	if !tcp {
-		size = dns.MinMsgSize
-		if opt := r.IsEdns0(); opt != nil && int(opt.UDPSize()) > size {
-			size = int(opt.UDPSize())
-		}
+		opt := r.IsEdns0()
+		size = udpLimit(opt != nil, func() uint16 {
+			if opt == nil {
+				return 0
+			}
+			return opt.UDPSize()
+		}())
 	}
 	resp.Truncate(size)
 	_ = w.WriteMsg(resp)
 	return resp.Rcode
 }
+
+// recursionAllowed reports whether src may have names outside the zones
+// forwarded.
+func (h *Handler) recursionAllowed(src netip.Addr) bool {
+	for _, p := range h.opts.AllowRecursion {
+		if p.Contains(src) {
+			return true
+		}
+	}
+	return false
+}
+
+// acquireForward takes a forwarding token without waiting; false means
+// MaxConcurrentForwards queries are already waiting upstream.
+func (h *Handler) acquireForward() bool {
+	select {
+	case h.forwards <- struct{}{}:
+		return true
+	default:
+		if m := h.opts.Metrics; m != nil {
+			m.forwardsRejected.Inc()
+		}
+		return false
+	}
+}
+
+func (h *Handler) releaseForward() { <-h.forwards }

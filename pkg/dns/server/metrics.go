@@ -13,6 +13,9 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// forwardsRejected counts queries answered SERVFAIL because
+	// MaxConcurrentForwards queries were already waiting upstream.
+	forwardsRejected prometheus.Counter
 
 	// cache of resolved counters: [zone slot][type slot][rcode slot].
 	counters [maxZoneSlots][len(typeSlots) + 1][maxRcode + 2]atomic.Pointer[prometheus.Counter]
@@ -27,8 +30,9 @@ const (
 var typeSlots = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, dns.TypeTXT, dns.TypeSOA,
 	dns.TypeNS, dns.TypeCNAME, dns.TypeMX, dns.TypeANY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeHTTPS}
 
-// NewMetrics registers tpkit_dns_requests_total{zone,type,rcode} and
-// tpkit_dns_request_duration_seconds{zone} on reg.
+// NewMetrics registers tpkit_dns_requests_total{zone,type,rcode},
+// tpkit_dns_request_duration_seconds{zone} and
+// tpkit_dns_forward_rejected_total on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -40,9 +44,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer a DNS request, by zone (\".\" for forwarded names).",
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"zone"}),
+		forwardsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tpkit_dns_forward_rejected_total",
+			Help: "Queries for names outside the zones answered SERVFAIL at once because --max-concurrent-forwards queries were waiting upstream.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration)
+		reg.MustRegister(m.requests, m.duration, m.forwardsRejected)
 	}
 	return m
 }
