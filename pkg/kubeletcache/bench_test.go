@@ -13,7 +13,7 @@ func BenchmarkGetCached(b *testing.B) {
 	for _, s := range []kubeletcache.Strategy{kubeletcache.Cache, kubeletcache.Watch} {
 		b.Run(string(s), func(b *testing.B) {
 			e := newEnvTB(b)
-			cms, err := kubeletcache.NewConfigMapManager(e.set, e.tracker, e.options(s))
+			cms, err := kubeletcache.NewConfigMapManager(e.set, e.chooser, e.options(s))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -21,12 +21,12 @@ func BenchmarkGetCached(b *testing.B) {
 			if err := cms.RegisterPod(e.podA); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := cms.GetConfigMap(e.podA, "cfg"); err != nil {
+			if _, err := getCM(cms, e.podA, "cfg"); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				cm, err := cms.GetConfigMap(e.podA, "cfg")
+				cm, err := getCM(cms, e.podA, "cfg")
 				if err != nil || cm.Data["from"] != "tp1" {
 					b.Fatal(cm, err)
 				}
@@ -39,7 +39,7 @@ func BenchmarkGetCached(b *testing.B) {
 // for comparison in the same run.
 func BenchmarkGetDirect(b *testing.B) {
 	e := newEnvTB(b)
-	cms, err := kubeletcache.NewConfigMapManager(e.set, e.tracker, e.options(kubeletcache.Get))
+	cms, err := kubeletcache.NewConfigMapManager(e.set, e.chooser, e.options(kubeletcache.Get))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func BenchmarkGetDirect(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := cms.GetConfigMap(e.podA, "cfg"); err != nil {
+		if _, err := getCM(cms, e.podA, "cfg"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
 
 // Example shows a kubelet's wiring: the TP set, the origin tracker fed by
@@ -22,7 +24,7 @@ func Example() {
 	)
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	po.AddFlags(fs)
-	to.AddFlags(fs)
+	tporigink8s.AddFlags(fs, &to)
 	mo.AddFlags(fs)
 	_ = fs.Parse([]string{"--tenant-server-kubeconfig=/etc/tp1.kubeconfig,/etc/tp2.kubeconfig", "--tporigin-db=/var/lib/kubelet/tporigin.db"})
 
@@ -35,13 +37,14 @@ func Example() {
 	for _, p := range set.Partitions() {
 		to.Partitions = append(to.Partitions, p.Name)
 	}
+	to.Logf = tporigink8s.Logf
 	tracker, err := tporigin.Open(to) // knows every pod's TP before any TP answers
 	if err != nil {
 		fmt.Println(err) // a *tporigin.CorruptError names the file
 		return
 	}
 	defer tracker.Close()
-	wiring, err := tporigin.Wire(tracker, set, tporigin.WireOptions{NodeName: "node-1"})
+	wiring, err := tporigink8s.Wire(tracker, set, tporigink8s.WireOptions{NodeName: "node-1"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,12 +53,13 @@ func Example() {
 	set.Start(ctx)
 	wiring.Start(ctx)
 
-	configMaps, _ := kubeletcache.NewConfigMapManager(set, tracker, mo)
+	// The managers place each pod's objects by the tracker's decision.
+	configMaps, _ := kubeletcache.NewConfigMapManager(set, tporigin.NewClientChooser(tracker), mo)
 	go configMaps.Run(ctx)
 
 	var pod *corev1.Pod // from the pod informer of its TP
 	if err := configMaps.RegisterPod(pod); err == nil {
-		cm, err := configMaps.GetConfigMap(pod, "settings")
+		cm, err := configMaps.GetConfigMap(tenancy.TenantOf(pod), pod.Namespace, "settings", pod.UID)
 		fmt.Println(cm, err)
 	}
 }

@@ -11,19 +11,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
-	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 )
 
 // Strategy is how a manager keeps objects current; the three upstream
-// kubelet strategies.
+// kubelet strategies, each its own type (get.go, cache.go, watch.go).
 type Strategy string
 
 const (
@@ -36,12 +34,12 @@ const (
 	Watch Strategy = "Watch"
 )
 
-// Resolver tells the TP of a pod: *tporigin.Tracker is one.
+// Resolver decides which TP a pod's configmap or secret comes from, in the
+// shape of Arktos's managers: *tporigin.ClientChooser is one (the pod's
+// recorded origin, else its regular tenant's TP, else an error wrapping
+// tporigin.ErrUnknownPod).
 type Resolver interface {
-	// OriginOf returns the TP a pod UID came from.
-	OriginOf(uid types.UID) (string, bool)
-	// PartitionOfTenant returns the TP of a regular tenant.
-	PartitionOfTenant(tenant string) (string, bool)
+	ObjectKey(tenant, namespace, name, podUID string) (tporigin.ObjectKey, error)
 }
 
 // Partitions gives the client of a TP by name: *partition.Set is one.
@@ -133,11 +131,28 @@ type Freshness struct {
 	NotFound bool
 }
 
+// strategy is what differs between Get, Cache and Watch. The manager
+// keeps the registered pods and their items; a strategy keeps an item's
+// object current.
+type strategy[T runtime.Object] interface {
+	// referenced is called, with manager.mu held, when a pod registers a
+	// reference to it; isNew when no pod referenced it before.
+	referenced(it *item[T], isNew bool)
+	// get serves it's object.
+	get(it *item[T]) (T, error)
+	// freshness reports on it at now; it.mu is held.
+	freshness(it *item[T], now time.Time) Freshness
+	// stop stops it's reflector, if it runs one, and reports whether it
+	// did; it.mu is held.
+	stop(it *item[T]) bool
+}
+
 // podEntry is a registered pod: its TP, tenant and namespace, and the names
 // of the objects it references there.
 type podEntry struct {
 	tp, tenant, ns string
 	names          []string
+	ref            string // for errors: tenant/namespace/name (uid)
 }
 
 // key is the key of the pod's referenced object name. Objects are keyed by
@@ -159,26 +174,20 @@ type item[T runtime.Object] struct {
 	notFound bool      // the TP said it does not exist
 	asOf     time.Time // last answer from the TP
 	lastErr  error     // last failure to reach the TP, cleared by an answer
+	removed  bool      // no pod references it any more
 
-	// Watch strategy.
-	running   bool
-	gen       uint64        // counts reflector starts; a stopped one's calls are ignored
-	synced    bool          // the running reflector has listed
-	attempted bool          // the running reflector's first list has succeeded or failed
-	attemptCh chan struct{} // closed when attempted becomes true
-	cancel    context.CancelFunc
-	immutable bool
-	up        bool // the reflector's last list or watch succeeded
-	removed   bool // no pod references it any more: never restart
+	watch watchState // the Watch strategy's reflector
 }
 
-// manager is the shared core of ConfigMapManager and SecretManager.
+// manager is the shared core of ConfigMapManager and SecretManager: the
+// registered pods and the objects they reference, served by one strategy.
 type manager[T runtime.Object] struct {
 	k     kind[T]
 	parts Partitions
 	res   Resolver
 	o     Options
 	gr    schema.GroupResource
+	s     strategy[T]
 
 	base   context.Context
 	stop   context.CancelFunc
@@ -201,7 +210,7 @@ func newManager[T runtime.Object](k kind[T], parts Partitions, res Resolver, o O
 	// The context only carries cancellation to reflectors started later;
 	// nothing runs until a pod is registered.
 	base, stop := context.WithCancel(context.Background())
-	return &manager[T]{
+	m := &manager[T]{
 		k: k, parts: parts, res: res, o: o,
 		gr:    schema.GroupResource{Resource: k.resource},
 		base:  base,
@@ -209,29 +218,45 @@ func newManager[T runtime.Object](k kind[T], parts Partitions, res Resolver, o O
 		pods:  make(map[types.UID]*podEntry),
 		items: make(map[tenancy.Key]*item[T]),
 		m:     newMetrics(k.resource),
-	}, nil
+	}
+	switch o.Strategy {
+	case Get:
+		m.s = getter[T]{m}
+	case Cache:
+		m.s = ttlCache[T]{m}
+	default:
+		m.s = watcher[T]{m}
+	}
+	return m, nil
 }
 
 func podRef(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s/%s/%s (uid %s)", tenancy.TenantOf(pod), pod.Namespace, pod.Name, pod.UID)
 }
 
-// resolve finds the pod's TP: its recorded origin, else (regular tenants
-// only) its tenant's TP. There is no default.
-func (m *manager[T]) resolve(pod *corev1.Pod) (string, error) {
-	tp, ok := m.res.OriginOf(pod.UID)
-	if !ok {
-		if tenant := tenancy.TenantOf(pod); !tenancy.IsSystem(tenant) {
-			tp, ok = m.res.PartitionOfTenant(tenant)
+// entryFor decides, through the resolver, where each object pod references
+// lives: the pod's TP. There is no default.
+func (m *manager[T]) entryFor(pod *corev1.Pod) (*podEntry, error) {
+	pe := &podEntry{tenant: tenancy.TenantOf(pod), ns: pod.Namespace, names: m.k.names(pod), ref: podRef(pod)}
+	if tenancy.IsSystem(pe.tenant) {
+		pe.tenant = tenancy.SystemTenant
+	}
+	for _, name := range pe.names {
+		key, err := m.res.ObjectKey(pe.tenant, pe.ns, name, string(pod.UID))
+		if err != nil {
+			return nil, fmt.Errorf("kubeletcache: pod %s: its %s cannot be fetched: %w", pe.ref, m.k.resource, err)
+		}
+		if pe.tp == "" {
+			pe.tp = key.Partition
+		}
+		if key.Key != pe.key(name) {
+			return nil, fmt.Errorf("kubeletcache: pod %s: %s %s is placed at %s", pe.ref, m.k.resource, name, key.Key)
 		}
 	}
-	if !ok {
-		return "", fmt.Errorf("kubeletcache: pod %s: its tenant partition is not known (no recorded origin), so its %s cannot be fetched", podRef(pod), m.k.resource)
+	if _, exists := m.parts.Get(pe.tp); pe.tp != "" && !exists {
+		return nil, fmt.Errorf("kubeletcache: pod %s comes from partition %q, which this node is not configured to reach", pe.ref, pe.tp)
 	}
-	if _, exists := m.parts.Get(tp); !exists {
-		return "", fmt.Errorf("kubeletcache: pod %s comes from partition %q, which this node is not configured to reach", podRef(pod), tp)
-	}
-	return tp, nil
+	return pe, nil
 }
 
 // RegisterPod records the objects pod references, on the pod's TP, and for
@@ -242,13 +267,9 @@ func (m *manager[T]) RegisterPod(pod *corev1.Pod) error {
 	if pod == nil || pod.UID == "" {
 		return errors.New("kubeletcache: RegisterPod needs a pod with a UID")
 	}
-	tp, err := m.resolve(pod)
+	pe, err := m.entryFor(pod)
 	if err != nil {
 		return err
-	}
-	pe := &podEntry{tp: tp, tenant: tenancy.TenantOf(pod), ns: pod.Namespace, names: m.k.names(pod)}
-	if tenancy.IsSystem(pe.tenant) {
-		pe.tenant = tenancy.SystemTenant
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -259,21 +280,14 @@ func (m *manager[T]) RegisterPod(pod *corev1.Pod) error {
 	for _, name := range pe.names {
 		key := pe.key(name)
 		it := m.items[key]
-		if it == nil {
+		isNew := it == nil
+		if isNew {
 			it = &item[T]{key: key}
 			m.items[key] = it
 			it.lastAccess.Store(m.o.Now().UnixNano())
-			if m.o.Strategy == Watch {
-				it.mu.Lock()
-				m.startLocked(it)
-				it.mu.Unlock()
-			}
-		} else if old == nil || old.tp != pe.tp || !slices.Contains(old.names, name) {
-			// A new reference: like kubelet, make the next Cache read go
-			// to the TP, so a new pod does not start on old data.
-			it.mu.Lock()
-			it.asOf = time.Time{}
-			it.mu.Unlock()
+		}
+		if isNew || old == nil || old.tp != pe.tp || !slices.Contains(old.names, name) {
+			m.s.referenced(it, isNew)
 		}
 		it.refs++
 	}
@@ -312,156 +326,71 @@ func (m *manager[T]) releaseLocked(pe *podEntry) {
 			delete(m.items, key)
 			it.mu.Lock()
 			it.removed = true
-			m.stopLocked(it)
+			m.s.stop(it)
 			it.mu.Unlock()
 		}
 	}
 }
 
-// lookup finds the item pod's name refers to, or a clear error.
-func (m *manager[T]) lookup(pod *corev1.Pod, name string) (*item[T], error) {
-	if pod == nil {
-		return nil, errors.New("kubeletcache: nil pod")
-	}
+// lookup finds the item a registered pod reads as tenant/namespace/name,
+// where the resolver places it now, or a clear error.
+func (m *manager[T]) lookup(tenant, namespace, name string, podUID types.UID) (*item[T], error) {
 	m.mu.RLock()
-	pe := m.pods[pod.UID]
-	var it *item[T]
-	if pe != nil && slices.Contains(pe.names, name) {
-		it = m.items[pe.key(name)]
-	}
+	pe := m.pods[podUID]
 	m.mu.RUnlock()
 	if pe == nil {
-		return nil, fmt.Errorf("kubeletcache: pod %s is not registered with the %s manager", podRef(pod), m.k.resource)
+		return nil, fmt.Errorf("kubeletcache: pod uid %s is not registered with the %s manager", podUID, m.k.resource)
 	}
-	if it == nil {
-		return nil, fmt.Errorf("kubeletcache: %s %q is not referenced by pod %s", m.k.resource, name, podRef(pod))
+	key, err := m.res.ObjectKey(tenant, namespace, name, string(podUID))
+	if err != nil {
+		return nil, fmt.Errorf("kubeletcache: %s %s/%s/%s for pod %s: %w", m.k.resource, tenant, namespace, name, pe.ref, err)
+	}
+	if !slices.Contains(pe.names, name) || key.Tenant != pe.tenant || key.Namespace != pe.ns {
+		return nil, fmt.Errorf("kubeletcache: %s %s is not referenced by pod %s", m.k.resource, key.Key, pe.ref)
+	}
+	if key.Partition != pe.tp {
+		// The pod's origin changed since RegisterPod (its first origin
+		// deleted it while another TP still reports it).
+		return nil, fmt.Errorf("kubeletcache: pod %s was registered from partition %s and is now placed in %s: register it again", pe.ref, pe.tp, key.Partition)
+	}
+	m.mu.RLock()
+	it := m.items[key.Key]
+	m.mu.RUnlock()
+	if it == nil { // unregistered meanwhile
+		return nil, fmt.Errorf("kubeletcache: pod uid %s is not registered with the %s manager", podUID, m.k.resource)
 	}
 	return it, nil
 }
 
 // get is GetConfigMap and GetSecret. The object returned is shared: callers
 // must not modify it.
-func (m *manager[T]) get(pod *corev1.Pod, name string) (T, error) {
-	var zero T
-	it, err := m.lookup(pod, name)
+func (m *manager[T]) get(tenant, namespace, name string, podUID types.UID) (T, error) {
+	it, err := m.lookup(tenant, namespace, name, podUID)
 	if err != nil {
+		var zero T
 		return zero, err
 	}
-	now := m.o.Now()
-	it.lastAccess.Store(now.UnixNano())
-	switch m.o.Strategy {
-	case Cache:
-		it.mu.Lock()
-		if !it.asOf.IsZero() && now.Sub(it.asOf) < m.o.TTL {
-			obj, have := it.obj, it.have
-			it.mu.Unlock()
-			if have {
-				return obj, nil
-			}
-			return zero, apierrors.NewNotFound(m.gr, name)
-		}
-		it.mu.Unlock()
-		return m.fetch(it)
-	case Watch:
-		return m.getWatched(it)
-	}
-	return m.fetch(it)
+	it.lastAccess.Store(m.o.Now().UnixNano())
+	return m.s.get(it)
 }
 
-func (m *manager[T]) client(tp string) (kubernetes.Interface, error) {
-	p, ok := m.parts.Get(tp)
-	if !ok {
-		return nil, fmt.Errorf("kubeletcache: partition %q is not configured", tp)
-	}
-	return p.Client, nil
-}
-
-// requestContext routes a request to the tenant's path on its TP.
-func requestContext(ctx context.Context, tenant string) context.Context {
-	if tenancy.IsSystem(tenant) {
-		return ctx
-	}
-	return tenancyk8s.WithTenant(ctx, tenant)
-}
-
-// fetch asks the TP. A failure to reach it serves the last known object;
-// NotFound stays NotFound.
-func (m *manager[T]) fetch(it *item[T]) (T, error) {
-	var zero T
-	p, ok := m.parts.Get(it.key.Partition)
-	if !ok {
-		return zero, fmt.Errorf("kubeletcache: partition %q is not configured", it.key.Partition)
-	}
-	c := p.Client
-	// A TP that just failed (any request of this node to it, informers
-	// included) is not asked again for SyncTimeout: reads get the last
-	// known answer at once instead of each waiting on a dead TP.
-	if st := p.Status(); !st.Reachable && !st.LastErrorTime.IsZero() && time.Since(st.LastErrorTime) < m.o.SyncTimeout {
-		it.mu.Lock()
-		if it.have || it.notFound {
-			defer it.mu.Unlock()
-			if it.lastErr == nil {
-				it.lastErr = fmt.Errorf("partition %s unreachable: %s", it.key.Partition, st.LastError)
-			}
-			m.m.servedStale(it.key.Partition).Inc()
-			if it.have {
-				return it.obj, nil
-			}
-			return zero, apierrors.NewNotFound(m.gr, it.key.Name)
-		}
-		it.mu.Unlock()
-	}
-	ctx, cancel := context.WithTimeout(m.base, m.o.SyncTimeout)
-	obj, err := m.k.get(requestContext(ctx, it.key.Tenant), c, it.key.Namespace, it.key.Name)
-	cancel()
-	now := m.o.Now()
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	switch {
-	case err == nil:
-		it.obj, it.have, it.notFound, it.asOf, it.lastErr = obj, true, false, now, nil
-		return obj, nil
-	case apierrors.IsNotFound(err):
-		it.obj, it.have, it.notFound, it.asOf, it.lastErr = zero, false, true, now, nil
-		return zero, err
-	}
-	it.lastErr = err
-	switch {
-	case it.have:
-		m.m.servedStale(it.key.Partition).Inc()
-		return it.obj, nil
-	case it.notFound:
-		// The last answer was "does not exist"; that is what is known.
-		m.m.servedStale(it.key.Partition).Inc()
-		return zero, apierrors.NewNotFound(m.gr, it.key.Name)
-	}
-	return zero, fmt.Errorf("kubeletcache: getting %s %s: %w", m.k.resource, it.key, err)
-}
-
-// Freshness reports how current the object pod's name refers to is.
-func (m *manager[T]) Freshness(pod *corev1.Pod, name string) (Freshness, error) {
-	it, err := m.lookup(pod, name)
+// Freshness reports how current the object that the registered pod podUID
+// reads as tenant/namespace/name is.
+func (m *manager[T]) Freshness(tenant, namespace, name string, podUID types.UID) (Freshness, error) {
+	it, err := m.lookup(tenant, namespace, name, podUID)
 	if err != nil {
 		return Freshness{}, err
 	}
 	now := m.o.Now()
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	return m.freshnessLocked(it, now), nil
+	return m.s.freshness(it, now), nil
 }
 
-func (m *manager[T]) freshnessLocked(it *item[T], now time.Time) Freshness {
-	f := Freshness{Partition: it.key.Partition, AsOf: it.asOf, LastError: it.lastErr, NotFound: it.notFound}
-	switch {
-	case m.o.Strategy == Watch && it.immutable:
-		f.AsOf = now // an immutable object cannot change
-	case m.o.Strategy == Watch && it.running && it.up:
-		f.AsOf = now
-	case m.o.Strategy == Watch:
-		f.Stale = it.running && !it.up
-	default:
-		f.Stale = it.lastErr != nil
-	}
+// freshnessOfAnswer is Freshness for the strategies that ask the TP: the
+// last answer's time, stale when the last attempt failed.
+func freshnessOfAnswer[T runtime.Object](it *item[T], now time.Time) Freshness {
+	f := Freshness{Partition: it.key.Partition, AsOf: it.asOf, LastError: it.lastErr, NotFound: it.notFound, Stale: it.lastErr != nil}
 	if !f.AsOf.IsZero() {
 		f.Age = now.Sub(f.AsOf)
 	}
@@ -475,7 +404,7 @@ func (m *manager[T]) Reflectors() int {
 	defer m.mu.RUnlock()
 	for _, it := range m.items {
 		it.mu.Lock()
-		if it.running {
+		if it.watch.running {
 			n++
 		}
 		it.mu.Unlock()
@@ -513,8 +442,7 @@ func (m *manager[T]) RecycleIdle() int {
 			continue
 		}
 		it.mu.Lock()
-		if it.running {
-			m.stopLocked(it)
+		if m.s.stop(it) {
 			n++
 		}
 		it.mu.Unlock()
@@ -529,7 +457,7 @@ func (m *manager[T]) Close() {
 	m.closed = true
 	for _, it := range m.items {
 		it.mu.Lock()
-		m.stopLocked(it)
+		m.s.stop(it)
 		it.mu.Unlock()
 	}
 	m.mu.Unlock()
@@ -541,8 +469,9 @@ func (m *manager[T]) Close() {
 type ConfigMapManager struct{ *manager[*corev1.ConfigMap] }
 
 // NewConfigMapManager returns a manager that reaches TPs through parts and
-// finds each pod's TP through res. It starts nothing: reflectors start when
-// pods are registered (Watch), and Run recycles idle ones.
+// places each pod's objects through res (tporigin.NewClientChooser(tracker)).
+// It starts nothing: reflectors start when pods are registered (Watch), and
+// Run recycles idle ones.
 func NewConfigMapManager(parts Partitions, res Resolver, o Options) (*ConfigMapManager, error) {
 	m, err := newManager(configMapKind, parts, res, o)
 	if err != nil {
@@ -551,13 +480,14 @@ func NewConfigMapManager(parts Partitions, res Resolver, o Options) (*ConfigMapM
 	return &ConfigMapManager{m}, nil
 }
 
-// GetConfigMap returns the configmap called name, as the registered pod's
-// TP has it, in the pod's tenant and namespace. The object is shared and
-// must not be modified. Errors: the pod is not registered, or does not
-// reference name; NotFound from the TP; the TP unreachable with no last
-// known object.
-func (c *ConfigMapManager) GetConfigMap(pod *corev1.Pod, name string) (*corev1.ConfigMap, error) {
-	return c.get(pod, name)
+// GetConfigMap returns the configmap tenant/namespace/name as the TP of the
+// registered pod podUID has it: Arktos's kubelet configmap.Manager shape.
+// The object is shared and must not be modified. Errors: the pod is not
+// registered, or does not reference the configmap; its TP is not known any
+// more (tporigin.ErrUnknownPod); NotFound from the TP; the TP unreachable
+// with no last known object.
+func (c *ConfigMapManager) GetConfigMap(tenant, namespace, name string, podUID types.UID) (*corev1.ConfigMap, error) {
+	return c.get(tenant, namespace, name, podUID)
 }
 
 // SecretManager serves pods' secrets from each pod's own TP.
@@ -572,7 +502,8 @@ func NewSecretManager(parts Partitions, res Resolver, o Options) (*SecretManager
 	return &SecretManager{m}, nil
 }
 
-// GetSecret is GetConfigMap for secrets.
-func (s *SecretManager) GetSecret(pod *corev1.Pod, name string) (*corev1.Secret, error) {
-	return s.get(pod, name)
+// GetSecret is GetConfigMap for secrets: Arktos's secret.Manager shape,
+// GetSecret(tenant, namespace, name, ownerPodUID).
+func (s *SecretManager) GetSecret(tenant, namespace, name string, podUID types.UID) (*corev1.Secret, error) {
+	return s.get(tenant, namespace, name, podUID)
 }

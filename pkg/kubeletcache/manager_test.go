@@ -3,6 +3,7 @@ package kubeletcache_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -80,6 +81,7 @@ type env struct {
 	cluster  *faketp.Cluster
 	set      *partition.Set
 	tracker  *tporigin.Tracker
+	chooser  *tporigin.ClientChooser // the tracker's decisions, as the managers take them
 	clock    *clock
 	podA     *corev1.Pod // system tenant, from tp1
 	podB     *corev1.Pod // same tenant/namespace/name, from tp2
@@ -123,6 +125,7 @@ func newEnvTB(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.tracker.Close() })
+	e.chooser = tporigin.NewClientChooser(e.tracker)
 	e.podA = podUsing("", "kube-system", "ds-x", "uid-a", "cfg", "missing")
 	e.podB = podUsing("", "kube-system", "ds-x", "uid-b", "cfg", "missing")
 	e.podC = podUsing("", "kube-system", "ds-x", "uid-c", "cfg")
@@ -150,12 +153,12 @@ func (e *env) options(s kubeletcache.Strategy) kubeletcache.Options {
 // managers builds both managers and registers podA, podB and podT.
 func (e *env) managers(t *testing.T, s kubeletcache.Strategy) (*kubeletcache.ConfigMapManager, *kubeletcache.SecretManager) {
 	t.Helper()
-	cms, err := kubeletcache.NewConfigMapManager(e.set, e.tracker, e.options(s))
+	cms, err := kubeletcache.NewConfigMapManager(e.set, e.chooser, e.options(s))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cms.Close)
-	secs, err := kubeletcache.NewSecretManager(e.set, e.tracker, e.options(s))
+	secs, err := kubeletcache.NewSecretManager(e.set, e.chooser, e.options(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +174,23 @@ func (e *env) managers(t *testing.T, s kubeletcache.Strategy) (*kubeletcache.Con
 	return cms, secs
 }
 
+// getCM, getSecret and freshness read name for pod in the pod's tenant and
+// namespace, as the kubelet does: Arktos's (tenant, namespace, name, podUID).
+func getCM(m *kubeletcache.ConfigMapManager, pod *corev1.Pod, name string) (*corev1.ConfigMap, error) {
+	return m.GetConfigMap(tenancy.TenantOf(pod), pod.Namespace, name, pod.UID)
+}
+
+func getSecret(m *kubeletcache.SecretManager, pod *corev1.Pod, name string) (*corev1.Secret, error) {
+	return m.GetSecret(tenancy.TenantOf(pod), pod.Namespace, name, pod.UID)
+}
+
+func freshness(m *kubeletcache.ConfigMapManager, pod *corev1.Pod, name string) (kubeletcache.Freshness, error) {
+	return m.Freshness(tenancy.TenantOf(pod), pod.Namespace, name, pod.UID)
+}
+
 func cmValue(t *testing.T, m *kubeletcache.ConfigMapManager, pod *corev1.Pod, name string) string {
 	t.Helper()
-	cm, err := m.GetConfigMap(pod, name)
+	cm, err := getCM(m, pod, name)
 	if err != nil {
 		t.Fatalf("GetConfigMap(%s, %s): %v", pod.Name, name, err)
 	}
@@ -182,7 +199,7 @@ func cmValue(t *testing.T, m *kubeletcache.ConfigMapManager, pod *corev1.Pod, na
 
 func secretValue(t *testing.T, m *kubeletcache.SecretManager, pod *corev1.Pod, name string) string {
 	t.Helper()
-	s, err := m.GetSecret(pod, name)
+	s, err := getSecret(m, pod, name)
 	if err != nil {
 		t.Fatalf("GetSecret(%s, %s): %v", pod.Name, name, err)
 	}
@@ -216,10 +233,10 @@ func TestEachPodGetsItsOwnTPsObjects(t *testing.T) {
 					t.Errorf("pod %s secret %s = %q, want %q's", c.pod.UID, c.name, got, c.want)
 				}
 			}
-			if _, err := cms.GetConfigMap(e.podA, "missing"); !apierrors.IsNotFound(err) {
+			if _, err := getCM(cms, e.podA, "missing"); !apierrors.IsNotFound(err) {
 				t.Errorf("missing configmap: %v, want NotFound", err)
 			}
-			if _, err := secs.GetSecret(e.podB, "missing"); !apierrors.IsNotFound(err) {
+			if _, err := getSecret(secs, e.podB, "missing"); !apierrors.IsNotFound(err) {
 				t.Errorf("missing secret: %v, want NotFound", err)
 			}
 		})
@@ -236,11 +253,11 @@ func TestUnknownPod(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "tenant partition is not known") || !strings.Contains(err.Error(), "uid-ghost") {
 		t.Fatalf("RegisterPod(unknown origin) = %v", err)
 	}
-	_, err = cms.GetConfigMap(e.podGhost, "cfg")
+	_, err = getCM(cms, e.podGhost, "cfg")
 	if err == nil || !strings.Contains(err.Error(), "not registered") || !strings.Contains(err.Error(), "uid-ghost") {
 		t.Fatalf("GetConfigMap(unregistered pod) = %v", err)
 	}
-	_, err = cms.GetConfigMap(e.podA, "not-in-spec")
+	_, err = getCM(cms, e.podA, "not-in-spec")
 	if err == nil || !strings.Contains(err.Error(), "not referenced") {
 		t.Fatalf("GetConfigMap(unreferenced name) = %v", err)
 	}
@@ -248,7 +265,7 @@ func TestUnknownPod(t *testing.T) {
 	cms.UnregisterPod(e.podA)
 	cms.UnregisterPod(e.podA)
 	cms.UnregisterPod(e.podGhost)
-	if _, err := cms.GetConfigMap(e.podA, "cfg"); err == nil || !strings.Contains(err.Error(), "not registered") {
+	if _, err := getCM(cms, e.podA, "cfg"); err == nil || !strings.Contains(err.Error(), "not registered") {
 		t.Fatalf("GetConfigMap after UnregisterPod = %v", err)
 	}
 	// Registering twice is idempotent.
@@ -256,8 +273,56 @@ func TestUnknownPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms.UnregisterPod(e.podB)
-	if _, err := cms.GetConfigMap(e.podB, "cfg"); err == nil {
+	if _, err := getCM(cms, e.podB, "cfg"); err == nil {
 		t.Fatal("one UnregisterPod after two RegisterPod calls must drop the pod")
+	}
+}
+
+// TestReadsFollowTheOrigin: every read asks the tracker's decision
+// (tporigin.ClientChooser.ObjectKey) where the object lives for the pod: a
+// pod reads only its own tenant's and namespace's objects, a pod whose
+// origin is forgotten reads nothing (never another TP's object), and a pod
+// whose origin moved must be registered again.
+func TestReadsFollowTheOrigin(t *testing.T) {
+	e := newEnv(t)
+	cms, secs := e.managers(t, kubeletcache.Get)
+	// Another tenant or namespace than the pod's: not its object.
+	if _, err := cms.GetConfigMap("t1", "default", "app", e.podA.UID); err == nil || !strings.Contains(err.Error(), "not referenced") {
+		t.Fatalf("podA reading t1's configmap = %v", err)
+	}
+	if _, err := secs.GetSecret("", "default", "cfg", e.podA.UID); err == nil || !strings.Contains(err.Error(), "not referenced") {
+		t.Fatalf("podA reading another namespace's secret = %v", err)
+	}
+	// "" is the system tenant, as in Arktos.
+	if cm, err := cms.GetConfigMap("", "kube-system", "cfg", e.podA.UID); err != nil || cm.Data["from"] != "tp1" {
+		t.Fatalf("GetConfigMap with tenant \"\" = %v, %v", cm, err)
+	}
+
+	// tp3 deletes podC: its origin is forgotten, and its reads fail
+	// instead of going to another TP.
+	if _, err := e.tracker.Forget("uid-c", "tp3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := getCM(cms, e.podC, "cfg"); !errors.Is(err, tporigin.ErrUnknownPod) {
+		t.Fatalf("read for a forgotten pod = %v, want tporigin.ErrUnknownPod", err)
+	}
+
+	// podB is also reported by tp3; tp2 deletes it, so tp3 is its origin
+	// now, and its registration from tp2 no longer holds.
+	if _, err := e.tracker.Observe(tporigin.Observation{UID: "uid-b", Kind: tporigin.KindPod, Partition: "tp3"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tracker.Forget("uid-b", "tp2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := getCM(cms, e.podB, "cfg"); err == nil || !strings.Contains(err.Error(), "register it again") {
+		t.Fatalf("read after the origin moved = %v", err)
+	}
+	if err := cms.RegisterPod(e.podB); err != nil {
+		t.Fatal(err)
+	}
+	if got := cmValue(t, cms, e.podB, "cfg"); got != "tp3" {
+		t.Fatalf("after registering again: %q, want tp3's", got)
 	}
 }
 
@@ -298,7 +363,7 @@ func TestUpdatesAreSeen(t *testing.T) {
 				e.clock.advance(2 * time.Minute)
 			}
 			until(t, "the delete", func() bool {
-				_, err := cms.GetConfigMap(e.podA, "cfg")
+				_, err := getCM(cms, e.podA, "cfg")
 				return apierrors.IsNotFound(err)
 			})
 		})
@@ -315,7 +380,7 @@ func TestOutageServesCachedData(t *testing.T) {
 			cms, secs := e.managers(t, s)
 			cmValue(t, cms, e.podA, "cfg")
 			secretValue(t, secs, e.podA, "cfg")
-			if _, err := cms.GetConfigMap(e.podA, "missing"); !apierrors.IsNotFound(err) {
+			if _, err := getCM(cms, e.podA, "missing"); !apierrors.IsNotFound(err) {
 				t.Fatal(err)
 			}
 			tp1 := e.cluster.TP("tp1")
@@ -324,8 +389,8 @@ func TestOutageServesCachedData(t *testing.T) {
 			}
 			e.clock.advance(2 * time.Minute) // past the Cache TTL
 			until(t, "the outage to be noticed", func() bool {
-				_, _ = cms.GetConfigMap(e.podA, "cfg")
-				f, err := cms.Freshness(e.podA, "cfg")
+				_, _ = getCM(cms, e.podA, "cfg")
+				f, err := freshness(cms, e.podA, "cfg")
 				return err == nil && f.Stale
 			})
 			if got := cmValue(t, cms, e.podA, "cfg"); got != "tp1" {
@@ -334,17 +399,17 @@ func TestOutageServesCachedData(t *testing.T) {
 			if got := secretValue(t, secs, e.podA, "cfg"); got != "secret-tp1" {
 				t.Fatalf("secret during the outage: %q", got)
 			}
-			f, _ := cms.Freshness(e.podA, "cfg")
+			f, _ := freshness(cms, e.podA, "cfg")
 			if f.Partition != "tp1" || f.LastError == nil || f.Age < 2*time.Minute && s != kubeletcache.Watch {
 				t.Fatalf("Freshness during the outage = %+v", f)
 			}
-			if _, err := cms.GetConfigMap(e.podA, "missing"); !apierrors.IsNotFound(err) {
+			if _, err := getCM(cms, e.podA, "missing"); !apierrors.IsNotFound(err) {
 				t.Fatalf("missing during the outage: %v, want NotFound", err)
 			}
 			if got := cmValue(t, cms, e.podB, "cfg"); got != "tp2" {
 				t.Fatalf("tp2 pod during tp1's outage: %q", got)
 			}
-			if f, _ := cms.Freshness(e.podB, "cfg"); f.Stale {
+			if f, _ := freshness(cms, e.podB, "cfg"); f.Stale {
 				t.Fatalf("tp2's object is stale during tp1's outage: %+v", f)
 			}
 			// The metrics show it too.
@@ -366,7 +431,7 @@ func TestOutageServesCachedData(t *testing.T) {
 				if got := cmValue(t, cms, e.podA, "cfg"); got != "tp1" {
 					t.Fatalf("after recycling during the outage: %q", got)
 				}
-				if _, err := cms.GetConfigMap(e.podA, "missing"); !apierrors.IsNotFound(err) {
+				if _, err := getCM(cms, e.podA, "missing"); !apierrors.IsNotFound(err) {
 					t.Fatalf("missing after recycling during the outage: %v, want NotFound", err)
 				}
 			}
@@ -374,8 +439,8 @@ func TestOutageServesCachedData(t *testing.T) {
 				t.Fatal(err)
 			}
 			until(t, "recovery", func() bool {
-				_, _ = cms.GetConfigMap(e.podA, "cfg")
-				f, _ := cms.Freshness(e.podA, "cfg")
+				_, _ = getCM(cms, e.podA, "cfg")
+				f, _ := freshness(cms, e.podA, "cfg")
 				return !f.Stale
 			})
 		})
@@ -431,7 +496,7 @@ func watches(t *testing.T, tp *faketp.TP) int {
 func TestWatchReflectorLifecycle(t *testing.T) {
 	e := newEnv(t)
 	tp1, tp2 := e.cluster.TP("tp1"), e.cluster.TP("tp2")
-	cms, err := kubeletcache.NewConfigMapManager(e.set, e.tracker, e.options(kubeletcache.Watch))
+	cms, err := kubeletcache.NewConfigMapManager(e.set, e.chooser, e.options(kubeletcache.Watch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +558,7 @@ func TestWatchReflectorLifecycle(t *testing.T) {
 	if got := cmValue(t, cms, podF, "frozen"); got != "frozen-tp2" {
 		t.Fatalf("immutable configmap after its reflector stopped = %q", got)
 	}
-	if f, _ := cms.Freshness(podF, "frozen"); f.Stale || f.Age != 0 {
+	if f, _ := freshness(cms, podF, "frozen"); f.Stale || f.Age != 0 {
 		t.Fatalf("immutable object freshness = %+v", f)
 	}
 

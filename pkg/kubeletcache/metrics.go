@@ -63,8 +63,8 @@ func (c *collector[T]) Collect(ch chan<- prometheus.Metric) {
 			per[it.key.Partition] = a
 		}
 		it.mu.Lock()
-		f := m.freshnessLocked(it, now)
-		if it.running {
+		f := m.s.freshness(it, now)
+		if it.watch.running {
 			a.reflectors++
 		}
 		it.mu.Unlock()

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // uid returns a UID shaped like the API server's: a random-looking UUID.
@@ -16,10 +14,10 @@ func uid(i int) string {
 	return fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", uint32(h>>32), uint16(h>>16), uint16(h)&0xfff, i&0xfff, uint64(i)*0x2545f4914f6cdd1d&0xffffffffffff)
 }
 
-func fill(tb testing.TB, tr *Tracker, n int) []types.UID {
-	uids := make([]types.UID, n)
+func fill(tb testing.TB, tr *Tracker, n int) []string {
+	uids := make([]string, n)
 	for i := range uids {
-		uids[i] = types.UID(uid(i))
+		uids[i] = uid(i)
 		tp := "tp1"
 		if i%3 == 1 {
 			tp = "tp2"
@@ -64,7 +62,7 @@ func BenchmarkOriginOf(b *testing.B) {
 func BenchmarkOriginOfNotFound(b *testing.B) {
 	tr := mustOpen(b, Options{Partitions: []string{"tp1", "tp2"}})
 	fill(b, tr, 10_000)
-	missing := types.UID(uid(-1))
+	missing := uid(-1)
 	b.ReportAllocs()
 	cpu := startCPU()
 	for b.Loop() {
@@ -94,9 +92,9 @@ func BenchmarkOriginOfParallel(b *testing.B) {
 // op is the whole 100k, from the first Observe to Flush's return.
 func BenchmarkPersist100k(b *testing.B) {
 	const n = 100_000
-	uids := make([]types.UID, n)
+	uids := make([]string, n)
 	for i := range uids {
-		uids[i] = types.UID(uid(i))
+		uids[i] = uid(i)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -171,7 +169,7 @@ func BenchmarkMemory1M(b *testing.B) {
 			}
 			// Clone: the tracker owns its keys, as it does for strings
 			// decoded by an informer.
-			if _, err := tr.Observe(Observation{UID: types.UID(string([]byte(u))), Kind: KindPod, Partition: tp}); err != nil {
+			if _, err := tr.Observe(Observation{UID: string([]byte(u)), Kind: KindPod, Partition: tp}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -191,16 +189,16 @@ func BenchmarkBaselineMapLookup(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprint("entries=", n), func(b *testing.B) {
 			m := make(map[string]string, n)
-			uids := make([]types.UID, n)
+			uids := make([]string, n)
 			for i := range uids {
-				uids[i] = types.UID(uid(i))
+				uids[i] = uid(i)
 				m[string([]byte(uid(i)))] = "tp1"
 			}
 			b.ReportAllocs()
 			i := 0
 			cpu := startCPU()
 			for b.Loop() {
-				if _, ok := m[string(uids[i])]; !ok {
+				if _, ok := m[uids[i]]; !ok {
 					b.Fatal("not found")
 				}
 				i++

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"k8s.io/klog/v2"
 )
 
 // queue holds the changes not yet in the file. Changes to one UID coalesce:
@@ -86,7 +84,7 @@ func (t *Tracker) commitLocked() error {
 	if len(batch) > 0 {
 		start := time.Now()
 		err = writeBatch(t.db, batch)
-		t.m.observeCommit(time.Since(start), len(batch), err)
+		t.stats.commit(time.Since(start), len(batch), err)
 	}
 
 	q.mu.Lock()
@@ -139,7 +137,7 @@ func (t *Tracker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			if err := t.Flush(context.Background()); err != nil {
-				klog.ErrorS(err, "Final commit of TP origins failed", "path", t.opts.Path)
+				t.logf("Final commit of TP origins to %s failed: %v", t.opts.Path, err)
 			}
 			return
 		case <-t.q.kick:
@@ -153,7 +151,7 @@ func (t *Tracker) Run(ctx context.Context) {
 			}
 		}
 		if err := t.Flush(context.Background()); err != nil {
-			klog.ErrorS(err, "Committing TP origins failed; retrying", "path", t.opts.Path, "pending", t.Pending())
+			t.logf("Committing TP origins to %s failed (%d pending); retrying: %v", t.opts.Path, t.Pending(), err)
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 const crashChildEnv = "TPORIGIN_CRASH_CHILD_DB"
@@ -50,7 +49,7 @@ func TestCrashChild(t *testing.T) {
 				if i%2 == 1 {
 					tp = "tp2"
 				}
-				o := Observation{UID: types.UID(uid), Kind: KindPod, Partition: tp}
+				o := Observation{UID: uid, Kind: KindPod, Partition: tp}
 				// Half the writers only queue and let Run commit: the
 				// kill then also lands in the middle of timed batches.
 				if w%2 == 0 {
@@ -140,7 +139,7 @@ func TestCrashKeepsAcknowledgedOrigins(t *testing.T) {
 		}
 		missing := 0
 		for uid, tp := range acked {
-			if got, ok := tr.OriginOf(types.UID(uid)); !ok || got != tp {
+			if got, ok := tr.OriginOf(uid); !ok || got != tp {
 				missing++
 				if missing < 5 {
 					t.Errorf("round %d: acknowledged %s from %s: got %q, %v", round, uid, tp, got, ok)

@@ -1,20 +1,36 @@
 // Package tporigin records which tenant partition (TP) each pod, service and
-// endpointslice came from, by UID, and which TP each regular tenant lives in,
-// and keeps the UID map in a bbolt file so that a restarted node component
-// knows every pod's TP before any TP is reachable.
+// endpoints object came from, by UID, and which TP each regular tenant lives
+// in, and keeps the UID map in a bbolt file so that a restarted node
+// component knows every pod's TP before any TP is reachable.
 //
-// Arktos kept this map in memory and fell back to TP 0 for an unknown UID,
-// which fetched secrets from the wrong partition. Here:
+// It is a core: it needs only the standard library, bbolt and pkg/tenancy,
+// and builds with Go 1.19 against bbolt v1.3.3 (Arktos's pin), so an Arktos
+// kubelet can vendor it. UIDs are plain strings (an Arktos caller converts
+// its types.UID with string(uid)), logging goes to Options.Logf, and the
+// counters are values (Stats). The client-go feeds, the flags, the
+// Prometheus collector and the klog logger are its adapter,
+// pkg/tporigin/k8s.
+//
+// Arktos's kubelet kept this map in memory (kubeclientmanager) and fell
+// back to TP 0 for an unknown UID, which sent status updates and fetched
+// secrets from the wrong partition. Here:
 //   - A UID keeps its first origin. The same UID from another TP is a
-//     conflict: counted (tpkit_tporigin_uid_conflicts_total), logged once per
-//     UID and TP, never an overwrite. If the origin TP deletes it while another
-//     TP still reports it, that TP becomes the origin.
-//   - An unknown UID is not found. There is no default TP.
+//     conflict: counted (Stats.UIDConflicts), logged once per UID and TP,
+//     never an overwrite. If the origin TP deletes it while another TP still
+//     reports it, that TP becomes the origin.
+//   - An unknown UID is not found. There is no default TP: ClientChooser's
+//     PickClient, GetTPClient and ObjectKey, the kubelet's entry points
+//     (kubelet.go), return an error wrapping ErrUnknownPod.
 //   - A delete from the origin TP forgets the UID; after a TP's full sync,
 //     Prune forgets what that TP no longer reports.
 //   - A regular tenant's TP is its static entry, else where its objects were
-//     seen. A tenant seen in two TPs is a conflict: a metric, a log line, and
-//     the deterministic answer "first in flag order".
+//     seen. A tenant seen in two TPs is a conflict: counted, logged, and
+//     answered deterministically with the first in flag order.
+//
+// Where origins come from: the kubelet's pod sources, each of which is one
+// TP, record them as they deliver pods (ClientChooser.Record), so the
+// origin is known before the pod is synced; tpkit's own programs feed the
+// tracker from list/watches of every TP instead (pkg/tporigin/k8s Wire).
 //
 // Durability and crashes (with Options.Path set):
 //   - Observe and Forget change memory at once and queue the change. A change
@@ -35,9 +51,16 @@
 //   - One process owns the file (bbolt's flock); a second waits
 //     Options.LockTimeout and fails with an error naming the file.
 //
-// Concurrency: OriginOf takes no lock for UUID-shaped UIDs (a seqlock over
-// a table of atomic words; see uuidTable), Origin and PartitionOfTenant take
-// a read lock; none of them allocates. Mutations are serialised with the delivery of their
-// changes to subscribers, so subscribers see changes in order. Nothing starts
-// a goroutine except Run (group commits) and Wiring.Start (one reflector per TP and kind).
+// The files, by job: tracker.go opens a tracker and answers lookups;
+// reconcile.go applies what the TPs report (Observe, Forget, Prune, the
+// conflicts and tenant answers); index.go and table.go are the lock-free
+// UID table; store.go is the bbolt file and commit.go the group commits to
+// it; stats.go the counters; kubelet.go the kubelet's entry points.
+//
+// Concurrency: OriginOf (and so PickClient) takes no lock for UUID-shaped
+// UIDs (a seqlock over a table of atomic words; see uuidTable), Origin and
+// PartitionOfTenant take a read lock; none of them allocates. Mutations are
+// serialised with the delivery of their changes to subscribers, so
+// subscribers see changes in order. Nothing starts a goroutine except Run
+// (group commits).
 package tporigin

@@ -1,11 +1,6 @@
 package tporigin
 
-import (
-	"flag"
-	"strings"
-	"testing"
-	"time"
-)
+import "testing"
 
 // FuzzDecodeRecord: any stored value decodes or is an error, never a panic,
 // and what encodeRecord writes decodes back.
@@ -46,28 +41,8 @@ func FuzzParseUUID(f *testing.F) {
 	})
 }
 
-func TestFlags(t *testing.T) {
-	var o Options
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--tporigin-db=/var/lib/tpkit/origins.db", "--tporigin-rebuild", "--tporigin-static-tenants=a=tp1, b=tp2", "--tporigin-batch-delay=20ms"}); err != nil {
-		t.Fatal(err)
-	}
-	if o.Path != "/var/lib/tpkit/origins.db" || !o.Rebuild || o.BatchDelay != 20*time.Millisecond || o.StaticTenants["a"] != "tp1" || o.StaticTenants["b"] != "tp2" {
-		t.Fatalf("parsed %+v", o)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range []string{"a", "a=", "=tp1", "a=tp1,a=tp2"} {
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		fs.SetOutput(new(strings.Builder))
-		var o Options
-		o.AddFlags(fs)
-		if err := fs.Parse([]string{"--tporigin-static-tenants=" + bad}); err == nil {
-			t.Errorf("--tporigin-static-tenants=%s accepted", bad)
-		}
-	}
+// TestOpenRejectsBadOptions: Open validates its options.
+func TestOpenRejectsBadOptions(t *testing.T) {
 	for _, o := range []Options{
 		{StaticTenants: map[string]string{"system": "tp1"}},
 		{StaticTenants: map[string]string{"Bad": "tp1"}},

@@ -1,9 +1,6 @@
 package tporigin
 
-import (
-	"encoding/binary"
-	"unsafe"
-)
+import "encoding/binary"
 
 // index maps UIDs to entries. API servers generate UIDs as canonical,
 // lowercase UUIDs; those are kept as 16 bytes in a uuidTable whose slots
@@ -100,19 +97,17 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	if len(s) != 36 {
 		return uuidKey{}, false
 	}
-	// Read-only view of the string's bytes; nothing writes through it.
-	b := unsafe.Slice(unsafe.StringData(s), 36)
+	b := s[:36] // lets the compiler drop the bounds checks below
 	if b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
 		return uuidKey{}, false
 	}
-	le := binary.LittleEndian
 	// Eight hex digits per 64-bit word (SWAR), four words written out so
 	// that everything stays in registers. Per byte x < 0x80: x >= lo shows
 	// in the top bit of x+(0x80-lo), x > hi in that of x+(0x7f-hi); no lane
 	// carries into the next. d marks digits, l lowercase letters; then each
 	// byte becomes its digit's value and pairs of nibbles are packed.
 	var bad uint64
-	x0 := le.Uint64(b[0:8])
+	x0 := le64(b[0:8])
 	d0 := (x0 + lanes01*(0x80-'0')) &^ (x0 + lanes01*(0x7f-'9')) & lanes80
 	l0 := (x0 + lanes01*(0x80-'a')) &^ (x0 + lanes01*(0x7f-'f')) & lanes80
 	bad |= x0 & lanes80
@@ -121,7 +116,7 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	t0 := (v0&0x00ff00ff00ff00ff)<<4 | (v0>>8)&0x00ff00ff00ff00ff
 	t0 = (t0 | t0>>8) & 0x0000ffff0000ffff
 	t0 = (t0 | t0>>16) & 0x00000000ffffffff
-	x1 := uint64(le.Uint32(b[9:13])) | uint64(le.Uint32(b[14:18]))<<32
+	x1 := uint64(le32(b[9:13])) | uint64(le32(b[14:18]))<<32
 	d1 := (x1 + lanes01*(0x80-'0')) &^ (x1 + lanes01*(0x7f-'9')) & lanes80
 	l1 := (x1 + lanes01*(0x80-'a')) &^ (x1 + lanes01*(0x7f-'f')) & lanes80
 	bad |= x1 & lanes80
@@ -130,7 +125,7 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	t1 := (v1&0x00ff00ff00ff00ff)<<4 | (v1>>8)&0x00ff00ff00ff00ff
 	t1 = (t1 | t1>>8) & 0x0000ffff0000ffff
 	t1 = (t1 | t1>>16) & 0x00000000ffffffff
-	x2 := uint64(le.Uint32(b[19:23])) | uint64(le.Uint32(b[24:28]))<<32
+	x2 := uint64(le32(b[19:23])) | uint64(le32(b[24:28]))<<32
 	d2 := (x2 + lanes01*(0x80-'0')) &^ (x2 + lanes01*(0x7f-'9')) & lanes80
 	l2 := (x2 + lanes01*(0x80-'a')) &^ (x2 + lanes01*(0x7f-'f')) & lanes80
 	bad |= x2 & lanes80
@@ -139,7 +134,7 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	t2 := (v2&0x00ff00ff00ff00ff)<<4 | (v2>>8)&0x00ff00ff00ff00ff
 	t2 = (t2 | t2>>8) & 0x0000ffff0000ffff
 	t2 = (t2 | t2>>16) & 0x00000000ffffffff
-	x3 := le.Uint64(b[28:36])
+	x3 := le64(b[28:36])
 	d3 := (x3 + lanes01*(0x80-'0')) &^ (x3 + lanes01*(0x7f-'9')) & lanes80
 	l3 := (x3 + lanes01*(0x80-'a')) &^ (x3 + lanes01*(0x7f-'f')) & lanes80
 	bad |= x3 & lanes80
@@ -149,6 +144,20 @@ func parseUUIDString(s string) (uuidKey, bool) {
 	t3 = (t3 | t3>>8) & 0x0000ffff0000ffff
 	t3 = (t3 | t3>>16) & 0x00000000ffffffff
 	return uuidKey{lo: t0 | t1<<32, hi: t2 | t3<<32}, bad == 0
+}
+
+// le64 and le32 read a string's bytes as binary.LittleEndian reads a
+// slice's; the compiler merges the byte loads into one load, so the string
+// needs neither a copy nor unsafe (whose StringData is newer than Go 1.19).
+func le64(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+func le32(b string) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 const (

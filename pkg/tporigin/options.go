@@ -1,17 +1,15 @@
 package tporigin
 
 import (
-	"flag"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Options configure a Tracker. AddFlags binds them to Kubernetes-style flags.
+// Options configure a Tracker. They are a plain struct: tpkit's programs
+// bind them to flags with the adapter (pkg/tporigin/k8s AddFlags), an
+// Arktos kubelet fills them from its own flags.
 type Options struct {
 	// Path is the database file, one per node (--tporigin-db). Empty keeps
 	// origins in memory only: a restart forgets them.
@@ -20,7 +18,9 @@ type Options struct {
 	// failing (--tporigin-rebuild).
 	Rebuild bool
 	// Partitions are the TP names in flag order. A regular tenant seen in
-	// several TPs is answered with the first of them in this order.
+	// several TPs is answered with the first of them in this order, and a
+	// TP's position here is its client index for ClientChooser (Arktos's
+	// index into the kubelet's KubeTPClients).
 	Partitions []string
 	// StaticTenants maps regular tenants to their TP; it overrides what is
 	// observed (--tporigin-static-tenants).
@@ -30,6 +30,10 @@ type Options struct {
 	BatchDelay time.Duration
 	// LockTimeout bounds the wait for the file lock held by another process.
 	LockTimeout time.Duration
+	// Logf, when set, receives the tracker's log lines: conflicts, prunes,
+	// rebuilds, loads and failed commits. Nil discards them. The adapter's
+	// Logf writes them to klog.
+	Logf func(format string, args ...any)
 }
 
 // Defaults.
@@ -73,49 +77,9 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// AddFlags registers the tracker's flags on fs. Partitions come from the
-// partition set, not from a flag.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
-	if o.BatchDelay == 0 {
-		o.BatchDelay = DefaultBatchDelay
+// logf writes one log line through Options.Logf, if set.
+func (t *Tracker) logf(format string, args ...any) {
+	if t.opts.Logf != nil {
+		t.opts.Logf(format, args...)
 	}
-	fs.StringVar(&o.Path, "tporigin-db", o.Path,
-		"bbolt file keeping each pod's and service's tenant partition across restarts, one per node. Empty keeps them in memory only.")
-	fs.BoolVar(&o.Rebuild, "tporigin-rebuild", o.Rebuild,
-		"If the --tporigin-db file is damaged or not a tporigin file, move it aside and rebuild it from the tenant partitions instead of failing.")
-	fs.Var((*tenantMap)(&o.StaticTenants), "tporigin-static-tenants",
-		"Comma-separated tenant=partition pairs that fix a regular tenant's partition, overriding what is observed.")
-	fs.DurationVar(&o.BatchDelay, "tporigin-batch-delay", o.BatchDelay,
-		"How long to gather origin changes into one durable commit.")
-}
-
-// tenantMap is a flag.Value for "t1=tp1,t2=tp2".
-type tenantMap map[string]string
-
-func (m *tenantMap) String() string {
-	if m == nil || *m == nil {
-		return ""
-	}
-	pairs := make([]string, 0, len(*m))
-	for k, v := range *m {
-		pairs = append(pairs, k+"="+v)
-	}
-	sort.Strings(pairs)
-	return strings.Join(pairs, ",")
-}
-
-func (m *tenantMap) Set(s string) error {
-	out := map[string]string{}
-	for _, pair := range cliflag.SplitList(s) {
-		k, v, ok := strings.Cut(pair, "=")
-		if !ok || k == "" || v == "" {
-			return fmt.Errorf("%q is not tenant=partition", pair)
-		}
-		if prev, dup := out[k]; dup && prev != v {
-			return fmt.Errorf("tenant %q is mapped to both %q and %q", k, prev, v)
-		}
-		out[k] = v
-	}
-	*m = out
-	return nil
 }

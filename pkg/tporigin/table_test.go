@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestUUIDTableMatchesMap drives the table and a Go map with the same
@@ -81,12 +79,12 @@ func TestOriginOfDuringWrites(t *testing.T) {
 			default:
 			}
 			i := n % stable
-			if tp, ok := tr.OriginOf(types.UID(uid(i))); !ok || tp != tpOf(i) {
+			if tp, ok := tr.OriginOf(uid(i)); !ok || tp != tpOf(i) {
 				errs <- fmt.Sprintf("stable %d: %q, %v", i, tp, ok)
 				return
 			}
 			j := stable + n%5000
-			if tp, ok := tr.OriginOf(types.UID(uid(j))); ok && tp != tpOf(j) {
+			if tp, ok := tr.OriginOf(uid(j)); ok && tp != tpOf(j) {
 				errs <- fmt.Sprintf("churned %d: %q", j, tp)
 				return
 			}
@@ -99,7 +97,7 @@ func TestOriginOfDuringWrites(t *testing.T) {
 		j := stable + r.IntN(5000)
 		if r.IntN(2) == 0 {
 			observe(t, tr, uid(j), tpOf(j), "", KindPod)
-		} else if _, err := tr.Forget(types.UID(uid(j)), tpOf(j)); err != nil {
+		} else if _, err := tr.Forget(uid(j), tpOf(j)); err != nil {
 			t.Fatal(err)
 		}
 	}

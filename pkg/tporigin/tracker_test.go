@@ -9,10 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func mustOpen(t testing.TB, o Options) *Tracker {
@@ -27,7 +23,7 @@ func mustOpen(t testing.TB, o Options) *Tracker {
 
 func observe(t testing.TB, tr *Tracker, uid, tp, tenant string, kind Kind) Result {
 	t.Helper()
-	r, err := tr.Observe(Observation{UID: types.UID(uid), Kind: kind, Partition: tp, Tenant: tenant})
+	r, err := tr.Observe(Observation{UID: uid, Kind: kind, Partition: tp, Tenant: tenant})
 	if err != nil {
 		t.Fatalf("Observe(%s from %s): %v", uid, tp, err)
 	}
@@ -36,7 +32,7 @@ func observe(t testing.TB, tr *Tracker, uid, tp, tenant string, kind Kind) Resul
 
 func wantOrigin(t testing.TB, tr *Tracker, uid, want string) {
 	t.Helper()
-	got, ok := tr.OriginOf(types.UID(uid))
+	got, ok := tr.OriginOf(uid)
 	if want == "" {
 		if ok {
 			t.Fatalf("OriginOf(%s) = %q, want not found", uid, got)
@@ -69,9 +65,8 @@ func TestFirstOriginWinsAndConflictsAreCounted(t *testing.T) {
 	}
 	wantOrigin(t, tr, "u1", "tp2")
 	wantOrigin(t, tr, "u2", "tp1")
-	m := tr.m.uidConflictsVec
-	if got := testutil.ToFloat64(m.WithLabelValues("tp1")) + testutil.ToFloat64(m.WithLabelValues("tp3")); got != 2 {
-		t.Fatalf("uid conflicts = %v, want 2 (once per UID and TP)", got)
+	if got := tr.Stats().UIDConflicts; len(got) != 2 || got["tp1"] != 1 || got["tp3"] != 1 {
+		t.Fatalf("uid conflicts = %v, want one each from tp1 and tp3 (once per UID and TP)", got)
 	}
 }
 
@@ -133,8 +128,6 @@ func TestPartitionOfTenant(t *testing.T) {
 		Partitions:    []string{"tp1", "tp2", "tp3"},
 		StaticTenants: map[string]string{"fixed": "tp3"},
 	})
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(tr.Collector())
 	var changes []Change
 	unsub := tr.Subscribe(func(c Change) {
 		if c.Op == TenantPartitionChanged {
@@ -156,37 +149,30 @@ func TestPartitionOfTenant(t *testing.T) {
 	observe(t, tr, "p1", "tp3", "a", KindPod)
 	observe(t, tr, "p2", "tp3", "a", KindService)
 	want("a", "tp3")
-	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 0 {
+	if got := tr.Stats().TenantConflicts; got != 0 {
 		t.Fatalf("conflicts = %v before any conflict", got)
 	}
 	// Seen in tp2 too: a conflict, answered by flag order (tp2 before tp3)
 	// whatever the order of events.
 	observe(t, tr, "p3", "tp2", "a", KindPod)
 	want("a", "tp2")
-	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 1 {
-		t.Fatalf("tenant conflicts = %v, want 1", got)
-	}
-	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(`
-# HELP tpkit_tporigin_tenants_in_conflict Regular tenants currently seen in more than one tenant partition.
-# TYPE tpkit_tporigin_tenants_in_conflict gauge
-tpkit_tporigin_tenants_in_conflict 1
-`), "tpkit_tporigin_tenants_in_conflict"); err != nil {
-		t.Fatal(err)
+	if s := tr.Stats(); s.TenantConflicts != 1 || s.TenantsInConflict != 1 {
+		t.Fatalf("tenant conflicts = %v, in conflict now %v; want 1 and 1", s.TenantConflicts, s.TenantsInConflict)
 	}
 	// The tp2 object goes away: no conflict, tp3 again.
 	if _, err := tr.Forget("p3", "tp2"); err != nil {
 		t.Fatal(err)
 	}
 	want("a", "tp3")
-	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 1 {
-		t.Fatalf("tenant conflicts total = %v, want 1", got)
+	if s := tr.Stats(); s.TenantConflicts != 1 || s.TenantsInConflict != 0 {
+		t.Fatalf("tenant conflicts = %v, in conflict now %v; want 1 and 0", s.TenantConflicts, s.TenantsInConflict)
 	}
 	// A tenant observed somewhere other than its static TP: conflict, the
 	// static answer stays.
 	observe(t, tr, "p4", "tp1", "fixed", KindPod)
 	want("fixed", "tp3")
-	if got := testutil.ToFloat64(tr.m.tenantConflicts); got != 2 {
-		t.Fatalf("tenant conflicts total = %v, want 2", got)
+	if s := tr.Stats(); s.TenantConflicts != 2 || s.TenantsInConflict != 1 {
+		t.Fatalf("tenant conflicts = %v, in conflict now %v; want 2 and 1", s.TenantConflicts, s.TenantsInConflict)
 	}
 	tr.Forget("p1", "tp3")
 	tr.Forget("p2", "tp3")
@@ -199,9 +185,6 @@ tpkit_tporigin_tenants_in_conflict 1
 	}
 	if !slices.Equal(changes, wantChanges) {
 		t.Fatalf("changes = %+v\nwant %+v", changes, wantChanges)
-	}
-	if _, err := reg.Gather(); err != nil {
-		t.Fatalf("metrics do not gather cleanly: %v", err)
 	}
 }
 
@@ -233,7 +216,7 @@ func TestPrune(t *testing.T) {
 		observe(t, tr, fmt.Sprintf("q%d", i), "tp2", "", KindPod)
 	}
 	observe(t, tr, "s1", "tp1", "", KindService)
-	live := func(uid types.UID) bool { return uid == "p3" || uid == "p7" }
+	live := func(uid string) bool { return uid == "p3" || uid == "p7" }
 	n, err := tr.Prune("tp1", KindPod, live)
 	if err != nil || n != 8 {
 		t.Fatalf("Prune = %d, %v; want 8", n, err)
@@ -265,7 +248,7 @@ func TestPersistenceRoundTrip(t *testing.T) {
 		if i%2 == 1 {
 			tp = "tp2"
 		}
-		if _, err := tr.Record(ctx, Observation{UID: types.UID(fmt.Sprint("u", i)), Kind: KindPod, Partition: tp, Tenant: fmt.Sprint("t", i%3)}); err != nil {
+		if _, err := tr.Record(ctx, Observation{UID: fmt.Sprint("u", i), Kind: KindPod, Partition: tp, Tenant: fmt.Sprint("t", i%3)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,7 +311,7 @@ func TestGroupCommit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				if _, err := tr.Record(ctx, Observation{UID: types.UID(fmt.Sprintf("w%d-%d", w, i)), Kind: KindPod, Partition: "tp1"}); err != nil {
+				if _, err := tr.Record(ctx, Observation{UID: fmt.Sprintf("w%d-%d", w, i), Kind: KindPod, Partition: "tp1"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -336,7 +319,7 @@ func TestGroupCommit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	commits := testutil.ToFloat64(tr.m.commits)
+	commits := tr.Stats().Commits
 	if commits == 0 || commits >= writers*each {
 		t.Fatalf("%v commits for %d acknowledged writes; want group commits", commits, writers*each)
 	}
@@ -360,7 +343,7 @@ func TestRunCommitsWithoutFlush(t *testing.T) {
 	done := make(chan struct{})
 	go func() { tr.Run(ctx); close(done) }()
 	observe(t, tr, "u1", "tp1", "", KindPod)
-	for tr.Pending() != 0 || testutil.ToFloat64(tr.m.commits) == 0 {
+	for tr.Pending() != 0 || tr.Stats().Commits == 0 {
 		runtimeGosched()
 	}
 	observe(t, tr, "u2", "tp1", "", KindPod) // committed by Run when ctx ends
@@ -400,9 +383,9 @@ func TestUUIDKeysRoundTrip(t *testing.T) {
 		}
 		observe(t, tr, c.uid, "tp1", "", KindPod)
 	}
-	n, err := tr.Prune("tp1", KindPod, func(uid types.UID) bool {
+	n, err := tr.Prune("tp1", KindPod, func(uid string) bool {
 		for _, c := range cases {
-			if string(uid) == c.uid {
+			if uid == c.uid {
 				return true
 			}
 		}
@@ -418,4 +401,32 @@ func TestUUIDKeysRoundTrip(t *testing.T) {
 	for _, c := range cases {
 		wantOrigin(t, tr2, c.uid, "tp1")
 	}
+}
+
+// TestLogf: the tracker's log lines go to Options.Logf (and nowhere when it
+// is nil): a UID conflict, a tenant conflict, a promotion and a prune.
+func TestLogf(t *testing.T) {
+	var lines []string
+	tr := mustOpen(t, Options{Partitions: []string{"tp1", "tp2"}, Logf: func(format string, args ...any) {
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}})
+	observe(t, tr, "u1", "tp1", "a", KindPod)
+	observe(t, tr, "u1", "tp2", "a", KindPod)
+	observe(t, tr, "u2", "tp2", "a", KindPod)
+	tr.Forget("u1", "tp1")
+	if _, err := tr.Prune("tp2", KindPod, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Same UID u1 (pods) reported by a second tenant partition tp2; keeping the first origin tp1",
+		`Regular tenant a seen in more than one tenant partition [tp1 tp2] (static ""); answering tp1`,
+		"Origin TP tp1 deleted UID u1, which another TP also reports; tp2 is now its origin",
+		"Pruned 2 origins (pods) that tenant partition tp2 no longer reports",
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("log lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	quiet := mustOpen(t, Options{})
+	observe(t, quiet, "u1", "tp1", "", KindPod)
+	observe(t, quiet, "u1", "tp2", "", KindPod) // no Logf: nothing to call
 }

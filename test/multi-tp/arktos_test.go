@@ -16,12 +16,11 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
-	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
 
 // TestArktosTPs checks partition-dns against two tenant partitions set up as
@@ -290,7 +289,7 @@ func (a *arktosTPs) readyPod(t *testing.T, i int, tenant, ns, name, ip string) s
 // this process against the TPs: both see every tenant of every TP.
 func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: tps.kubeconfigs[:], Names: []string{"tp1", "tp2"}},
-		tporigin.WireOptions{NodeName: "node-1", Services: true, Endpoints: true})
+		tporigink8s.WireOptions{NodeName: "node-1", Services: true, Endpoints: true})
 	set, view, tracker := lib.set, lib.view, lib.tracker
 
 	s := view.Snapshot()
@@ -320,7 +319,7 @@ func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 	}
 
 	for i, uid := range f.pods {
-		if tp, ok := tracker.OriginOf(types.UID(uid)); !ok || tp != set.Partitions()[i].Name {
+		if tp, ok := tracker.OriginOf(uid); !ok || tp != set.Partitions()[i].Name {
 			t.Errorf("origin of the querier pod of tp%d: %q, %v", i+1, tp, ok)
 		}
 	}

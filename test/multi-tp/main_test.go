@@ -28,6 +28,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
 
 // binDir holds the programs TestMain built.
@@ -262,7 +263,7 @@ type nodeLibraries struct {
 // startNodeLibraries builds a partition set on o, and on it the kube-proxy
 // view and the origin tracker wired as wo says; it waits until the view,
 // the wiring and the set have synced. Everything stops when t ends.
-func startNodeLibraries(t *testing.T, o partition.Options, wo tporigin.WireOptions) *nodeLibraries {
+func startNodeLibraries(t *testing.T, o partition.Options, wo tporigink8s.WireOptions) *nodeLibraries {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -279,12 +280,12 @@ func startNodeLibraries(t *testing.T, o partition.Options, wo tporigin.WireOptio
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracker, err := tporigin.Open(tporigin.Options{Path: filepath.Join(t.TempDir(), "tporigin.db"), Partitions: names})
+	tracker, err := tporigin.Open(tporigin.Options{Path: filepath.Join(t.TempDir(), "tporigin.db"), Partitions: names, Logf: tporigink8s.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tracker.Close() })
-	wiring, err := tporigin.Wire(tracker, set, wo)
+	wiring, err := tporigink8s.Wire(tracker, set, wo)
 	if err != nil {
 		t.Fatal(err)
 	}

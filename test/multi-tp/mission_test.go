@@ -30,6 +30,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
 
 // The seed's facts that the assertions check (testdata/tps).
@@ -301,7 +302,7 @@ func testLibraries(t *testing.T, m *mission) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: []string{m.kubeconfigs["tp1"], m.kubeconfigs["tp2"], m.kubeconfigs["tp3"]}},
-		tporigin.WireOptions{NodeName: "node-1"})
+		tporigink8s.WireOptions{NodeName: "node-1"})
 	set, view, tracker := lib.set, lib.view, lib.tracker
 	var names []string
 	for _, p := range set.Partitions() {
@@ -378,11 +379,11 @@ func testLibraries(t *testing.T, m *mission) {
 			if tenancy.TenantOf(pods[tp]) != "system" || pods[tp].Namespace != "kube-system" {
 				t.Fatalf("%s's pod: tenant %q namespace %q", tp, tenancy.TenantOf(pods[tp]), pods[tp].Namespace)
 			}
-			if got, ok := tracker.OriginOf(pods[tp].UID); !ok || got != tp {
+			if got, ok := tracker.OriginOf(string(pods[tp].UID)); !ok || got != tp {
 				t.Fatalf("origin of %s's pod %s: %q %v", tp, pods[tp].UID, got, ok)
 			}
 		}
-		cms, err := kubeletcache.NewConfigMapManager(set, tracker, kubeletcache.Options{})
+		cms, err := kubeletcache.NewConfigMapManager(set, tporigin.NewClientChooser(tracker), kubeletcache.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +397,7 @@ func testLibraries(t *testing.T, m *mission) {
 			}
 		}
 		for _, tp := range []string{"tp2", "tp1", "tp2"} {
-			cm, err := cms.GetConfigMap(pods[tp], "node-agent-config")
+			cm, err := cms.GetConfigMap(tenancy.TenantOf(pods[tp]), pods[tp].Namespace, "node-agent-config", pods[tp].UID)
 			if err != nil {
 				t.Fatalf("GetConfigMap for %s's pod: %v", tp, err)
 			}

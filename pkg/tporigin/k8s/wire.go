@@ -1,4 +1,4 @@
-package tporigin
+package k8s
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 )
 
 // WireOptions say which objects feed the tracker.
@@ -33,7 +33,7 @@ type WireOptions struct {
 
 // Wiring connects a Tracker to every TP of a partition set.
 type Wiring struct {
-	t     *Tracker
+	t     *tporigin.Tracker
 	feeds []*feed
 }
 
@@ -45,8 +45,8 @@ type feed struct {
 	tp string
 	// kind is the kind the TP serves; for endpoints it is known only once
 	// the first list has chosen between Endpoints and EndpointSlices.
-	kind func() Kind
-	t    *Tracker
+	kind func() tporigin.Kind
+	t    *tporigin.Tracker
 	f    *informer.Feed
 	// synced is set once a full list has been applied and the origins it
 	// no longer reports are pruned.
@@ -69,7 +69,7 @@ func metaOf(obj any) (metav1.Object, error) {
 // (the first, and each relist after a 410 or a lost connection) the origins
 // the TP no longer reports are pruned. Each feed is tracked by its partition
 // (Partition.TrackSynced). Wire starts nothing; call Start.
-func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
+func Wire(t *tporigin.Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 	if !o.Services && !o.Endpoints && o.NodeName == "" {
 		return nil, fmt.Errorf("tporigin: nothing to wire: set a node name, services or endpoints")
 	}
@@ -81,36 +81,36 @@ func Wire(t *Tracker, set *partition.Set, o WireOptions) (*Wiring, error) {
 			if err != nil {
 				return nil, err
 			}
-			w.add(p, "pods", fixed(KindPod), lw, &corev1.Pod{})
+			w.add(p, "pods", fixed(tporigin.KindPod), lw, &corev1.Pod{})
 		}
 		if o.Services {
 			lw, err := informer.NewListWatch(p.Client, informer.Services, informer.Scope{})
 			if err != nil {
 				return nil, err
 			}
-			w.add(p, "services", fixed(KindService), lw, &corev1.Service{})
+			w.add(p, "services", fixed(tporigin.KindService), lw, &corev1.Service{})
 		}
 		if o.Endpoints {
 			lw, err := p.EndpointsListWatch(informer.Scope{})
 			if err != nil {
 				return nil, err
 			}
-			w.add(p, "endpoints", func() Kind {
+			w.add(p, "endpoints", func() tporigin.Kind {
 				if lw.Chosen() == informer.EndpointSlices.Name {
-					return KindEndpointSlice
+					return tporigin.KindEndpointSlice
 				}
-				return KindEndpoints
+				return tporigin.KindEndpoints
 			}, lw, nil)
 		}
 	}
 	return w, nil
 }
 
-func fixed(k Kind) func() Kind { return func() Kind { return k } }
+func fixed(k tporigin.Kind) func() tporigin.Kind { return func() tporigin.Kind { return k } }
 
 // add prepares one feed of p; expected is nil for the endpoints feed, whose
 // objects are Endpoints or EndpointSlices.
-func (w *Wiring) add(p *partition.Partition, what string, kind func() Kind, lw cache.ListerWatcher, expected runtime.Object) {
+func (w *Wiring) add(p *partition.Partition, what string, kind func() tporigin.Kind, lw cache.ListerWatcher, expected runtime.Object) {
 	f := &feed{tp: p.Name, kind: kind, t: w.t}
 	f.f = informer.NewFeed(lw, expected, f, informer.FeedOptions{Name: "tporigin " + p.Name + " " + what})
 	p.TrackSynced("tporigin", f.synced.Load)
@@ -147,7 +147,7 @@ func (f *feed) Delete(obj any) error {
 		klog.ErrorS(err, "Ignoring a delete", "partition", f.tp, "kind", f.kind())
 		return nil
 	}
-	_, _ = f.t.Forget(m.GetUID(), f.tp)
+	_, _ = f.t.Forget(string(m.GetUID()), f.tp)
 	return nil
 }
 
@@ -155,15 +155,15 @@ func (f *feed) Delete(obj any) error {
 // origins of this TP and kind that it lacks are pruned, so objects deleted
 // while nobody watched are forgotten too.
 func (f *feed) Replace(list []any, _ string) error {
-	live := make(map[types.UID]struct{}, len(list))
+	live := make(map[string]struct{}, len(list))
 	for _, obj := range list {
 		if uid := f.observe(obj); uid != "" {
 			live[uid] = struct{}{}
 		}
 	}
-	n, err := f.t.Prune(f.tp, f.kind(), func(uid types.UID) bool { _, ok := live[uid]; return ok })
+	n, err := f.t.Prune(f.tp, f.kind(), func(uid string) bool { _, ok := live[uid]; return ok })
 	if err != nil {
-		if err != ErrClosed {
+		if err != tporigin.ErrClosed {
 			klog.ErrorS(err, "Pruning origins after a full list failed", "partition", f.tp, "kind", f.kind())
 		}
 		return nil
@@ -176,15 +176,16 @@ func (f *feed) Replace(list []any, _ string) error {
 }
 
 // observe records obj's origin at the list/watch boundary and returns its UID.
-func (f *feed) observe(obj any) types.UID {
+func (f *feed) observe(obj any) string {
 	m, err := metaOf(obj)
 	if err != nil {
 		klog.ErrorS(err, "Ignoring an object", "partition", f.tp, "kind", f.kind())
 		return ""
 	}
 	kind := f.kind()
-	if _, err := f.t.Observe(Observation{UID: m.GetUID(), Kind: kind, Partition: f.tp, Tenant: tenancy.TenantOf(m)}); err != nil && err != ErrClosed {
+	uid := string(m.GetUID())
+	if _, err := f.t.Observe(tporigin.Observation{UID: uid, Kind: kind, Partition: f.tp, Tenant: tenancy.TenantOf(m)}); err != nil && err != tporigin.ErrClosed {
 		klog.ErrorS(err, "Cannot record origin", "partition", f.tp, "kind", kind, "namespace", m.GetNamespace(), "name", m.GetName())
 	}
-	return m.GetUID()
+	return uid
 }

@@ -1,4 +1,4 @@
-package tporigin_test
+package k8s_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
 
 func pod(tenant, ns, name, uid, node string) *corev1.Pod {
@@ -79,7 +80,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []string{uidA, uidStale} {
-		if _, err := pre.Record(t.Context(), tporigin.Observation{UID: types.UID(u), Kind: tporigin.KindPod, Partition: "tp1"}); err != nil {
+		if _, err := pre.Record(t.Context(), tporigin.Observation{UID: u, Kind: tporigin.KindPod, Partition: "tp1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +99,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true, Endpoints: true})
+	w, err := tporigink8s.Wire(tr, set, tporigink8s.WireOptions{NodeName: "n1", Services: true, Endpoints: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 
 	want := map[string]string{uidA: "tp1", uidC: "tp2", uidS: "tp1", uidE: "tp2", uidB: "", uidStale: ""}
 	for u, tp := range want {
-		got, ok := tr.OriginOf(types.UID(u))
+		got, ok := tr.OriginOf(u)
 		if tp == "" && ok || tp != "" && got != tp {
 			t.Errorf("OriginOf(%s) = %q, %v; want %q", u, got, ok, tp)
 		}
@@ -194,7 +195,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tporigin.Wire(tr, set, tporigin.WireOptions{NodeName: "n1", Services: true})
+	w, err := tporigink8s.Wire(tr, set, tporigink8s.WireOptions{NodeName: "n1", Services: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 	until(t, "the wiring to sync", w.HasSynced)
 
 	for _, u := range []string{podAcme, podZeta, svcAcme, svcZeta} {
-		if tp, ok := tr.OriginOf(types.UID(u)); !ok || tp != "tp1" {
+		if tp, ok := tr.OriginOf(u); !ok || tp != "tp1" {
 			t.Errorf("OriginOf(%s) = %q, %v after sync; want tp1", u, tp, ok)
 		}
 	}
@@ -227,7 +228,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 		return !s && !p
 	})
 	for _, u := range []string{podAcme, svcZeta} {
-		if tp, ok := tr.OriginOf(types.UID(u)); !ok || tp != "tp1" {
+		if tp, ok := tr.OriginOf(u); !ok || tp != "tp1" {
 			t.Errorf("OriginOf(%s) = %q, %v after the other tenant's delete; want tp1", u, tp, ok)
 		}
 	}
