@@ -1,14 +1,10 @@
 package admission
 
-import (
-	"context"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-)
+import "context"
 
 // Operation is the kind of request being admitted, spelled as in
-// k8s.io/apiserver and admission.k8s.io/v1.
+// k8s.io/apiserver and admission.k8s.io/v1, so that an API server's own
+// operation converts with Operation(op).
 type Operation string
 
 // The operations an admission plugin can see.
@@ -19,8 +15,10 @@ const (
 	Connect Operation = "CONNECT"
 )
 
-// UserInfo is the requesting user. Its method set equals
-// k8s.io/apiserver/pkg/authentication/user.Info, so upstream values satisfy it.
+// UserInfo is the requesting user. Its methods are a subset of
+// k8s.io/apiserver's user.Info, upstream's and Arktos's alike, and return
+// plain types, so a user.Info value is a UserInfo as it is. Arktos's also
+// has GetTenant() string, which UserTenant reads.
 type UserInfo interface {
 	GetName() string
 	GetUID() string
@@ -28,81 +26,8 @@ type UserInfo interface {
 	GetExtra() map[string][]string
 }
 
-// Attributes describes one request. Objects may be typed or
-// *unstructured.Unstructured; Tenant is the Arktos tenant of the request
-// (from the path, or from metadata.tenant), SystemTenant-equivalent when "".
-type Attributes interface {
-	GetOperation() Operation
-	GetKind() schema.GroupVersionKind
-	GetResource() schema.GroupVersionResource
-	GetSubresource() string
-	GetTenant() string
-	GetNamespace() string
-	GetName() string
-	// GetObject is the new object; nil for DELETE.
-	GetObject() runtime.Object
-	// GetOldObject is the stored object for UPDATE and DELETE, when known.
-	GetOldObject() runtime.Object
-	GetUserInfo() UserInfo
-}
-
-// ValidationInterface is implemented by validating plugins. Validate returns
-// nil to admit, or an error (usually a *k8s.io/apimachinery/pkg/api/errors.StatusError
-// such as Forbidden or Invalid) that the server returns to the client as is.
-type ValidationInterface interface {
-	// Handles reports whether the plugin wants to see requests of op.
-	Handles(op Operation) bool
-	// Validate admits or rejects a; it must not modify a's objects.
-	Validate(ctx context.Context, a Attributes) error
-}
-
-// Record is a plain Attributes implementation for servers and tests.
-type Record struct {
-	Operation   Operation
-	Kind        schema.GroupVersionKind
-	Resource    schema.GroupVersionResource
-	Subresource string
-	Tenant      string
-	Namespace   string
-	Name        string
-	Object      runtime.Object
-	OldObject   runtime.Object
-	User        UserInfo
-}
-
-var _ Attributes = (*Record)(nil)
-
-// GetOperation implements Attributes.
-func (r *Record) GetOperation() Operation { return r.Operation }
-
-// GetKind implements Attributes.
-func (r *Record) GetKind() schema.GroupVersionKind { return r.Kind }
-
-// GetResource implements Attributes.
-func (r *Record) GetResource() schema.GroupVersionResource { return r.Resource }
-
-// GetSubresource implements Attributes.
-func (r *Record) GetSubresource() string { return r.Subresource }
-
-// GetTenant implements Attributes.
-func (r *Record) GetTenant() string { return r.Tenant }
-
-// GetNamespace implements Attributes.
-func (r *Record) GetNamespace() string { return r.Namespace }
-
-// GetName implements Attributes.
-func (r *Record) GetName() string { return r.Name }
-
-// GetObject implements Attributes.
-func (r *Record) GetObject() runtime.Object { return r.Object }
-
-// GetOldObject implements Attributes.
-func (r *Record) GetOldObject() runtime.Object { return r.OldObject }
-
-// GetUserInfo implements Attributes.
-func (r *Record) GetUserInfo() UserInfo { return r.User }
-
-// User is a plain UserInfo.
+// User is a plain UserInfo for servers and tests. It has no GetTenant
+// method: its tenant is the extra UserTenantExtraKey.
 type User struct {
 	Name   string
 	UID    string
@@ -122,16 +47,75 @@ func (u *User) GetGroups() []string { return u.Groups }
 // GetExtra implements UserInfo.
 func (u *User) GetExtra() map[string][]string { return u.Extra }
 
+// Request is one request to admit, as the plain values tpkit's plugins
+// read. Whoever holds the API objects fills it: the adapter
+// (pkg/admission/k8s) for fake-tp and the webhook, a few lines of glue in
+// an Arktos API server.
+type Request struct {
+	Operation Operation
+	// Group is the API group of the resource ("apps"; "" for the core
+	// group), or of the kind when the resource is not known.
+	Group string
+	// Resource is the plural resource ("daemonsets"); "" when only the kind
+	// is known.
+	Resource string
+	// Subresource is "status", "scale", ...; "" for the object itself.
+	Subresource string
+	// Kind is the object's kind ("DaemonSet").
+	Kind string
+	// Tenant is the Arktos tenant of the request (from the path, or from
+	// metadata.tenant); "" is the system tenant. Cluster-scoped resources
+	// have none.
+	Tenant    string
+	Namespace string
+	// Name is the name the request is about; it may be "" on CREATE.
+	Name string
+	// ObjectName is metadata.name of the object the request carries: the
+	// new object for CREATE, UPDATE and CONNECT, the stored one for DELETE;
+	// "" when there is none.
+	ObjectName string
+	// BeingDeleted reports that the stored object (UPDATE, DELETE) already
+	// has a deletionTimestamp: finishing a deletion must not be blocked.
+	BeingDeleted bool
+	// User is the requesting user; nil when unknown.
+	User UserInfo
+}
+
+// ErrorName is the name an error about r carries, chosen as Arktos's
+// admission.NewForbidden chooses it, so that messages match Arktos's: Name,
+// else ObjectName, else "Unknown".
+func (r Request) ErrorName() string {
+	switch {
+	case r.Name != "":
+		return r.Name
+	case r.ObjectName != "":
+		return r.ObjectName
+	}
+	return "Unknown"
+}
+
+// ValidationInterface is implemented by validating plugins. The method
+// names follow k8s.io/apiserver's, so an API server adapts a plugin in a
+// few lines.
+type ValidationInterface interface {
+	// Handles reports whether the plugin wants to see requests of op.
+	Handles(op Operation) bool
+	// Validate admits r (nil) or rejects it, with an *Error when the
+	// rejection is a decision (Forbidden, Invalid); any other error means
+	// the plugin failed.
+	Validate(ctx context.Context, r Request) error
+}
+
 // Chain runs plugins in order and returns the first rejection.
 type Chain []ValidationInterface
 
-// Validate runs every plugin that handles a's operation.
-func (c Chain) Validate(ctx context.Context, a Attributes) error {
+// Validate runs every plugin that handles r's operation.
+func (c Chain) Validate(ctx context.Context, r Request) error {
 	for _, p := range c {
-		if !p.Handles(a.GetOperation()) {
+		if !p.Handles(r.Operation) {
 			continue
 		}
-		if err := p.Validate(ctx, a); err != nil {
+		if err := p.Validate(ctx, r); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,22 @@
-// Package admission holds the shape that tpkit's admission plugins share with
-// an Arktos (k8s.io/apiserver based) API server, without importing
-// k8s.io/apiserver: an operation, the attributes of one request, and the
-// ValidationInterface that plugins implement. Its sub-packages hold the plugins;
-// fake-tp runs them in its admission chain, and cmd/tp-admission-webhook serves
-// them as a ValidatingAdmissionWebhook.
+// Package admission is the shape tpkit's admission plugins share with an
+// Arktos (k8s.io/apiserver based) API server, in plain values: an
+// Operation, a Request (group, resource, kind, tenant, namespace and names
+// as strings, whether the stored object is being deleted, and the user), the
+// ValidationInterface plugins implement, and the Error they refuse with. It
+// imports only the standard library, so an Arktos tree vendors it (and the
+// plugins in its sub-packages daemonset and tenantname) without tpkit's
+// Kubernetes libraries.
 //
-// The method names and meanings follow k8s.io/apiserver/pkg/admission, so that
-// an Arktos build adapts a plugin in a few lines (docs/vendoring.md).
+// Who builds a Request:
+//   - pkg/admission/k8s, the adapter, from runtime.Object values, for
+//     fake-tp's admission chain and pkg/admission/webhook (cmd/tp-admission-webhook);
+//     it also turns an *Error into the apimachinery StatusError of the same
+//     code, reason and message;
+//   - an Arktos API server, from its admission.Attributes, in a few lines of
+//     glue (daemonset's example test shows them; docs/vendoring.md).
+//
+// Invariants: an *Error's text is exactly the message of the Kubernetes
+// status it stands for, so a client sees the same words from fake-tp, the
+// webhook and Arktos; an unknown user tenant is never the system tenant
+// (UserTenant fails closed).
 package admission

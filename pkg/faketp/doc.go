@@ -99,9 +99,11 @@
 //
 // Admission: each TP runs an admission.Chain (Options.Plugins, by default
 // DefaultPlugins) on create (pods/binding included), update and delete of
-// clients (not of the controllers) with an admission.Record
-// carrying the tenant, namespace, name, typed object (tenant in
-// tenancy.TenantAnnotation; unstructured for tenants) and user.
+// clients (not of the controllers) with an admission.Request that the
+// adapter (pkg/admission/k8s) makes of the typed objects: group, resource,
+// kind, tenant, namespace, name, the object's name, whether the stored
+// object is being deleted, and the user. A plugin's refusal is answered as
+// the adapter's API status.
 //
 // Versions, as Arktos (kube-apiserver 1.18 with its watch cache): each
 // resource has a watch window of its last 100 events (Options.History); a

@@ -21,29 +21,25 @@ func kubernetesFor(cfg *rest.Config) (kubernetes.Interface, error) {
 // "deny-me".
 type recordingPlugin struct {
 	mu   sync.Mutex
-	seen []admission.Record
+	seen []admission.Request
 }
 
 func (p *recordingPlugin) Handles(admission.Operation) bool { return true }
 
-func (p *recordingPlugin) Validate(_ context.Context, a admission.Attributes) error {
+func (p *recordingPlugin) Validate(_ context.Context, r admission.Request) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.seen = append(p.seen, admission.Record{
-		Operation: a.GetOperation(), Kind: a.GetKind(), Resource: a.GetResource(), Subresource: a.GetSubresource(),
-		Tenant: a.GetTenant(), Namespace: a.GetNamespace(), Name: a.GetName(),
-		Object: a.GetObject(), OldObject: a.GetOldObject(), User: a.GetUserInfo(),
-	})
-	if a.GetName() == "deny-me" {
-		return apierrors.NewForbidden(schema.GroupResource{Resource: a.GetResource().Resource}, a.GetName(), errDenied)
+	p.seen = append(p.seen, r)
+	if r.Name == "deny-me" {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: r.Resource}, r.Name, errDenied)
 	}
 	return nil
 }
 
-func (p *recordingPlugin) records() []admission.Record {
+func (p *recordingPlugin) records() []admission.Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]admission.Record(nil), p.seen...)
+	return append([]admission.Request(nil), p.seen...)
 }
 
 type deniedError struct{}

@@ -24,6 +24,7 @@ import (
 	validfield "k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
+	admissionk8s "github.com/tpkit-dev/tpkit/pkg/admission/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
@@ -297,8 +298,10 @@ func (tp *TP) admitWrite(ctx context.Context, op admission.Operation, t target, 
 	return tp.admit(ctx, op, t, name, typed, o, old, wo.user)
 }
 
-// admit runs the admission chain. Rejections that are not API statuses
-// become Forbidden, so that a plugin bug is never a 500.
+// admit runs the admission chain on the plain request the adapter makes of
+// the objects. A plugin's refusal becomes its API status (the same code and
+// message as Arktos's); other errors become Forbidden, so that a plugin bug
+// is never a 500.
 func (tp *TP) admit(ctx context.Context, op admission.Operation, t target, name string, typed runtime.Object, o obj, old runtime.Object, u admission.UserInfo) error {
 	if len(tp.chain) == 0 {
 		return nil
@@ -311,11 +314,11 @@ func (tp *TP) admit(ctx context.Context, op admission.Operation, t target, name 
 	if t.res.scope == scopeCluster {
 		tenant = ""
 	}
-	rec := &admission.Record{
+	rec := &admissionk8s.Record{
 		Operation: op, Kind: t.res.gvk(), Resource: t.res.gvr, Subresource: t.sub,
 		Tenant: tenant, Namespace: t.namespace, Name: name, Object: object, OldObject: old, User: u,
 	}
-	err := tp.chain.Validate(ctx, rec)
+	err := admissionk8s.Validate(ctx, tp.chain, rec)
 	if err == nil {
 		return nil
 	}

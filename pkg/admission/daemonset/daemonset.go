@@ -2,22 +2,23 @@ package daemonset
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// PluginName is the name of the plugin in admission chains and logs.
+// PluginName is the name of the plugin in tpkit's admission chains
+// (fake-tp's --disable-admission-plugins) and logs.
 const PluginName = "DaemonSetSystemTenant"
+
+// ArktosPluginName is the name Arktos registers its own DaemonSet check
+// under (plugin/pkg/admission/systemdaemonset, on by default in
+// kube-apiserver). An Arktos build that uses this plugin instead registers
+// it under this name, in place of Arktos's: admission.Plugins refuses a name
+// registered twice.
+const ArktosPluginName = "SystemDaemonSet"
 
 // Message is Arktos's reason for rejecting a DaemonSet outside the system
 // tenant. Clients and tests match on it, so it never changes.
@@ -27,19 +28,21 @@ const Message = "only system tenant is allowed to have DaemonSet"
 // Config.AdminGroups is empty.
 const DefaultAdminGroup = "system:masters"
 
-// Resource is the DaemonSet resource, as named in Forbidden errors.
-var Resource = schema.GroupResource{Group: "apps", Resource: "daemonsets"}
+// Resource is the DaemonSet resource. Forbidden errors name it with the
+// request's group, as Arktos's admission.NewForbidden does:
+// daemonsets.apps (or daemonsets.extensions for the old group).
+const Resource = "daemonsets"
 
 // Config configures a Plugin. The zero value enforces the tenant rule only,
 // as Arktos does.
 type Config struct {
 	// AdminOnly also lets only cluster admins create, update or delete
 	// DaemonSets.
-	AdminOnly bool
+	AdminOnly bool `json:"adminOnly,omitempty"`
 	// AdminGroups are the groups whose members are cluster admins;
 	// [DefaultAdminGroup] when empty. Users of the system tenant are cluster
 	// admins whatever their groups.
-	AdminGroups []string
+	AdminGroups []string `json:"adminGroups,omitempty"`
 }
 
 // Plugin is the DaemonSet admission plugin. It implements
@@ -69,21 +72,22 @@ func (p *Plugin) Handles(op admission.Operation) bool {
 	return false
 }
 
-// Validate admits or rejects a; requests for anything but a DaemonSet itself
-// are admitted. See the package documentation for the rules.
-func (p *Plugin) Validate(_ context.Context, a admission.Attributes) error {
-	if !IsDaemonSet(a) || a.GetSubresource() != "" {
+// Validate admits or rejects r; requests for anything but a DaemonSet itself
+// are admitted. Every rejection is an *admission.Error with reason
+// Forbidden. See the package documentation for the rules.
+func (p *Plugin) Validate(_ context.Context, r admission.Request) error {
+	if !IsDaemonSet(r) || r.Subresource != "" {
 		return nil
 	}
-	op := a.GetOperation()
+	op := r.Operation
 	if !p.Handles(op) {
 		return nil
 	}
-	if op != admission.Delete && !tenancy.IsSystem(a.GetTenant()) && !beingDeleted(op, a.GetOldObject()) {
-		return apierrors.NewForbidden(Resource, a.GetName(), errors.New(Message))
+	if op != admission.Delete && !tenancy.IsSystem(r.Tenant) && !(op == admission.Update && r.BeingDeleted) {
+		return admission.NewForbidden(r.Group, Resource, r.ErrorName(), Message)
 	}
-	if p.adminOnly && !p.IsAdmin(a.GetUserInfo()) {
-		return apierrors.NewForbidden(Resource, a.GetName(), p.notAdmin(op, a.GetUserInfo()))
+	if p.adminOnly && !p.IsAdmin(r.User) {
+		return admission.NewForbidden(r.Group, Resource, r.ErrorName(), p.notAdmin(op, r.User))
 	}
 	return nil
 }
@@ -106,7 +110,7 @@ func (p *Plugin) IsAdmin(u admission.UserInfo) bool {
 }
 
 // notAdmin says who was refused and what would have been allowed.
-func (p *Plugin) notAdmin(op admission.Operation, u admission.UserInfo) error {
+func (p *Plugin) notAdmin(op admission.Operation, u admission.UserInfo) string {
 	name, tenant := "", ""
 	if u != nil {
 		name, tenant = u.GetName(), admission.UserTenant(u)
@@ -114,7 +118,7 @@ func (p *Plugin) notAdmin(op admission.Operation, u admission.UserInfo) error {
 	if tenant == "" {
 		tenant = "unknown"
 	}
-	return fmt.Errorf("user %q (tenant %s) may not %s DaemonSets: only cluster admins may (members of %s, or users of the %s tenant)",
+	return fmt.Sprintf("user %q (tenant %s) may not %s DaemonSets: only cluster admins may (members of %s, or users of the %s tenant)",
 		name, tenant, verb(op), strings.Join(p.adminGroups, ", "), tenancy.SystemTenant)
 }
 
@@ -130,38 +134,14 @@ func verb(op admission.Operation) string {
 	return strings.ToLower(string(op))
 }
 
-// IsDaemonSet reports whether a is about DaemonSets: the resource daemonsets
+// IsDaemonSet reports whether r is about DaemonSets: the resource daemonsets
 // in group apps (or the old extensions group), or, when the resource is not
 // set, the kind DaemonSet in those groups.
-func IsDaemonSet(a admission.Attributes) bool {
-	r := a.GetResource()
+func IsDaemonSet(r admission.Request) bool {
 	if r.Resource != "" {
-		return r.Resource == "daemonsets" && isDaemonSetGroup(r.Group)
+		return r.Resource == Resource && isDaemonSetGroup(r.Group)
 	}
-	k := a.GetKind()
-	return k.Kind == "DaemonSet" && isDaemonSetGroup(k.Group)
+	return r.Kind == "DaemonSet" && isDaemonSetGroup(r.Group)
 }
 
 func isDaemonSetGroup(g string) bool { return g == "apps" || g == "extensions" }
-
-// beingDeleted reports whether an UPDATE touches an object that already has a
-// deletionTimestamp: finishing a deletion must never be blocked.
-func beingDeleted(op admission.Operation, old runtime.Object) bool {
-	if op != admission.Update || isNil(old) {
-		return false
-	}
-	m, err := meta.Accessor(old)
-	if err != nil {
-		return false
-	}
-	return m.GetDeletionTimestamp() != nil
-}
-
-// isNil catches typed nil pointers too: their accessors would panic.
-func isNil(o runtime.Object) bool {
-	if o == nil {
-		return true
-	}
-	v := reflect.ValueOf(o)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}

@@ -10,14 +10,23 @@
 //     being deleted (the garbage collector removes finalizers that way).
 //  2. Admin rule (beyond Arktos, on when Config.AdminOnly): CREATE, UPDATE and
 //     DELETE are allowed only for cluster admins: members of Config.AdminGroups
-//     (default system:masters) and users of the system tenant (see UserTenant).
-//     Anyone else is Forbidden with an error naming the user.
+//     (default system:masters) and users of the system tenant (see
+//     admission.UserTenant). Anyone else is Forbidden with a message naming
+//     the user.
 //
 // Both rules look only at the DaemonSet itself, never at its subresources:
 // status is written by the DaemonSet controller, and no subresource can move
 // a DaemonSet to another tenant.
 //
+// In Arktos, the plugin replaces Arktos's own SystemDaemonSet check
+// (plugin/pkg/admission/systemdaemonset) under that name (ArktosPluginName),
+// with the same 403 and message; ParseConfig reads the admin rule from the
+// plugin's admission configuration. The example test shows the glue an
+// Arktos tree adds, and docs/vendoring.md the exact change.
+//
 // Invariants: the Plugin holds only its immutable configuration, so one value
-// serves any number of goroutines; Validate never modifies the attributes, and
-// every rejection is a *k8s.io/apimachinery/pkg/api/errors.StatusError.
+// serves any number of goroutines; Validate reads only the admission.Request
+// it is given, and every rejection is an *admission.Error with reason
+// Forbidden, whose text is Arktos's: `daemonsets.apps "<name>" is forbidden:
+// only system tenant is allowed to have DaemonSet`.
 package daemonset

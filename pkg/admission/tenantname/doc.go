@@ -8,6 +8,15 @@
 //     is Forbidden: it exists in every tenant partition already.
 //   - DELETE: deleting "system" is Forbidden.
 //
-// Other operations and resources are admitted. The Plugin holds no state, and
-// every rejection is a *k8s.io/apimachinery/pkg/api/errors.StatusError.
+// The name is the request's, or the object's when the request has none.
+// Other operations and resources are admitted. The Plugin holds no state,
+// reads only the admission.Request it is given, and every rejection is an
+// *admission.Error (Forbidden or Invalid).
+//
+// An Arktos API server enforces most of this itself, in its own words: its
+// tenant validation (ValidateTenantName) refuses "all" and names that are not
+// DNS-1123 labels, and its NamespaceLifecycle plugin refuses deleting
+// "system". Only "system is never created" has no Arktos counterpart (Arktos
+// keeps no system Tenant object). The plugin serves tpkit's webhook and
+// fake-tp; it is not a drop-in for an Arktos plugin.
 package tenantname

@@ -2,15 +2,7 @@ package tenantname
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -19,11 +11,12 @@ import (
 // PluginName is the name of the plugin in admission chains and logs.
 const PluginName = "TenantName"
 
-var (
-	// Resource is Arktos's tenant resource: cluster-scoped, core group.
-	Resource = schema.GroupResource{Resource: "tenants"}
-	// Kind is Arktos's tenant kind.
-	Kind = schema.GroupKind{Kind: "Tenant"}
+// Arktos's tenant: cluster-scoped, in the core group ("").
+const (
+	// Resource is Arktos's tenant resource, named by Forbidden errors.
+	Resource = "tenants"
+	// Kind is Arktos's tenant kind, named by Invalid errors.
+	Kind = "Tenant"
 )
 
 // Plugin is the tenant-name admission plugin. It implements
@@ -40,59 +33,40 @@ func (*Plugin) Handles(op admission.Operation) bool {
 	return op == admission.Create || op == admission.Delete
 }
 
-// Validate admits or rejects a; requests for anything but a tenant are
+// Validate admits or rejects r; requests for anything but a tenant are
 // admitted. See the package documentation for the rules.
-func (*Plugin) Validate(_ context.Context, a admission.Attributes) error {
-	if !IsTenant(a) || a.GetSubresource() != "" {
+func (*Plugin) Validate(_ context.Context, r admission.Request) error {
+	if !IsTenant(r) || r.Subresource != "" {
 		return nil
 	}
-	switch a.GetOperation() {
+	name := r.Name
+	if name == "" {
+		name = r.ObjectName
+	}
+	switch r.Operation {
 	case admission.Create:
-		name := a.GetName()
-		if name == "" {
-			name = nameOf(a.GetObject())
-		}
 		if name == tenancy.SystemTenant {
-			return apierrors.NewForbidden(Resource, name, fmt.Errorf("tenant %q exists in every tenant partition and cannot be created", name))
+			return admission.NewForbidden("", Resource, name, fmt.Sprintf("tenant %q exists in every tenant partition and cannot be created", name))
 		}
 		if err := tenancy.ValidateTenantName(name); err != nil {
-			return apierrors.NewInvalid(Kind, name, field.ErrorList{
-				field.Invalid(field.NewPath("metadata", "name"), name, err.Error()),
-			})
+			return admission.NewInvalid("", Kind, name, "metadata.name", name, err.Error())
 		}
 	case admission.Delete:
-		name := a.GetName()
-		if name == "" {
-			name = nameOf(a.GetOldObject())
-		}
 		if name == tenancy.SystemTenant {
-			return apierrors.NewForbidden(Resource, name, errors.New("the system tenant cannot be deleted"))
+			return admission.NewForbidden("", Resource, name, "the system tenant cannot be deleted")
 		}
 	}
 	return nil
 }
 
-// IsTenant reports whether a is about tenants: the resource tenants in the
+// IsTenant reports whether r is about tenants: the resource tenants in the
 // core group, or, when the resource is not set, the kind Tenant.
-func IsTenant(a admission.Attributes) bool {
-	if r := a.GetResource(); r.Resource != "" {
-		return r.Group == "" && r.Resource == "tenants"
+func IsTenant(r admission.Request) bool {
+	if r.Group != "" {
+		return false
 	}
-	k := a.GetKind()
-	return k.Group == "" && k.Kind == "Tenant"
-}
-
-// nameOf returns obj's metadata.name, or "" when obj has none.
-func nameOf(obj runtime.Object) string {
-	if obj == nil {
-		return ""
+	if r.Resource != "" {
+		return r.Resource == Resource
 	}
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
-		return ""
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetName()
+	return r.Kind == Kind
 }

@@ -5,38 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 )
 
-var (
-	tenantsGVR = schema.GroupVersionResource{Version: "v1", Resource: "tenants"}
-	tenantGVK  = schema.GroupVersionKind{Version: "v1", Kind: "Tenant"}
-)
-
-func tenantObj(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("v1")
-	u.SetKind("Tenant")
-	u.SetName(name)
-	return u
-}
-
-func rec(op admission.Operation, name string) *admission.Record {
-	r := &admission.Record{Operation: op, Kind: tenantGVK, Resource: tenantsGVR, Name: name,
+func rec(op admission.Operation, name string) admission.Request {
+	return admission.Request{Operation: op, Resource: "tenants", Kind: "Tenant", Name: name, ObjectName: name,
 		User: &admission.User{Name: "kubernetes-admin", Groups: []string{"system:masters"}}}
-	switch op {
-	case admission.Create:
-		r.Object = tenantObj(name)
-	case admission.Update:
-		r.Object, r.OldObject = tenantObj(name), tenantObj(name)
-	case admission.Delete:
-		r.OldObject = tenantObj(name)
-	}
-	return r
 }
 
 func TestValidate(t *testing.T) {
@@ -50,7 +24,7 @@ func TestValidate(t *testing.T) {
 	long64 := strings.Repeat("a", 64)
 	cases := []struct {
 		name    string
-		rec     *admission.Record
+		rec     admission.Request
 		want    want
 		message string
 	}{
@@ -63,21 +37,21 @@ func TestValidate(t *testing.T) {
 		{"create upper case", rec(admission.Create, "T1"), invalid, "not a DNS-1123 label"},
 		{"create leading dash", rec(admission.Create, "-t1"), invalid, "not a DNS-1123 label"},
 		{"create dotted", rec(admission.Create, "a.b"), invalid, "not a DNS-1123 label"},
-		{"create empty", func() *admission.Record { r := rec(admission.Create, ""); return r }(), invalid, "must not be empty"},
+		{"create empty", func() admission.Request { r := rec(admission.Create, ""); return r }(), invalid, "must not be empty"},
 		{"create system", rec(admission.Create, "system"), forbidden, "cannot be created"},
-		{"create name only in object", func() *admission.Record {
+		{"create name only in object", func() admission.Request {
 			r := rec(admission.Create, "Bad_Name")
 			r.Name = ""
 			return r
 		}(), invalid, "Bad_Name"},
-		{"create typed nil object, no name", func() *admission.Record {
-			r := rec(admission.Create, "")
-			r.Object = (*unstructured.Unstructured)(nil)
+		{"create name only in request", func() admission.Request {
+			r := rec(admission.Create, "all")
+			r.ObjectName = ""
 			return r
-		}(), invalid, "must not be empty"},
+		}(), invalid, `"all" is reserved`},
 		{"delete t1", rec(admission.Delete, "t1"), allow, ""},
 		{"delete system", rec(admission.Delete, "system"), forbidden, "cannot be deleted"},
-		{"delete system name only in old object", func() *admission.Record {
+		{"delete system name only in old object", func() admission.Request {
 			r := rec(admission.Delete, "system")
 			r.Name = ""
 			return r
@@ -85,24 +59,24 @@ func TestValidate(t *testing.T) {
 		{"delete invalid name is allowed (cleanup)", rec(admission.Delete, "Bad_Name"), allow, ""},
 		{"update system not handled", rec(admission.Update, "system"), allow, ""},
 		{"connect not handled", rec(admission.Connect, "system"), allow, ""},
-		{"status subresource", func() *admission.Record {
+		{"status subresource", func() admission.Request {
 			r := rec(admission.Create, "Bad_Name")
 			r.Subresource = "status"
 			return r
 		}(), allow, ""},
-		{"namespaces are not tenants", func() *admission.Record {
+		{"namespaces are not tenants", func() admission.Request {
 			r := rec(admission.Create, "Bad_Name")
-			r.Resource, r.Kind = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+			r.Resource, r.Kind = "namespaces", "Namespace"
 			return r
 		}(), allow, ""},
-		{"tenants in another group", func() *admission.Record {
+		{"tenants in another group", func() admission.Request {
 			r := rec(admission.Create, "Bad_Name")
-			r.Resource.Group = "example.com"
+			r.Group = "example.com"
 			return r
 		}(), allow, ""},
-		{"kind only", func() *admission.Record {
+		{"kind only", func() admission.Request {
 			r := rec(admission.Create, "all")
-			r.Resource = schema.GroupVersionResource{}
+			r.Resource = ""
 			return r
 		}(), invalid, "reserved"},
 	}
@@ -117,17 +91,37 @@ func TestValidate(t *testing.T) {
 				}
 				return
 			case invalid:
-				if !apierrors.IsInvalid(err) {
-					t.Fatalf("want Invalid, got %v", err)
+				if e, ok := admission.AsError(err); !ok || e.Reason != admission.ReasonInvalid || e.Code() != 422 ||
+					e.Group != "" || e.Kind != "Tenant" || e.Field != "metadata.name" {
+					t.Fatalf("want an Invalid *admission.Error for Tenant metadata.name, got %#v", err)
 				}
 			case forbidden:
-				if !apierrors.IsForbidden(err) {
-					t.Fatalf("want Forbidden, got %v", err)
+				if e, ok := admission.AsError(err); !ok || e.Reason != admission.ReasonForbidden || e.Code() != 403 ||
+					e.Group != "" || e.Resource != "tenants" {
+					t.Fatalf("want a Forbidden *admission.Error for tenants, got %#v", err)
 				}
 			}
 			if !strings.Contains(err.Error(), tc.message) {
 				t.Errorf("message %q lacks %q", err.Error(), tc.message)
 			}
 		})
+	}
+}
+
+// TestMessages: the whole texts, as the Kubernetes statuses print them.
+func TestMessages(t *testing.T) {
+	for _, tc := range []struct {
+		rec  admission.Request
+		want string
+	}{
+		{rec(admission.Create, "Bad_Name"), `Tenant "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": tenant name "Bad_Name" is not a DNS-1123 label: use only lowercase letters, digits and '-', and start and end with a letter or digit`},
+		{rec(admission.Create, "all"), `Tenant "all" is invalid: metadata.name: Invalid value: "all": tenant name "all" is reserved and cannot be used`},
+		{rec(admission.Create, "system"), `tenants "system" is forbidden: tenant "system" exists in every tenant partition and cannot be created`},
+		{rec(admission.Delete, "system"), `tenants "system" is forbidden: the system tenant cannot be deleted`},
+	} {
+		err := New().Validate(context.Background(), tc.rec)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s %s: got %v\nwant %s", tc.rec.Operation, tc.rec.Name, err, tc.want)
+		}
 	}
 }

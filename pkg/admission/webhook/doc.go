@@ -2,10 +2,12 @@
 // ValidatingAdmissionWebhook speaking admission.k8s.io/v1 AdmissionReview.
 //
 // The job is translation only: DecodeReview checks and decodes a review,
-// RecordFromRequest turns its request into an admission.Record (the tenant
+// RecordFromRequest turns its request into an admissionk8s.Record (the tenant
 // comes from the raw object's Arktos metadata.tenant, or the old object's for
-// DELETE), and Handler runs an admission.ValidationInterface on it and writes
-// the AdmissionReview response. Decisions live in the plugins.
+// DELETE), and Handler runs an admission.ValidationInterface on the plain
+// admission.Request the adapter (pkg/admission/k8s) makes of it and writes the
+// AdmissionReview response, with a refusal as the adapter's API status.
+// Decisions live in the plugins.
 //
 // Invariants:
 //   - Malformed input never panics: it gets 400 (413 when too large, 405 for a

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
+	admissionk8s "github.com/tpkit-dev/tpkit/pkg/admission/k8s"
 )
 
 // MaxBodyBytes bounds a review body. The API server caps request bodies at
@@ -135,17 +136,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // validate runs the plugin, turning a plugin panic into a denial: a webhook
 // with failurePolicy Fail must answer, and a crash would take every request
 // down with it.
-func (h *Handler) validate(r *http.Request, uid string, rec *admission.Record) (err error) {
+func (h *Handler) validate(r *http.Request, uid string, rec *admissionk8s.Record) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			h.logger.Error(nil, "Admission plugin panicked", "panic", p, "uid", uid, "resource", resourceName(rec))
 			err = fmt.Errorf("admission plugin failed: %v", p)
 		}
 	}()
-	if !h.plugin.Handles(rec.Operation) {
-		return nil
-	}
-	return h.plugin.Validate(r.Context(), rec)
+	return admissionk8s.Validate(r.Context(), h.plugin, rec)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, start time.Time, code int, msg string) {
@@ -173,7 +171,7 @@ func resourceLabel(r string) string {
 }
 
 // resourceName renders "daemonsets.apps" or "tenants" for logs.
-func resourceName(rec *admission.Record) string {
+func resourceName(rec *admissionk8s.Record) string {
 	if rec.Resource.Group == "" {
 		return rec.Resource.Resource
 	}

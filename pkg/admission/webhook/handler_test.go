@@ -78,13 +78,13 @@ func TestHandlerOverHTTPS(t *testing.T) {
 	}{
 		{"daemonset in system", review("a1", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON("system"), ""), true, 0, ""},
 		{"daemonset without tenant", review("a2", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON(""), ""), true, 0, ""},
-		{"daemonset in t1", review("d1", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON("t1"), ""), false, 403, daemonset.Message},
+		{"daemonset in t1", review("d1", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON("t1"), ""), false, 403, `daemonsets.apps "ds1" is forbidden: ` + daemonset.Message},
 		{"daemonset update in t1", review("d2", "UPDATE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON("t1"), dsJSON("t1")), false, 403, daemonset.Message},
 		{"daemonset delete in t1", review("a3", "DELETE", "apps", "daemonsets", "DaemonSet", "ds1", "", dsJSON("t1")), true, 0, ""},
 		{"pod in t1 is not our business", review("a4", "CREATE", "", "pods", "Pod", "p", `{"metadata":{"name":"p","tenant":"t1"}}`, ""), true, 0, ""},
 		{"tenant t1", review("a5", "CREATE", "", "tenants", "Tenant", "t1", tenantJSON("t1"), ""), true, 0, ""},
 		{"tenant all", review("d3", "CREATE", "", "tenants", "Tenant", "all", tenantJSON("all"), ""), false, 422, `"all" is reserved`},
-		{"tenant Bad_Name", review("d4", "CREATE", "", "tenants", "Tenant", "Bad_Name", tenantJSON("Bad_Name"), ""), false, 422, "not a DNS-1123 label"},
+		{"tenant Bad_Name", review("d4", "CREATE", "", "tenants", "Tenant", "Bad_Name", tenantJSON("Bad_Name"), ""), false, 422, `Tenant "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": tenant name "Bad_Name" is not a DNS-1123 label`},
 		{"delete system tenant", review("d5", "DELETE", "", "tenants", "Tenant", "system", "", tenantJSON("system")), false, 403, "cannot be deleted"},
 	}
 	for _, tc := range cases {
@@ -166,7 +166,7 @@ func TestHandlerMalformed(t *testing.T) {
 type panicky struct{}
 
 func (panicky) Handles(admission.Operation) bool { return true }
-func (panicky) Validate(context.Context, admission.Attributes) error {
+func (panicky) Validate(context.Context, admission.Request) error {
 	panic("plugin bug")
 }
 

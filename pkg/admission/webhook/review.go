@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
+	admissionk8s "github.com/tpkit-dev/tpkit/pkg/admission/k8s"
 )
 
 // APIVersion and Kind are the only review type this package speaks.
@@ -55,10 +56,11 @@ func DecodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	return &r, nil
 }
 
-// RecordFromRequest turns a decoded request into the attributes plugins see.
-// Objects become *unstructured.Unstructured. The tenant is the raw object's
+// RecordFromRequest turns a decoded request into the adapter's record, from
+// which plugins get their admission.Request. Objects become
+// *unstructured.Unstructured. The tenant is the raw object's
 // metadata.tenant, for DELETE the old object's, "" (system) when absent.
-func RecordFromRequest(req *admissionv1.AdmissionRequest) (*admission.Record, error) {
+func RecordFromRequest(req *admissionv1.AdmissionRequest) (*admissionk8s.Record, error) {
 	op := admission.Operation(req.Operation)
 	obj, err := decodeObject("object", req.Object)
 	if err != nil {
@@ -76,7 +78,7 @@ func RecordFromRequest(req *admissionv1.AdmissionRequest) (*admission.Record, er
 	if err != nil {
 		return nil, err
 	}
-	return &admission.Record{
+	return &admissionk8s.Record{
 		Operation:   op,
 		Kind:        schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind},
 		Resource:    schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource},
@@ -149,14 +151,15 @@ func Allowed(r *admissionv1.AdmissionReview) *admissionv1.AdmissionReview {
 	return response(r, &admissionv1.AdmissionResponse{UID: r.Request.UID, Allowed: true})
 }
 
-// Denied is the response rejecting the review's request with err. An
-// apierrors.APIStatus error (Forbidden, Invalid) is passed on as its Status,
-// which the API server returns to the client unchanged; any other error
-// becomes a 500 InternalError status.
+// Denied is the response rejecting the review's request with err. A
+// plugin's *admission.Error becomes its API status (admissionk8s.StatusError),
+// and an apierrors.APIStatus error (Forbidden, Invalid) is passed on as its
+// Status, which the API server returns to the client unchanged; any other
+// error becomes a 500 InternalError status.
 func Denied(r *admissionv1.AdmissionReview, err error) *admissionv1.AdmissionReview {
 	var st apierrors.APIStatus
 	var status metav1.Status
-	if errors.As(err, &st) {
+	if errors.As(admissionk8s.StatusError(err), &st) {
 		status = st.Status()
 	} else {
 		status = apierrors.NewInternalError(err).Status()

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tpkit-dev/tpkit/pkg/admission"
+	admissionk8s "github.com/tpkit-dev/tpkit/pkg/admission/k8s"
 )
 
 // review builds an AdmissionReview body; object and oldObject are raw JSON
@@ -83,11 +84,11 @@ func TestRecordFromRequest(t *testing.T) {
 		body       string
 		wantTenant string
 		wantErr    string
-		check      func(t *testing.T, r *admission.Record)
+		check      func(t *testing.T, r *admissionk8s.Record)
 	}{
 		{name: "create tenant from object", body: review("u", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON("t1"), ""), wantTenant: "t1",
-			check: func(t *testing.T, r *admission.Record) {
-				want := admission.Record{Operation: admission.Create, Namespace: "kube-system", Name: "ds1", Tenant: "t1",
+			check: func(t *testing.T, r *admissionk8s.Record) {
+				want := admissionk8s.Record{Operation: admission.Create, Namespace: "kube-system", Name: "ds1", Tenant: "t1",
 					Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"},
 					Kind:     schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}}
 				if r.Operation != want.Operation || r.Namespace != want.Namespace || r.Name != want.Name || r.Resource != want.Resource || r.Kind != want.Kind {
@@ -110,7 +111,7 @@ func TestRecordFromRequest(t *testing.T) {
 		{name: "delete ignores object", body: review("u", "DELETE", "apps", "daemonsets", "DaemonSet", "ds1", dsJSON("t1"), dsJSON("system")), wantTenant: "system"},
 		{name: "delete without old object", body: review("u", "DELETE", "apps", "daemonsets", "DaemonSet", "ds1", "", ""), wantTenant: ""},
 		{name: "null object", body: review("u", "CREATE", "apps", "daemonsets", "DaemonSet", "ds1", "null", ""), wantTenant: "",
-			check: func(t *testing.T, r *admission.Record) {
+			check: func(t *testing.T, r *admissionk8s.Record) {
 				if r.Object != nil {
 					t.Errorf("object %#v, want nil", r.Object)
 				}
