@@ -75,8 +75,11 @@ type PartitionOfFunc func(uid string) (partition string, ok bool)
 
 // Logf is a printf-style logger. The configurer logs only at debug level
 // (the warnings of each pod, which the caller also gets back), so an adapter
-// passes a verbose one (pkg/kubeletdns/k8s: klog at V(4)).
-type Logf func(format string, args ...any)
+// passes a verbose one (pkg/kubeletdns/k8s: klog at V(4)). It is spelled
+// with interface{} rather than any (the same type) so that this package
+// also compiles at language version go1.16, which is what a tree whose
+// go.mod says "go 1.13" (Arktos's) gives its vendored packages.
+type Logf func(format string, args ...interface{})
 
 // Options configure a Configurer. The zero value is upstream kubelet with no
 // cluster DNS, no cluster domain and no host resolv.conf.
