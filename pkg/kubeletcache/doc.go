@@ -1,18 +1,27 @@
 // Package kubeletcache serves pods' configmaps and secrets in Arktos
 // scale-out, where a node's pods come from several tenant partitions (TPs)
 // and the same tenant/namespace/name can exist in two of them. It is shaped
-// like kubelet's configmap and secret managers (RegisterPod, UnregisterPod,
-// GetConfigMap/GetSecret) with the three upstream strategies: Get (ask the TP
-// every time), Cache (keep an answer for a TTL) and Watch (one reflector per
-// object, metadata.name field selector).
+// like Arktos's kubelet configmap and secret managers: RegisterPod,
+// UnregisterPod, GetConfigMap(tenant, namespace, name, podUID) and
+// GetSecret(tenant, namespace, name, podUID). Each of the three upstream
+// strategies is its own type: Get (getter, get.go: ask the TP every time),
+// Cache (ttlCache, cache.go: keep an answer for a TTL) and Watch (watcher,
+// watch.go: one reflector per object, metadata.name field selector).
+//
+// It is not a core: it reads TPs through client-go (pkg/partition,
+// pkg/informer). Where an object lives for a pod is the core's decision,
+// tporigin.ClientChooser.ObjectKey, which an Arktos kubelet's own managers
+// can call too.
 //
 // Invariants:
 //   - Every object is keyed by TP, tenant, namespace and name, and is fetched
 //     from the TP of the pod that references it: the pod's recorded origin
 //     (pkg/tporigin), else for a regular tenant its tenant's TP. A pod whose
-//     TP is unknown is an error at RegisterPod; there is no default TP.
-//   - Reading for a pod that is not registered, or a name the pod does not
-//     reference, is a clear error.
+//     objects cannot be placed so is an error at RegisterPod, and a read for
+//     a pod whose origin is no longer known fails (tporigin.ErrUnknownPod);
+//     there is no default TP.
+//   - Reading for a pod that is not registered, or an object the pod does
+//     not reference in its own tenant and namespace, is a clear error.
 //   - When a TP cannot be reached, the last known object is served and
 //     Freshness (and the metrics) say how old it is and why. NotFound from
 //     the TP stays NotFound; it is never masked by an older object. A TP
