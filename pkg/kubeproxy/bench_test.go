@@ -3,39 +3,36 @@ package kubeproxy
 import (
 	"fmt"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // benchTPs is the benchmark's TP set: 3 TPs, as in the issue.
-var benchTPs = []string{"tp1", "tp2", "tp3"}
+var benchTPs = []int{0, 1, 2}
 
 type benchObjects struct {
-	services map[string][]*corev1.Service
-	slices   map[string][]*discoveryv1.EndpointSlice
+	services  map[int][]*Service
+	endpoints map[int][]*Endpoints
 }
 
-// benchWorld builds perTP services with 3 endpoints each in every TP, as an
-// informer would deliver them: typed objects carrying their tenant.
-// Every TP has the same names (system and regular tenants alike) with its
-// own addresses, the case the view must keep apart.
+// benchWorld builds perTP services with 3 endpoints each in every TP, as the
+// handlers receive them: records carrying their tenant. Every TP has the
+// same names (system and regular tenants alike) with its own addresses, the
+// case the view must keep apart.
 func benchWorld(perTP int) benchObjects {
-	w := benchObjects{services: map[string][]*corev1.Service{}, slices: map[string][]*discoveryv1.EndpointSlice{}}
-	for ti, tp := range benchTPs {
+	w := benchObjects{services: map[int][]*Service{}, endpoints: map[int][]*Endpoints{}}
+	for _, tp := range benchTPs {
 		for i := 0; i < perTP; i++ {
 			tenant := "system"
 			if i%2 == 1 {
 				tenant = fmt.Sprintf("t%d", i%50)
 			}
 			ns, name := fmt.Sprintf("ns%d", i%100), fmt.Sprintf("svc%d", i)
-			ip := fmt.Sprintf("10.%d.%d.%d", 96+ti, (i>>8)&255, i&255)
-			w.services[tp] = append(w.services[tp], svcObj(tenant, ns, name, ip, port("http", 80)))
+			ip := fmt.Sprintf("10.%d.%d.%d", 96+tp, (i>>8)&255, i&255)
+			w.services[tp] = append(w.services[tp], svcRec(tenant, ns, name, ip, port("http", 80)))
 			eps := make([]epSpec, 3)
 			for j := range eps {
-				eps[j] = epSpec{ip: fmt.Sprintf("172.%d.%d.%d", 16+ti, (i*3+j)>>8&255, (i*3+j)&255)}
+				eps[j] = epSpec{ip: fmt.Sprintf("172.%d.%d.%d", 16+tp, (i*3+j)>>8&255, (i*3+j)&255)}
 			}
-			w.slices[tp] = append(w.slices[tp], sliceObj(tenant, ns, name+"-abcde", name, "http", 8080, eps...))
+			w.endpoints[tp] = append(w.endpoints[tp], epsRec(tenant, ns, name+"-abcde", name, "http", 8080, eps...))
 		}
 	}
 	return w
@@ -44,19 +41,20 @@ func benchWorld(perTP int) benchObjects {
 func (w benchObjects) feed(v *View) {
 	for _, tp := range benchTPs {
 		for _, s := range w.services[tp] {
-			v.OnServiceAdd(tp, s)
+			v.OnServiceAdd(s, tp)
 		}
-		for _, es := range w.slices[tp] {
-			v.OnEndpointSliceAdd(tp, es)
+		for _, e := range w.endpoints[tp] {
+			v.OnEndpointsAdd(e, tp)
 		}
+		v.OnServiceSynced(tp)
+		v.OnEndpointsSynced(tp)
 	}
-	v.OnServiceSynced()
-	v.OnEndpointSlicesSynced()
 }
 
 // BenchmarkInitialEvents feeds the initial list of 3 TPs × 10k services ×
 // 3 endpoints through the handler methods, as informers do before they
-// report synced.
+// report synced. (pkg/kubeproxy/k8s's BenchmarkInitialEventsFromAPI adds the
+// conversion from API objects.)
 func BenchmarkInitialEvents(b *testing.B) {
 	w := benchWorld(10000)
 	b.ReportAllocs()
@@ -93,7 +91,7 @@ func BenchmarkSyncedToFirstSnapshot(b *testing.B) {
 	}
 }
 
-// BenchmarkServiceUpdate is one endpoint-slice update of one service, and the
+// BenchmarkServiceUpdate is one endpoints update of one service, and the
 // incremental Apply that follows, at two total sizes: its cost must not
 // depend on the number of services.
 func BenchmarkServiceUpdate(b *testing.B) {
@@ -104,16 +102,16 @@ func BenchmarkServiceUpdate(b *testing.B) {
 			w.feed(v)
 			s := NewSnapshot()
 			v.Apply(s)
-			// Two states of one slice in TP2, alternated so every update is
-			// a real change.
-			a := w.slices["tp2"][perTP/2]
-			bb := a.DeepCopy()
-			bb.Endpoints = bb.Endpoints[:2]
-			states := [2]*discoveryv1.EndpointSlice{bb, a}
+			// Two states of one object in TP 1, alternated so every update
+			// is a real change.
+			a := w.endpoints[1][perTP/2]
+			bb := *a
+			bb.Endpoints = a.Endpoints[:2]
+			states := [2]*Endpoints{&bb, a}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				v.OnEndpointSliceUpdate("tp2", states[(i+1)%2], states[i%2])
+				v.OnEndpointsUpdate(states[(i+1)%2], states[i%2], 1)
 				if c := v.Apply(s); len(c.Services) != 1 {
 					b.Fatalf("apply changed %d services", len(c.Services))
 				}

@@ -1,39 +1,51 @@
-// Package kubeproxy is a multi-TP service and endpoint view for node proxies.
+// Package kubeproxy is the multi-TP service and endpoint view for node
+// proxies, in the shape of Arktos's kube-proxy.
 //
-// A node's kube-proxy in Arktos scale-out watches Services and EndpointSlices
-// in every tenant partition (TP). The system tenant exists in every TP, so
-// system/kube-system/kube-dns can exist in TP1 and in TP2, each with its own
-// endpoints. This package keeps them apart:
+// A node's kube-proxy in Arktos scale-out watches Services and Endpoints in
+// every tenant partition (TP). The system tenant exists in every TP, so
+// system/kube-system/kube-dns can exist in TP 0 and in TP 1, each with its
+// own endpoints. This package keeps them apart:
 //
-//   - Source runs tenant-keyed Service and EndpointSlice informers
-//     (pkg/informer) on every TP of a partition.Set and fans their events out
-//     to ServiceHandler and
-//     EndpointSliceHandler implementations, each event tagged with its TP.
-//     The handler methods are upstream kube-proxy's, plus the TP.
-//   - View is such a handler. It turns API objects into small records
-//     (Service, EndpointSlice) at once, keeps the current state per TP, and
-//     records which services changed, as upstream's change trackers do.
-//   - Snapshot is what a proxier reads: service port → ready endpoints.
-//     View.Apply brings a Snapshot up to date with only the services that
-//     changed; View.Snapshot builds a complete one.
-//   - Runner applies pending changes to a proxier in batches, at a bounded
-//     rate, and only once every TP has synced.
+//   - ServiceHandler and EndpointsHandler are Arktos's handler interfaces
+//     (pkg/proxy/config/config.go): the TP comes last as the int
+//     tenantPartitionId, the TP's position in --tenant-server-kubeconfig,
+//     and synced is reported per TP. They take the core's plain records
+//     (Service, Endpoints), which an Arktos proxier builds from its
+//     *v1.Service and *v1.Endpoints in a few lines; pkg/kubeproxy/k8s builds
+//     them from upstream types, EndpointSlices included.
+//   - View implements both: the endpoint filter. It keeps the current state
+//     per TP and records which services changed, as Arktos's change
+//     trackers do.
+//   - Snapshot is what a proxier reads: service port → ready endpoints of
+//     the same TP. View.Apply brings a Snapshot up to date with only the
+//     services that changed; View.Snapshot builds a complete one.
+//   - Runner applies pending changes to a dataplane in batches, at a
+//     bounded rate, and only once every TP has synced.
 //
-// Sub-package iptables is a reference dataplane that renders a Snapshot into
-// iptables rules.
+// It is a core: it needs only the standard library and pkg/tenancy, builds
+// with Go 1.19 and at language version go1.16 (what Arktos's "go 1.13"
+// go.mod gives vendored packages: no generics, no any), and has no
+// client-go, k8s.io/api, klog or Prometheus.
+// Logging goes through Options.Logf, counters are values (View.Stats,
+// Runner.Stats, RunnerOptions.OnSync); pkg/kubeproxy/k8s, its adapter, runs
+// the informers, converts API objects and publishes the metrics. Sub-package
+// iptables is a reference dataplane that renders a Snapshot into iptables
+// rules.
 //
 // Invariants:
-//   - Every service port is identified by ServicePortName, whose key carries
-//     the TP: "<tenant>_<tp>/<namespace>/<name>:<port>".
-//   - An EndpointSlice feeds only the service of its own TP, tenant and
+//   - Every service port is identified by ServicePortName, whose String is
+//     Arktos's "%s_%d/%s/%s:%s": "<tenant>_<tenantPartitionId>/<namespace>/
+//     <name>:<port>".
+//   - An endpoints record feeds only the service of its own TP, tenant and
 //     namespace. Nothing joins records across TPs.
 //   - A regular tenant's services are served only from the TP the tenant
-//     lives in, when a TenantPartitions oracle (pkg/tporigin's tracker) knows
-//     it; copies seen in other TPs are held back, not served.
-//   - Synced is reported only after every TP has synced services and slices.
+//     lives in, when a TenantPartitions oracle knows it; copies seen in
+//     other TPs are held back, not served.
+//   - View.Synced is true only after every TP reported services and
+//     endpoints synced (Arktos's proxier starts after the first).
 //   - A TP that is unreachable keeps its last state: the view changes only on
 //     events. RemovePartition (or SetPartitions) deletes a TP's services.
-//   - Bad input (unparsable IPs, missing labels, unknown address types) is
+//   - Bad input (unparsable IPs, invalid tenants, ports out of range) is
 //     skipped and counted, never a panic.
 //   - Nothing here holds global state or starts goroutines outside Run.
 package kubeproxy

@@ -1,64 +1,54 @@
 package kubeproxy
 
-import (
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-)
-
-// ServiceHandler receives Service events from every TP. It is upstream
-// kube-proxy's config.ServiceHandler with the TP added to each event, so an
-// Arktos proxier keeps equal names from different TPs apart.
+// ServiceHandler receives service events from every TP. Its shape is
+// Arktos's config.ServiceHandler (pkg/proxy/config/config.go): the TP comes
+// last, as the int tenantPartitionId, and synced is reported per TP. The
+// records are the core's plain values instead of *v1.Service.
 //
-// Events of different TPs arrive concurrently: implementations must be safe
-// for concurrent use. Objects are shared with the informer caches: do not
-// modify them.
+// Events of different TPs arrive concurrently (one informer per TP, as in
+// Arktos's kube-proxy): implementations must be safe for concurrent use.
+// Records may be shared among handlers: do not modify them.
 type ServiceHandler interface {
-	// OnServiceAdd is called when tp reports a new service.
-	OnServiceAdd(tp string, service *corev1.Service)
-	// OnServiceUpdate is called when tp reports a changed service.
-	OnServiceUpdate(tp string, oldService, service *corev1.Service)
-	// OnServiceDelete is called when tp reports a deleted service, and for
-	// every service of a TP removed from the configuration.
-	OnServiceDelete(tp string, service *corev1.Service)
-	// OnServiceSynced is called once, when every TP's services have synced.
-	OnServiceSynced()
+	// OnServiceAdd is called when TP tenantPartitionId reports a new
+	// service.
+	OnServiceAdd(service *Service, tenantPartitionId int)
+	// OnServiceUpdate is called when TP tenantPartitionId reports a changed
+	// service.
+	OnServiceUpdate(oldService, service *Service, tenantPartitionId int)
+	// OnServiceDelete is called when TP tenantPartitionId reports a
+	// deleted service, and for every service of a TP removed from the
+	// configuration.
+	OnServiceDelete(service *Service, tenantPartitionId int)
+	// OnServiceSynced is called once per TP: when the TP's initial list of
+	// services has been delivered, or when the caller stops waiting for it
+	// (a sync timeout passed, the TP was removed).
+	OnServiceSynced(tenantPartitionId int)
 }
 
-// EndpointsHandler receives core/v1 Endpoints events from every TP that
-// serves its service endpoints that way (Arktos serves nothing else); it is
-// upstream kube-proxy's config.EndpointsHandler with the TP added. The
-// concurrency rules of ServiceHandler apply.
+// EndpointsHandler receives endpoints events from every TP: core/v1
+// Endpoints (all Arktos serves) and, from TPs that serve them,
+// EndpointSlices, both as Endpoints records. Its shape is Arktos's
+// config.EndpointsHandler; the rules of ServiceHandler apply.
 type EndpointsHandler interface {
-	// OnEndpointsAdd is called when tp reports new endpoints.
-	OnEndpointsAdd(tp string, endpoints *corev1.Endpoints)
-	// OnEndpointsUpdate is called when tp reports changed endpoints.
-	OnEndpointsUpdate(tp string, oldEndpoints, endpoints *corev1.Endpoints)
-	// OnEndpointsDelete is called when tp reports deleted endpoints.
-	OnEndpointsDelete(tp string, endpoints *corev1.Endpoints)
-	// OnEndpointsSynced is called once, when every TP's endpoints (in
-	// whichever form it serves them) have synced.
-	OnEndpointsSynced()
+	// OnEndpointsAdd is called when TP tenantPartitionId reports a new
+	// endpoints object.
+	OnEndpointsAdd(endpoints *Endpoints, tenantPartitionId int)
+	// OnEndpointsUpdate is called when TP tenantPartitionId reports a
+	// changed endpoints object.
+	OnEndpointsUpdate(oldEndpoints, endpoints *Endpoints, tenantPartitionId int)
+	// OnEndpointsDelete is called when TP tenantPartitionId reports a
+	// deleted endpoints object, and for every one of a TP removed from the
+	// configuration.
+	OnEndpointsDelete(endpoints *Endpoints, tenantPartitionId int)
+	// OnEndpointsSynced is called once per TP, as OnServiceSynced.
+	OnEndpointsSynced(tenantPartitionId int)
 }
 
-// EndpointSliceHandler receives EndpointSlice events from every TP that
-// serves discovery.k8s.io/v1 (upstream Kubernetes); it is
-// upstream kube-proxy's config.EndpointSliceHandler with the TP added. The
-// concurrency rules of ServiceHandler apply.
-type EndpointSliceHandler interface {
-	// OnEndpointSliceAdd is called when tp reports a new slice.
-	OnEndpointSliceAdd(tp string, slice *discoveryv1.EndpointSlice)
-	// OnEndpointSliceUpdate is called when tp reports a changed slice.
-	OnEndpointSliceUpdate(tp string, oldSlice, slice *discoveryv1.EndpointSlice)
-	// OnEndpointSliceDelete is called when tp reports a deleted slice.
-	OnEndpointSliceDelete(tp string, slice *discoveryv1.EndpointSlice)
-	// OnEndpointSlicesSynced is called once, when every TP's endpoints (in
-	// whichever form it serves them) have synced.
-	OnEndpointSlicesSynced()
-}
-
-// TenantPartitions says which TP a regular tenant lives in.
-// *tporigin.Tracker implements it.
+// TenantPartitions says which TP a regular tenant lives in. pkg/tporigin's
+// tracker knows it by TP name; pkg/kubeproxy/k8s's Tenants turns that into
+// tenantPartitionIds.
 type TenantPartitions interface {
-	// PartitionOfTenant returns the TP of tenant, and false when unknown.
-	PartitionOfTenant(tenant string) (partition string, ok bool)
+	// PartitionOfTenant returns the tenantPartitionId of the TP tenant
+	// lives in, and false when unknown.
+	PartitionOfTenant(tenant string) (tenantPartitionId int, ok bool)
 }

@@ -3,57 +3,42 @@ package kubeproxy
 import (
 	"net/netip"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-func svcObj(tenant, ns, name, ip string, ports ...corev1.ServicePort) *corev1.Service {
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(tenant + "-" + ns + "-" + name)},
-		Spec:       corev1.ServiceSpec{ClusterIP: ip, Ports: ports},
-	}
-	if ip != "" && ip != corev1.ClusterIPNone {
-		s.Spec.ClusterIPs = []string{ip}
-	}
-	if tenant != "" {
-		tenancy.SetTenant(s, tenant)
+// TP ids of the tests: the first two kubeconfigs.
+const (
+	tp0 = 0
+	tp1 = 1
+	tp2 = 2
+)
+
+func svcRec(tenant, ns, name, ip string, ports ...ServicePort) *Service {
+	s := &Service{Tenant: tenant, Namespace: ns, Name: name, Ports: ports}
+	if ip != "" {
+		s.ClusterIPs = []string{ip}
 	}
 	return s
 }
 
-func port(name string, p int32) corev1.ServicePort {
-	return corev1.ServicePort{Name: name, Port: p, Protocol: corev1.ProtocolTCP}
-}
+func port(name string, p int32) ServicePort { return ServicePort{Name: name, Port: p, Protocol: "TCP"} }
 
-func udpPort(name string, p int32) corev1.ServicePort {
-	return corev1.ServicePort{Name: name, Port: p, Protocol: corev1.ProtocolUDP}
+func udpPort(name string, p int32) ServicePort {
+	return ServicePort{Name: name, Port: p, Protocol: "UDP"}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 type epSpec struct {
-	ip    string
-	ready *bool
+	ip       string
+	notReady bool
 }
 
-func sliceObj(tenant, ns, name, service string, portName string, portNum int32, eps ...epSpec) *discoveryv1.EndpointSlice {
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr(portName), Port: ptr(portNum), Protocol: ptr(corev1.ProtocolTCP)}},
+// epsRec is an endpoints object named name feeding service, every address
+// on one TCP port, like one EndpointSlice.
+func epsRec(tenant, ns, name, service, portName string, portNum int32, eps ...epSpec) *Endpoints {
+	e := &Endpoints{Tenant: tenant, Namespace: ns, Name: name, Service: service}
+	for _, s := range eps {
+		e.Endpoints = append(e.Endpoints, Endpoint{Address: s.ip, PortName: portName, Protocol: "TCP", Port: portNum, Ready: !s.notReady})
 	}
-	for _, e := range eps {
-		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: e.ready}})
-	}
-	if tenant != "" {
-		tenancy.SetTenant(es, tenant)
-	}
-	return es
+	return e
 }
 
 func ready(ips ...string) []epSpec {
@@ -64,8 +49,12 @@ func ready(ips ...string) []epSpec {
 	return out
 }
 
-func spn(tp, tenant, ns, name, portName string) ServicePortName {
-	return ServicePortName{Service: tenancy.Key{Partition: tp, Tenant: tenant, Namespace: ns, Name: name}, Port: portName, Protocol: corev1.ProtocolTCP}
+func sname(tp int, tenant, ns, name string) ServiceName {
+	return ServiceName{TenantPartitionID: tp, Tenant: tenant, Namespace: ns, Name: name}
+}
+
+func spn(tp int, tenant, ns, name, portName string) ServicePortName {
+	return ServicePortName{ServiceName: sname(tp, tenant, ns, name), Port: portName}
 }
 
 func endpointIPs(t *testing.T, s *Snapshot, n ServicePortName) []string {

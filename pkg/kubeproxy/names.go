@@ -1,40 +1,87 @@
 package kubeproxy
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// ServicePortName identifies one port of one service in one TP. It is
-// upstream kube-proxy's ServicePortName with the TP and tenant added.
-type ServicePortName struct {
-	// Service is {TP, tenant, namespace, name}.
-	Service tenancy.Key
-	// Port is the port's name, "" for an unnamed port.
-	Port     string
-	Protocol corev1.Protocol
+// ServiceName identifies one service in one TP. It is Arktos's
+// types.NamespacednameWithTenantSource: the TP is the int tenantPartitionId,
+// the service's TP's position in --tenant-server-kubeconfig (from 0), which
+// is how Arktos's kube-proxy numbers its clients and informers.
+type ServiceName struct {
+	TenantPartitionID int
+	// Tenant is the service's tenant; records with no tenant are filed
+	// under tenancy.SystemTenant, as Arktos's API server fills it.
+	Tenant    string
+	Namespace string
+	Name      string
 }
 
-// String renders Arktos's form "<tenant>_<tp>/<namespace>/<name>:<port>".
-// As upstream, an unnamed port adds nothing after the service key; the
-// protocol is not part of the string.
-func (n ServicePortName) String() string {
+// String renders Arktos's NamespacednameWithTenantSource form
+// "<tenant>_<tenantPartitionId>/<namespace>/<name>".
+func (n ServiceName) String() string {
 	var b strings.Builder
-	k := n.Service
-	b.Grow(len(k.Tenant) + len(k.Partition) + len(k.Namespace) + len(k.Name) + len(n.Port) + 4)
-	b.WriteString(k.String())
-	if n.Port != "" {
-		b.WriteByte(':')
-		b.WriteString(n.Port)
-	}
+	b.Grow(len(n.Tenant) + len(n.Namespace) + len(n.Name) + 8)
+	n.write(&b)
 	return b.String()
 }
 
-// keyIn is obj's key as seen in TP tp.
-func keyIn(tp string, obj metav1.Object) tenancy.Key {
-	return tenancy.Key{Partition: tp, Tenant: tenancy.TenantOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+func (n ServiceName) write(b *strings.Builder) {
+	b.WriteString(n.Tenant)
+	b.WriteByte('_')
+	var digits [20]byte
+	b.Write(strconv.AppendInt(digits[:0], int64(n.TenantPartitionID), 10))
+	b.WriteByte('/')
+	b.WriteString(n.Namespace)
+	b.WriteByte('/')
+	b.WriteString(n.Name)
+}
+
+// validate reports why n cannot name a service: the tenant is not a valid
+// tenant name, or the namespace or name is empty or holds '/'.
+func (n ServiceName) validate() error {
+	k := tenancy.Key{Partition: strconv.Itoa(n.TenantPartitionID), Tenant: n.Tenant, Namespace: n.Namespace, Name: n.Name}
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if n.Namespace == "" {
+		return fmt.Errorf("key %q: namespace must not be empty", n.String())
+	}
+	return nil
+}
+
+// ServicePortName identifies one port of one service in one TP. Its fields
+// and its string form are Arktos's proxy.ServicePortName (pkg/proxy/types.go):
+// the ServiceName and the port's name. Port names are unique within a
+// service, so the protocol is not part of the name; PortInfo carries it.
+type ServicePortName struct {
+	ServiceName
+	// Port is the port's name, "" for the unnamed port of a one-port
+	// service.
+	Port string
+}
+
+// String renders Arktos's form "%s_%d/%s/%s:%s",
+// "<tenant>_<tenantPartitionId>/<namespace>/<name>:<port>", byte for byte:
+// an unnamed port leaves a trailing ':', as Arktos's does. Chain names are
+// hashed from this string (pkg/kubeproxy/iptables), so they match Arktos's.
+func (n ServicePortName) String() string {
+	var b strings.Builder
+	b.Grow(len(n.Tenant) + len(n.Namespace) + len(n.Name) + len(n.Port) + 9)
+	n.ServiceName.write(&b)
+	b.WriteByte(':')
+	b.WriteString(n.Port)
+	return b.String()
+}
+
+// normalTenant files a record without a tenant under the system tenant.
+func normalTenant(t string) string {
+	if t == "" {
+		return tenancy.SystemTenant
+	}
+	return t
 }

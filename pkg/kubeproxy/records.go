@@ -3,256 +3,217 @@ package kubeproxy
 import (
 	"fmt"
 	"net/netip"
-	"slices"
-	"strconv"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Service is the part of a v1.Service a proxy needs, with its TP. Records
-// are immutable once built: the view replaces them, never edits them.
+// Service is what a node proxy reads of one service: a v1.Service reduced to
+// plain values. The TP is not part of it: handlers receive it beside the
+// record, as Arktos's do. Converting an API object is field copying
+// (pkg/kubeproxy/k8s does it for upstream types; an Arktos proxier does it
+// in a few lines for its own); the view parses and validates.
 type Service struct {
-	// Key is {TP, tenant, namespace, name}.
-	Key tenancy.Key
-	UID types.UID
-	// ClusterIPs are the service's virtual IPs; empty for headless and
-	// ExternalName services, which a proxy does not serve.
-	ClusterIPs []netip.Addr
+	// Tenant is the service's tenant; "" means the system tenant.
+	Tenant    string
+	Namespace string
+	Name      string
+	// ClusterIPs are the service's virtual IPs as the API has them:
+	// spec.clusterIPs, or spec.clusterIP where the API has no list (Arktos).
+	// "" and "None" (headless) are ignored; give none for an ExternalName
+	// service. A proxy serves a service only when it has a cluster IP.
+	ClusterIPs []string
 	Ports      []ServicePort
 }
 
 // ServicePort is one port of a Service.
 type ServicePort struct {
 	// Name is the port's name; "" is allowed for a single-port service.
-	Name     string
-	Protocol corev1.Protocol
+	Name string
+	// Protocol is "TCP", "UDP" or "SCTP"; "" means TCP, the API's default.
+	Protocol string
 	Port     int32
 }
 
-// EndpointSlice is the part of a discovery/v1 EndpointSlice a proxy needs,
-// with its TP.
-type EndpointSlice struct {
-	// Key is the slice's own key {TP, tenant, namespace, slice name}.
-	Key tenancy.Key
-	// Service is the name of the service the slice belongs to, from the
-	// kubernetes.io/service-name label, in the slice's TP, tenant and
-	// namespace.
-	Service   string
-	Ports     []EndpointPort
+// Endpoints are the backends one endpoints object of one TP gives a service:
+// a core/v1 Endpoints (named after its service, all Arktos serves) or one
+// discovery/v1 EndpointSlice (feeding the service its
+// kubernetes.io/service-name label names). Like Service, the TP comes beside
+// the record.
+type Endpoints struct {
+	// Tenant, Namespace and Name identify the object itself; the view keeps
+	// one set of endpoints per object, replaced by each update.
+	Tenant    string
+	Namespace string
+	Name      string
+	// Service is the name of the service fed, in the object's TP, tenant
+	// and namespace: an Endpoints' own name, a slice's service-name label.
+	// "" feeds no service (a slice without the label, or of address type
+	// FQDN): what the object fed before is forgotten.
+	Service string
+	// Endpoints are the object's backends, one per address and port.
 	Endpoints []Endpoint
 }
 
-// ServiceKey is the key of the service the slice feeds: same TP, tenant and
-// namespace as the slice.
-func (s *EndpointSlice) ServiceKey() tenancy.Key {
-	k := s.Key
-	k.Name = s.Service
-	return k
-}
-
-// EndpointPort is one port of an EndpointSlice.
-type EndpointPort struct {
-	Name     string
-	Protocol corev1.Protocol
-	Port     int32
-}
-
-// Endpoint is one backend address of an EndpointSlice.
+// Endpoint is one backend: an address on one port of the endpoints object.
 type Endpoint struct {
-	IP netip.Addr
-	// Ready follows the EndpointSlice condition; an unset condition means
-	// ready, as the API documents.
-	Ready    bool
+	// Address is an IP address.
+	Address string
+	// PortName and Protocol select the service port served: the one with
+	// the same name and protocol ("" means TCP).
+	PortName string
+	Protocol string
+	Port     int32
+	// Ready says whether the backend takes traffic: an Endpoints subset's
+	// addresses are ready, its notReadyAddresses not; a slice endpoint is
+	// ready unless its ready condition is false.
+	Ready bool
+	// NodeName is the node the backend runs on, "" when unknown.
 	NodeName string
 }
 
-// ServiceFromAPI turns svc, seen in TP tp, into a record. Unparsable cluster
-// IPs are skipped and reported in the error, which is informational: the
-// record is still usable. It returns a nil record only when svc cannot be
-// keyed at all.
-func ServiceFromAPI(tp string, svc *corev1.Service) (*Service, error) {
-	if svc == nil {
+// service is a validated Service of one TP.
+type service struct {
+	name       ServiceName
+	clusterIPs []netip.Addr
+	ports      []ServicePort // valid numbers, protocol set
+}
+
+// endpointSet is a validated Endpoints of one TP.
+type endpointSet struct {
+	service   string
+	endpoints []endpoint
+}
+
+// endpoint is a validated Endpoint.
+type endpoint struct {
+	ip       netip.Addr
+	portName string
+	protocol string
+	port     int32
+	ready    bool
+	node     string
+}
+
+// parseService validates rec as seen in TP tp. Unusable cluster IPs and
+// ports are left out and reported in the error, which is informational:
+// the result is still usable. The result is nil only when rec cannot be
+// named at all.
+func parseService(tp int, rec *Service) (*service, error) {
+	if rec == nil {
 		return nil, fmt.Errorf("nil service")
 	}
-	key := keyIn(tp, svc)
-	if err := key.Validate(); err != nil {
+	name := ServiceName{TenantPartitionID: tp, Tenant: normalTenant(rec.Tenant), Namespace: rec.Namespace, Name: rec.Name}
+	if err := name.validate(); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
-	out := &Service{Key: key, UID: svc.UID}
+	out := &service{name: name}
 	var bad []string
-	if svc.Spec.Type != corev1.ServiceTypeExternalName {
-		ips := svc.Spec.ClusterIPs
-		if len(ips) == 0 && svc.Spec.ClusterIP != "" {
-			ips = []string{svc.Spec.ClusterIP}
+	for _, s := range rec.ClusterIPs {
+		if s == "" || s == "None" {
+			continue
 		}
-		for _, s := range ips {
-			if s == "" || s == corev1.ClusterIPNone {
-				continue
-			}
-			a, err := netip.ParseAddr(s)
-			if err != nil || a.Zone() != "" {
-				bad = append(bad, s)
-				continue
-			}
-			out.ClusterIPs = append(out.ClusterIPs, a.Unmap())
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			bad = append(bad, s)
+			continue
 		}
+		out.clusterIPs = append(out.clusterIPs, a.Unmap())
 	}
-	if len(svc.Spec.Ports) > 0 {
-		out.Ports = make([]ServicePort, 0, len(svc.Spec.Ports))
+	if len(rec.Ports) > 0 {
+		out.ports = make([]ServicePort, 0, len(rec.Ports))
 	}
-	for _, p := range svc.Spec.Ports {
+	for _, p := range rec.Ports {
 		if p.Port <= 0 || p.Port > 65535 {
 			bad = append(bad, fmt.Sprintf("port %q=%d", p.Name, p.Port))
 			continue
 		}
-		out.Ports = append(out.Ports, ServicePort{Name: p.Name, Protocol: protocolOrTCP(p.Protocol), Port: p.Port})
+		out.ports = append(out.ports, ServicePort{Name: p.Name, Protocol: protocolOrTCP(p.Protocol), Port: p.Port})
 	}
 	if len(bad) > 0 {
-		return out, fmt.Errorf("service %s: skipped invalid %s", key, strings.Join(bad, ", "))
+		return out, fmt.Errorf("service %s: skipped invalid %s", name, strings.Join(bad, ", "))
 	}
 	return out, nil
 }
 
-// SliceFromAPI turns es, seen in TP tp, into a record. A slice without the
-// kubernetes.io/service-name label, or of address type FQDN, belongs to no
-// service a proxy serves: the result is nil with a nil error. Unparsable
-// addresses are skipped and reported in the (informational) error.
-func SliceFromAPI(tp string, es *discoveryv1.EndpointSlice) (*EndpointSlice, error) {
-	if es == nil {
-		return nil, fmt.Errorf("nil endpoint slice")
+// parseEndpoints validates rec as seen in TP tp: its key (the object's own
+// name) and its set. Unusable addresses and ports are left out and reported
+// in the (informational) error; set is nil only when rec cannot be named.
+func parseEndpoints(tp int, rec *Endpoints) (key ServiceName, set *endpointSet, err error) {
+	if rec == nil {
+		return ServiceName{}, nil, fmt.Errorf("nil endpoints")
 	}
-	key := keyIn(tp, es)
-	if err := key.Validate(); err != nil {
-		return nil, fmt.Errorf("endpoint slice: %w", err)
+	key = ServiceName{TenantPartitionID: tp, Tenant: normalTenant(rec.Tenant), Namespace: rec.Namespace, Name: rec.Name}
+	if err := key.validate(); err != nil {
+		return key, nil, fmt.Errorf("endpoints: %w", err)
 	}
-	svc := es.Labels[discoveryv1.LabelServiceName]
-	if svc == "" || strings.Contains(svc, "/") {
-		return nil, nil
+	set = &endpointSet{service: rec.Service}
+	if strings.Contains(rec.Service, "/") {
+		return key, &endpointSet{}, fmt.Errorf("endpoints %s: service name %q holds '/'", key, rec.Service)
 	}
-	if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
-		return nil, nil
+	if rec.Service == "" {
+		return key, set, nil
 	}
-	out := &EndpointSlice{Key: key, Service: svc}
+	set.endpoints = make([]endpoint, 0, len(rec.Endpoints))
 	var bad []string
-	for _, p := range es.Ports {
-		if p.Port == nil || *p.Port <= 0 || *p.Port > 65535 {
-			continue // a port without a number selects nothing
-		}
-		ep := EndpointPort{Port: *p.Port, Protocol: corev1.ProtocolTCP}
-		if p.Name != nil {
-			ep.Name = *p.Name
-		}
-		if p.Protocol != nil {
-			ep.Protocol = protocolOrTCP(*p.Protocol)
-		}
-		out.Ports = append(out.Ports, ep)
-	}
-	out.Endpoints = make([]Endpoint, 0, len(es.Endpoints))
-	for _, e := range es.Endpoints {
-		if len(e.Addresses) == 0 {
+	for _, e := range rec.Endpoints {
+		if e.Port <= 0 || e.Port > 65535 {
+			bad = append(bad, fmt.Sprintf("port %q=%d", e.PortName, e.Port))
 			continue
 		}
-		// Like upstream kube-proxy, the first address is the endpoint.
-		a, err := netip.ParseAddr(e.Addresses[0])
-		if err != nil || a.Zone() != "" {
-			bad = append(bad, e.Addresses[0])
+		ip, err := netip.ParseAddr(e.Address)
+		if err != nil || ip.Zone() != "" {
+			bad = append(bad, e.Address)
 			continue
 		}
-		a = a.Unmap()
-		if (es.AddressType == discoveryv1.AddressTypeIPv4) != a.Is4() {
-			bad = append(bad, e.Addresses[0])
-			continue
-		}
-		ep := Endpoint{IP: a, Ready: e.Conditions.Ready == nil || *e.Conditions.Ready}
-		if e.NodeName != nil {
-			ep.NodeName = *e.NodeName
-		}
-		out.Endpoints = append(out.Endpoints, ep)
+		set.endpoints = append(set.endpoints, endpoint{
+			ip: ip.Unmap(), portName: e.PortName, protocol: protocolOrTCP(e.Protocol), port: e.Port, ready: e.Ready, node: e.NodeName,
+		})
 	}
 	if len(bad) > 0 {
-		return out, fmt.Errorf("endpoint slice %s: skipped invalid addresses %s", key, strings.Join(bad, ", "))
+		return key, set, fmt.Errorf("endpoints %s: skipped invalid %s", key, strings.Join(bad, ", "))
 	}
-	return out, nil
+	return key, set, nil
 }
 
-// EndpointsFromAPI turns ep, a core/v1 Endpoints seen in TP tp, into one
-// record per subset: a subset is a set of addresses with one list of ports,
-// as a slice is. Records are named "<endpoints name>.<subset index>" (an
-// Endpoints is named after its service, a DNS label, so these never clash
-// with it) and feed the service of the Endpoints' name. Addresses are ready,
-// notReadyAddresses not. Unparsable addresses and ports are skipped and
-// reported in the (informational) error.
-func EndpointsFromAPI(tp string, ep *corev1.Endpoints) ([]*EndpointSlice, error) {
-	if ep == nil {
-		return nil, fmt.Errorf("nil endpoints")
-	}
-	key := keyIn(tp, ep)
-	if err := key.Validate(); err != nil {
-		return nil, fmt.Errorf("endpoints: %w", err)
-	}
-	out := make([]*EndpointSlice, 0, len(ep.Subsets))
-	var bad []string
-	for i, ss := range ep.Subsets {
-		rec := &EndpointSlice{Key: key, Service: ep.Name}
-		rec.Key.Name = subsetName(ep.Name, i)
-		for _, p := range ss.Ports {
-			if p.Port <= 0 || p.Port > 65535 {
-				bad = append(bad, fmt.Sprintf("port %q=%d", p.Name, p.Port))
-				continue
-			}
-			rec.Ports = append(rec.Ports, EndpointPort{Name: p.Name, Protocol: protocolOrTCP(p.Protocol), Port: p.Port})
-		}
-		rec.Endpoints = make([]Endpoint, 0, len(ss.Addresses)+len(ss.NotReadyAddresses))
-		add := func(as []corev1.EndpointAddress, ready bool) {
-			for _, a := range as {
-				ip, err := netip.ParseAddr(a.IP)
-				if err != nil || ip.Zone() != "" {
-					bad = append(bad, a.IP)
-					continue
-				}
-				e := Endpoint{IP: ip.Unmap(), Ready: ready}
-				if a.NodeName != nil {
-					e.NodeName = *a.NodeName
-				}
-				rec.Endpoints = append(rec.Endpoints, e)
-			}
-		}
-		add(ss.Addresses, true)
-		add(ss.NotReadyAddresses, false)
-		out = append(out, rec)
-	}
-	if len(bad) > 0 {
-		return out, fmt.Errorf("endpoints %s: skipped invalid %s", key, strings.Join(bad, ", "))
-	}
-	return out, nil
-}
-
-func subsetName(endpoints string, i int) string { return endpoints + "." + strconv.Itoa(i) }
-
-func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
+func protocolOrTCP(p string) string {
 	if p == "" {
-		return corev1.ProtocolTCP
+		return "TCP"
 	}
 	return p
 }
 
-// equalService reports whether two service records would serve the same.
-func equalService(a, b *Service) bool {
+// equalService reports whether two services would serve the same.
+func equalService(a, b *service) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Key == b.Key && a.UID == b.UID && slices.Equal(a.ClusterIPs, b.ClusterIPs) && slices.Equal(a.Ports, b.Ports)
+	if a.name != b.name || len(a.clusterIPs) != len(b.clusterIPs) || len(a.ports) != len(b.ports) {
+		return false
+	}
+	for i := range a.clusterIPs {
+		if a.clusterIPs[i] != b.clusterIPs[i] {
+			return false
+		}
+	}
+	for i := range a.ports {
+		if a.ports[i] != b.ports[i] {
+			return false
+		}
+	}
+	return true
 }
 
-// equalSlice reports whether two slice records would serve the same.
-func equalSlice(a, b *EndpointSlice) bool {
+// equalEndpoints reports whether two endpoint sets would serve the same.
+func equalEndpoints(a, b *endpointSet) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Key == b.Key && a.Service == b.Service && slices.Equal(a.Ports, b.Ports) && slices.Equal(a.Endpoints, b.Endpoints)
+	if a.service != b.service || len(a.endpoints) != len(b.endpoints) {
+		return false
+	}
+	for i := range a.endpoints {
+		if a.endpoints[i] != b.endpoints[i] {
+			return false
+		}
+	}
+	return true
 }

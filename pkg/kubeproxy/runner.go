@@ -2,10 +2,8 @@ package kubeproxy
 
 import (
 	"context"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
 )
 
 // SyncFunc applies a snapshot to a dataplane. c says what changed since the
@@ -22,8 +20,46 @@ type RunnerOptions struct {
 	// RetryInterval is the wait before a full sync after a failed one.
 	// Zero means 5s.
 	RetryInterval time.Duration
-	// Metrics, when set, records syncs.
-	Metrics *Metrics
+	// Clock replaces the wall clock (tests).
+	Clock Clock
+	// Logf, when set, receives the runner's log lines (failed syncs); nil
+	// discards them.
+	Logf func(format string, args ...interface{})
+	// OnSync, when set, is called after every sync, from the runner's
+	// goroutine: pkg/kubeproxy/k8s's Metrics.Observe publishes these as
+	// Prometheus metrics.
+	OnSync func(SyncEvent)
+}
+
+// SyncEvent describes one finished sync.
+type SyncEvent struct {
+	// Full is true for a full sync.
+	Full bool
+	// ChangedServices is the number of services handed to a partial sync.
+	ChangedServices int
+	// ServicePorts is the number of service ports in the snapshot.
+	ServicePorts int
+	// Duration is how long the SyncFunc took; End is when it returned.
+	Duration time.Duration
+	End      time.Time
+	// Err is the SyncFunc's error, nil when the sync succeeded.
+	Err error
+}
+
+// RunnerStats are a runner's counters.
+type RunnerStats struct {
+	// FullSyncs and PartialSyncs count the successful syncs of each kind,
+	// FullFailures and PartialFailures the failed ones.
+	FullSyncs, PartialSyncs       uint64
+	FullFailures, PartialFailures uint64
+	// ChangedServices counts the services handed to partial syncs.
+	ChangedServices uint64
+	// ServicePorts is the number of service ports at the last sync.
+	ServicePorts int
+	// LastSuccess is when the last successful sync ended; zero before.
+	LastSuccess time.Time
+	// LastFailed is true when the last sync failed.
+	LastFailed bool
 }
 
 // Runner is the bounded sync loop between a View and a dataplane: it waits
@@ -35,6 +71,9 @@ type Runner struct {
 	fn   SyncFunc
 	opts RunnerOptions
 	snap *Snapshot
+
+	mu    sync.Mutex
+	stats RunnerStats
 }
 
 // NewRunner returns a runner for v and fn; Run starts it.
@@ -45,32 +84,52 @@ func NewRunner(v *View, fn SyncFunc, o RunnerOptions) *Runner {
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = 5 * time.Second
 	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
 	return &Runner{view: v, fn: fn, opts: o, snap: NewSnapshot()}
+}
+
+// Stats returns the runner's counters.
+func (r *Runner) Stats() RunnerStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
 }
 
 // Run syncs until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
+	clk := r.opts.Clock
 	var last time.Time
 	failed := false
-	var retry <-chan time.Time
+	var retry Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for {
+		var retryC <-chan time.Time
+		if retry != nil {
+			retryC = retry.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.view.Changed():
-		case <-retry:
+		case <-retryC:
 			retry = nil
 		}
 		if !r.view.Synced() {
 			continue // the first sync must see every TP
 		}
-		if wait := r.opts.MinInterval - time.Since(last); !last.IsZero() && wait > 0 {
-			t := time.NewTimer(wait)
+		if wait := r.opts.MinInterval - clk.Now().Sub(last); !last.IsZero() && wait > 0 {
+			t := clk.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 		}
 		c := r.view.Apply(r.snap)
@@ -80,100 +139,47 @@ func (r *Runner) Run(ctx context.Context) {
 		if !c.Full && len(c.Services) == 0 {
 			continue
 		}
-		start := time.Now()
+		start := clk.Now()
 		err := r.fn(ctx, r.snap, c)
-		last = time.Now()
-		r.opts.Metrics.observe(r.snap, c, err, last.Sub(start))
+		last = clk.Now()
+		ev := SyncEvent{Full: c.Full, ChangedServices: len(c.Services), ServicePorts: r.snap.Len(), Duration: last.Sub(start), End: last, Err: err}
+		r.record(ev)
+		if r.opts.OnSync != nil {
+			r.opts.OnSync(ev)
+		}
 		if err != nil {
-			klog.ErrorS(err, "Dataplane sync failed; retrying with a full sync", "retryIn", r.opts.RetryInterval)
+			if r.opts.Logf != nil {
+				r.opts.Logf("kubeproxy: dataplane sync failed; retrying with a full sync in %s: %v", r.opts.RetryInterval, err)
+			}
 			failed = true
-			retry = time.After(r.opts.RetryInterval)
+			if retry != nil {
+				retry.Stop()
+			}
+			retry = clk.NewTimer(r.opts.RetryInterval)
 			continue
 		}
 		failed = false
-		klog.V(4).InfoS("Dataplane synced", "full", c.Full, "changedServices", len(c.Services), "servicePorts", r.snap.Len(), "duration", last.Sub(start))
 	}
 }
 
-// Metrics are a Runner's Prometheus metrics. The program owns the registry.
-type Metrics struct {
-	syncs     *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	ports     prometheus.Gauge
-	changed   prometheus.Counter
-	lastSync  prometheus.Gauge
-	lastError prometheus.Gauge
-}
-
-// NewMetrics registers the runner metrics on reg.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tpkit_kubeproxy_syncs_total", Help: "Dataplane syncs, by kind (full, partial) and result (ok, error).",
-		}, []string{"kind", "result"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "tpkit_kubeproxy_sync_duration_seconds", Help: "Time to apply changes to the dataplane.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"kind"}),
-		ports: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tpkit_kubeproxy_service_ports", Help: "Service ports in the snapshot, over all TPs.",
-		}),
-		changed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tpkit_kubeproxy_changed_services_total", Help: "Services handed to partial syncs.",
-		}),
-		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tpkit_kubeproxy_last_sync_timestamp_seconds", Help: "When the last successful sync ended.",
-		}),
-		lastError: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tpkit_kubeproxy_last_sync_failed", Help: "1 when the last sync failed.",
-		}),
+func (r *Runner) record(ev SyncEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.stats
+	s.ServicePorts = ev.ServicePorts
+	s.ChangedServices += uint64(ev.ChangedServices)
+	s.LastFailed = ev.Err != nil
+	switch {
+	case ev.Full && ev.Err == nil:
+		s.FullSyncs++
+	case ev.Full:
+		s.FullFailures++
+	case ev.Err == nil:
+		s.PartialSyncs++
+	default:
+		s.PartialFailures++
 	}
-	for _, c := range []prometheus.Collector{m.syncs, m.duration, m.ports, m.changed, m.lastSync, m.lastError} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if ev.Err == nil {
+		s.LastSuccess = ev.End
 	}
-	return m, nil
-}
-
-func (m *Metrics) observe(s *Snapshot, c Changes, err error, d time.Duration) {
-	if m == nil {
-		return
-	}
-	kind := "partial"
-	if c.Full {
-		kind = "full"
-	}
-	m.duration.WithLabelValues(kind).Observe(d.Seconds())
-	m.ports.Set(float64(s.Len()))
-	m.changed.Add(float64(len(c.Services)))
-	if err != nil {
-		m.syncs.WithLabelValues(kind, "error").Inc()
-		m.lastError.Set(1)
-		return
-	}
-	m.syncs.WithLabelValues(kind, "ok").Inc()
-	m.lastError.Set(0)
-	m.lastSync.SetToCurrentTime()
-}
-
-// RegisterViewMetrics registers v's counters on reg: objects skipped as
-// invalid, events dropped from TPs not served, services pending.
-func RegisterViewMetrics(reg prometheus.Registerer, v *View) error {
-	for _, c := range []prometheus.Collector{
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tpkit_kubeproxy_skipped_objects_total", Help: "Services and endpoint slices (or parts of them) skipped as invalid.",
-		}, func() float64 { return float64(v.Skipped()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tpkit_kubeproxy_dropped_events_total", Help: "Events from tenant partitions the view does not serve.",
-		}, func() float64 { return float64(v.Dropped()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "tpkit_kubeproxy_pending_services", Help: "Services changed since the last sync.",
-		}, func() float64 { return float64(v.Pending()) }),
-	} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -4,66 +4,165 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
+
+// fakeClock is a Clock whose time moves only by Step.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c        chan time.Time
+	deadline time.Time
+	clk      *fakeClock
+	done     bool
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: make(chan time.Time, 1), deadline: c.now.Add(d), clk: c}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	was := !t.done
+	t.done = true
+	return was
+}
+
+// Step moves the time by d and fires the timers due.
+func (c *fakeClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		if !t.done && !c.now.Before(t.deadline) {
+			t.done = true
+			t.c <- c.now
+		}
+	}
+}
+
+// waiting returns the durations until the pending timers fire.
+func (c *fakeClock) waiting() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for _, t := range c.timers {
+		if !t.done {
+			out = append(out, t.deadline.Sub(c.now))
+		}
+	}
+	return out
+}
+
+// waitTimer waits until the runner waits on a timer of d.
+func (c *fakeClock) waitTimer(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a hang guard only
+	for {
+		for _, w := range c.waiting() {
+			if w == d {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner never waited %s (timers %v)", d, c.waiting())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 type call struct {
 	c      Changes
 	ports  int
 	synced bool
+	at     time.Time
 }
 
 func TestRunner(t *testing.T) {
-	v := NewView([]string{"tp1", "tp2"}, Options{})
+	clk := newFakeClock()
+	start := clk.Now()
+	v := NewView([]int{tp0, tp1}, Options{})
 	calls := make(chan call)
 	release := make(chan error)
 	fn := func(_ context.Context, s *Snapshot, c Changes) error {
-		calls <- call{c: c, ports: s.Len(), synced: v.Synced()}
+		calls <- call{c: c, ports: s.Len(), synced: v.Synced(), at: clk.Now()}
 		return <-release
 	}
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var events []SyncEvent
+	var logged []string
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	r := NewRunner(v, fn, RunnerOptions{MinInterval: time.Second, RetryInterval: 5 * time.Second, Clock: clk,
+		OnSync: func(e SyncEvent) { events = append(events, e) },
+		Logf:   func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
 	done := make(chan struct{})
 	go func() {
-		NewRunner(v, fn, RunnerOptions{MinInterval: time.Millisecond, RetryInterval: time.Millisecond, Metrics: m}).Run(ctx)
+		r.Run(ctx)
 		close(done)
 	}()
 
-	v.OnServiceAdd("tp1", svcObj("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)))
-	v.OnServiceAdd("tp2", svcObj("", "kube-system", "kube-dns", "10.1.0.10", port("dns", 53)))
-	v.OnServiceSynced()
-	v.OnEndpointSlicesSynced()
+	v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp0)
+	v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.1.0.10", port("dns", 53)), tp1)
+	v.OnServiceSynced(tp0)
+	v.OnEndpointsSynced(tp0)
+	v.OnServiceSynced(tp1)
+	select {
+	case c := <-calls:
+		t.Fatalf("synced before tp1's endpoints: %+v", c)
+	case <-time.After(50 * time.Millisecond):
+	}
+	v.OnEndpointsSynced(tp1)
 	first := <-calls
 	if !first.synced || !first.c.Full || first.ports != 2 {
 		t.Fatalf("first sync %+v: want a full one with 2 ports, after every TP synced", first)
 	}
-	// While the dataplane is busy, changes pile up and come as one batch.
+	// While the dataplane is busy, changes pile up and come as one batch,
+	// MinInterval after the first sync.
 	for i := 0; i < 5; i++ {
-		v.OnServiceAdd("tp1", svcObj("", "default", fmt.Sprintf("s%d", i), fmt.Sprintf("10.0.1.%d", i), port("p", 80)))
+		v.OnServiceAdd(svcRec("", "default", fmt.Sprintf("s%d", i), fmt.Sprintf("10.0.1.%d", i), port("p", 80)), tp0)
 	}
 	release <- nil
+	clk.waitTimer(t, time.Second)
+	clk.Step(time.Second)
 	batch := <-calls
-	if batch.c.Full || len(batch.c.Services) != 5 || batch.ports != 7 {
-		t.Fatalf("batched sync %+v, want 5 changed services, 7 ports", batch)
+	if batch.c.Full || len(batch.c.Services) != 5 || batch.ports != 7 || batch.at.Sub(start) != time.Second {
+		t.Fatalf("batched sync %+v, want 5 changed services, 7 ports, 1s after the first", batch)
 	}
-	// The batch fails: it is retried as a full one, with no new event.
+	// The batch fails: it is retried as a full one RetryInterval later, with
+	// no new event.
 	release <- errors.New("iptables-restore failed")
+	clk.waitTimer(t, 5*time.Second)
+	clk.Step(5 * time.Second)
 	retry := <-calls
-	if !retry.c.Full {
-		t.Fatalf("retry %+v, want full", retry)
+	if !retry.c.Full || retry.at.Sub(start) != 6*time.Second {
+		t.Fatalf("retry %+v, want a full one 5s after the failure", retry)
 	}
 	release <- nil
 	// The next change is partial again.
-	v.OnServiceDelete("tp2", svcObj("", "kube-system", "kube-dns", "10.1.0.10"))
+	v.OnServiceDelete(svcRec("", "kube-system", "kube-dns", ""), tp1)
+	clk.waitTimer(t, time.Second)
+	clk.Step(time.Second)
 	next := <-calls
 	if next.c.Full || len(next.c.Services) != 1 || next.ports != 6 {
 		t.Fatalf("after recovery %+v", next)
@@ -71,39 +170,47 @@ func TestRunner(t *testing.T) {
 	release <- nil
 	cancel()
 	<-done
-	for _, c := range []struct {
-		kind, result string
-		want         float64
-	}{{"full", "ok", 2}, {"partial", "error", 1}, {"partial", "ok", 1}, {"full", "error", 0}} {
-		if got := testutil.ToFloat64(m.syncs.WithLabelValues(c.kind, c.result)); got != c.want {
-			t.Errorf("syncs{kind=%s,result=%s} = %v, want %v", c.kind, c.result, got, c.want)
-		}
+
+	st := r.Stats()
+	want := RunnerStats{FullSyncs: 2, PartialSyncs: 1, PartialFailures: 1, ChangedServices: 6, ServicePorts: 6, LastSuccess: start.Add(7 * time.Second)}
+	if st != want {
+		t.Errorf("stats %+v, want %+v", st, want)
+	}
+	if len(events) != 4 || events[1].Err == nil || events[1].Full || events[1].ChangedServices != 5 || !events[2].Full {
+		t.Errorf("sync events %+v", events)
+	}
+	if len(logged) != 1 || !contains(logged[0], "iptables-restore failed") {
+		t.Errorf("log %q, want the failure", logged)
 	}
 }
 
-func TestViewMetrics(t *testing.T) {
-	v := NewView([]string{"tp1"}, Options{})
-	reg := prometheus.NewRegistry()
-	if err := RegisterViewMetrics(reg, v); err != nil {
-		t.Fatal(err)
-	}
-	v.OnServiceAdd("tp9", svcObj("", "ns", "x", "10.0.0.1", port("p", 1)))
-	v.OnServiceAdd("tp1", svcObj("", "ns", "y", "bad-ip", port("p", 1)))
-	v.OnServiceAdd("tp1", svcObj("", "ns", "z", "10.0.0.2", port("p", 1)))
-	want := map[string]float64{"tpkit_kubeproxy_dropped_events_total": 1, "tpkit_kubeproxy_skipped_objects_total": 1, "tpkit_kubeproxy_pending_services": 2}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		m := mf.GetMetric()[0]
-		got := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		if w, ok := want[mf.GetName()]; !ok || got != w {
-			t.Errorf("%s = %v, want %v", mf.GetName(), got, w)
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
 		}
-		delete(want, mf.GetName())
 	}
-	if len(want) != 0 {
-		t.Errorf("missing metrics %v", want)
+	return false
+}
+
+// TestRunnerRealClock: the default clock works (no fake in sight).
+func TestRunnerRealClock(t *testing.T) {
+	v := NewView([]int{tp0}, Options{})
+	synced := make(chan int, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go NewRunner(v, func(_ context.Context, s *Snapshot, c Changes) error {
+		synced <- s.Len()
+		return nil
+	}, RunnerOptions{MinInterval: time.Millisecond}).Run(ctx)
+	v.OnServiceAdd(svcRec("", "ns", "a", "10.0.0.1", port("p", 1)), tp0)
+	v.OnServiceSynced(tp0)
+	v.OnEndpointsSynced(tp0)
+	if n := <-synced; n != 1 {
+		t.Fatalf("first sync saw %d ports", n)
+	}
+	v.OnServiceAdd(svcRec("", "ns", "b", "10.0.0.2", port("p", 1)), tp0)
+	if n := <-synced; n != 2 {
+		t.Fatalf("second sync saw %d ports", n)
 	}
 }

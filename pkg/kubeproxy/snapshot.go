@@ -1,14 +1,8 @@
 package kubeproxy
 
 import (
-	"cmp"
-	"iter"
 	"net/netip"
-	"slices"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	"sort"
 )
 
 // PortInfo is one service port as a proxier serves it: the virtual
@@ -18,7 +12,8 @@ type PortInfo struct {
 	Name       ServicePortName
 	ClusterIPs []netip.Addr
 	Port       int32
-	Protocol   corev1.Protocol
+	// Protocol is "TCP", "UDP" or "SCTP".
+	Protocol string
 	// Endpoints are the ready endpoints, sorted by address and port, without
 	// duplicates.
 	Endpoints []EndpointAddr
@@ -31,28 +26,42 @@ type EndpointAddr struct {
 	NodeName string
 }
 
-// AddrPort returns the endpoint as an address and port.
+// AddrPort returns the endpoint as an address and port; its String is
+// Arktos's endpoint string ("ip:port", "[ip6]:port").
 func (e EndpointAddr) AddrPort() netip.AddrPort { return netip.AddrPortFrom(e.IP, uint16(e.Port)) }
 
 func (p *PortInfo) equal(q *PortInfo) bool {
-	return p.Name == q.Name && p.Port == q.Port && p.Protocol == q.Protocol &&
-		slices.Equal(p.ClusterIPs, q.ClusterIPs) && slices.Equal(p.Endpoints, q.Endpoints)
+	if p.Name != q.Name || p.Port != q.Port || p.Protocol != q.Protocol ||
+		len(p.ClusterIPs) != len(q.ClusterIPs) || len(p.Endpoints) != len(q.Endpoints) {
+		return false
+	}
+	for i := range p.ClusterIPs {
+		if p.ClusterIPs[i] != q.ClusterIPs[i] {
+			return false
+		}
+	}
+	for i := range p.Endpoints {
+		if p.Endpoints[i] != q.Endpoints[i] {
+			return false
+		}
+	}
+	return true
 }
 
-// Snapshot maps service ports to their ready endpoints. A proxier owns its
-// Snapshot; View.Apply updates it in place and says which services changed,
-// so reading it while Apply runs is a data race. View.Snapshot returns a
-// fresh one that nobody else holds.
+// Snapshot maps service ports to their ready endpoints: the answer of the
+// endpoint filter. A proxier owns its Snapshot; View.Apply updates it in
+// place and says which services changed, so reading it while Apply runs is
+// a data race. View.Snapshot returns a fresh one that nobody else holds.
 type Snapshot struct {
 	ports     map[ServicePortName]*PortInfo
-	byService map[tenancy.Key][]*PortInfo
+	byService map[ServiceName][]*PortInfo
 	// view is the view this snapshot follows; see View.Apply.
 	view *View
 }
 
 // NewSnapshot returns an empty snapshot, for View.Apply to fill.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{ports: map[ServicePortName]*PortInfo{}, byService: map[tenancy.Key][]*PortInfo{}}
+	return &Snapshot{ports: map[ServicePortName]*PortInfo{}, byService: map[ServiceName][]*PortInfo{}}
 }
 
 // Len is the number of service ports.
@@ -67,11 +76,12 @@ func (s *Snapshot) Port(name ServicePortName) (*PortInfo, bool) {
 	return p, ok
 }
 
-// Service returns the served ports of one service, sorted by name and
-// protocol; nil when the service is not served.
-func (s *Snapshot) Service(key tenancy.Key) []*PortInfo { return s.byService[key] }
+// Service returns the served ports of one service, sorted by port name; nil
+// when the service is not served.
+func (s *Snapshot) Service(name ServiceName) []*PortInfo { return s.byService[name] }
 
-// Endpoints returns the ready endpoints of one service port.
+// Endpoints returns the ready endpoints of one service port: only those of
+// the port's own TP, tenant, namespace and service.
 func (s *Snapshot) Endpoints(name ServicePortName) []EndpointAddr {
 	if p, ok := s.ports[name]; ok {
 		return p.Endpoints
@@ -79,8 +89,11 @@ func (s *Snapshot) Endpoints(name ServicePortName) []EndpointAddr {
 	return nil
 }
 
-// All iterates over every service port, in no particular order.
-func (s *Snapshot) All() iter.Seq[*PortInfo] {
+// All iterates over every service port, in no particular order. It is an
+// iterator in the shape of Go 1.23's iter.Seq, spelled out so the package
+// builds with older Go: `for p := range s.All()` works from Go 1.23, and
+// older code calls s.All()(func(p *PortInfo) bool { ...; return true }).
+func (s *Snapshot) All() func(yield func(*PortInfo) bool) {
 	return func(yield func(*PortInfo) bool) {
 		for _, p := range s.ports {
 			if !yield(p) {
@@ -90,10 +103,10 @@ func (s *Snapshot) All() iter.Seq[*PortInfo] {
 	}
 }
 
-// ServiceKeys iterates over the keys of the served services, in no
-// particular order.
-func (s *Snapshot) ServiceKeys() iter.Seq[tenancy.Key] {
-	return func(yield func(tenancy.Key) bool) {
+// ServiceNames iterates over the names of the served services, in no
+// particular order; an iterator like All.
+func (s *Snapshot) ServiceNames() func(yield func(ServiceName) bool) {
+	return func(yield func(ServiceName) bool) {
 		for k := range s.byService {
 			if !yield(k) {
 				return
@@ -104,73 +117,146 @@ func (s *Snapshot) ServiceKeys() iter.Seq[tenancy.Key] {
 
 // set replaces the ports of one service and reports whether anything a
 // proxier serves changed.
-func (s *Snapshot) set(key tenancy.Key, ports []*PortInfo) bool {
-	old := s.byService[key]
-	if slices.EqualFunc(old, ports, (*PortInfo).equal) {
+func (s *Snapshot) set(name ServiceName, ports []*PortInfo) bool {
+	old := s.byService[name]
+	if equalPorts(old, ports) {
 		return false
 	}
 	for _, p := range old {
 		delete(s.ports, p.Name)
 	}
 	if len(ports) == 0 {
-		delete(s.byService, key)
+		delete(s.byService, name)
 		return true
 	}
 	for _, p := range ports {
 		s.ports[p.Name] = p
 	}
-	s.byService[key] = ports
+	s.byService[name] = ports
+	return true
+}
+
+func equalPorts(a, b []*PortInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].equal(b[i]) {
+			return false
+		}
+	}
 	return true
 }
 
 func (s *Snapshot) reset() {
-	clear(s.ports)
-	clear(s.byService)
+	for k := range s.ports {
+		delete(s.ports, k)
+	}
+	for k := range s.byService {
+		delete(s.byService, k)
+	}
 }
 
-// buildPorts computes the served ports of svc from the slices of the same
-// service, which the caller has already restricted to svc's TP, tenant and
-// namespace.
-func buildPorts(svc *Service, slices_ map[string]*EndpointSlice) []*PortInfo {
-	if svc == nil || len(svc.ClusterIPs) == 0 || len(svc.Ports) == 0 {
+// buildPorts computes the served ports of svc from the endpoints that name
+// it, which the view keeps per service name, so they are of svc's own TP,
+// tenant and namespace. A service port takes the ready endpoints whose port
+// has its name and protocol.
+func buildPorts(svc *service, sets map[string]*endpointSet) []*PortInfo {
+	if svc == nil || len(svc.clusterIPs) == 0 || len(svc.ports) == 0 {
 		return nil
 	}
-	out := make([]*PortInfo, 0, len(svc.Ports))
-	for _, sp := range svc.Ports {
+	out := make([]*PortInfo, 0, len(svc.ports))
+	for _, sp := range svc.ports {
 		pi := &PortInfo{
-			Name:       ServicePortName{Service: svc.Key, Port: sp.Name, Protocol: sp.Protocol},
-			ClusterIPs: svc.ClusterIPs,
+			Name:       ServicePortName{ServiceName: svc.name, Port: sp.Name},
+			ClusterIPs: svc.clusterIPs,
 			Port:       sp.Port,
 			Protocol:   sp.Protocol,
 		}
-		for _, es := range slices_ {
-			for _, ep := range es.Ports {
-				if ep.Name != sp.Name || ep.Protocol != sp.Protocol {
-					continue
-				}
-				for _, e := range es.Endpoints {
-					if e.Ready {
-						pi.Endpoints = append(pi.Endpoints, EndpointAddr{IP: e.IP, Port: ep.Port, NodeName: e.NodeName})
-					}
+		for _, set := range sets {
+			for _, e := range set.endpoints {
+				if e.ready && e.portName == sp.Name && e.protocol == sp.Protocol {
+					pi.Endpoints = append(pi.Endpoints, EndpointAddr{IP: e.ip, Port: e.port, NodeName: e.node})
 				}
 			}
 		}
 		if len(pi.Endpoints) > 1 {
-			slices.SortFunc(pi.Endpoints, compareEndpoint)
-			// One endpoint may sit in two slices while it moves between them.
-			pi.Endpoints = slices.CompactFunc(pi.Endpoints, func(a, b EndpointAddr) bool { return a.IP == b.IP && a.Port == b.Port })
+			sortEndpoints(pi.Endpoints)
+			// One endpoint may sit in two objects while it moves between
+			// them (slices).
+			pi.Endpoints = compactEndpoints(pi.Endpoints)
 		}
 		out = append(out, pi)
 	}
-	slices.SortFunc(out, func(a, b *PortInfo) int {
-		return cmp.Or(cmp.Compare(a.Name.Port, b.Name.Port), cmp.Compare(a.Protocol, b.Protocol))
-	})
-	// Two ports with the same name and protocol are invalid in the API; keep
-	// the first so names stay unique.
-	out = slices.CompactFunc(out, func(a, b *PortInfo) bool { return a.Name == b.Name })
-	return out
+	if len(out) > 1 {
+		sortPorts(out)
+	}
+	// Port names are unique in a valid service; keep the first of a
+	// duplicate so that names stay unique in the snapshot.
+	n := 1
+	for i := 1; i < len(out); i++ {
+		if out[i].Name != out[n-1].Name {
+			out[n] = out[i]
+			n++
+		}
+	}
+	return out[:n]
 }
 
-func compareEndpoint(a, b EndpointAddr) int {
-	return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port), cmp.Compare(a.NodeName, b.NodeName))
+// sortEndpoints sorts by address, port and node. Most ports have a few
+// endpoints: an insertion sort handles those without the allocations of
+// sort.Slice; sort.Sort takes the long lists.
+func sortEndpoints(eps []EndpointAddr) {
+	if len(eps) > 12 {
+		sort.Sort(byEndpoint(eps))
+		return
+	}
+	for i := 1; i < len(eps); i++ {
+		for j := i; j > 0 && lessEndpoint(eps[j], eps[j-1]); j-- {
+			eps[j], eps[j-1] = eps[j-1], eps[j]
+		}
+	}
+}
+
+type byEndpoint []EndpointAddr
+
+func (b byEndpoint) Len() int           { return len(b) }
+func (b byEndpoint) Less(i, j int) bool { return lessEndpoint(b[i], b[j]) }
+func (b byEndpoint) Swap(i, j int)      { b[i], b[j] = b[j], b[i] }
+
+func lessEndpoint(a, b EndpointAddr) bool {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c < 0
+	}
+	if a.Port != b.Port {
+		return a.Port < b.Port
+	}
+	return a.NodeName < b.NodeName
+}
+
+// sortPorts sorts by port name, then protocol; a service has few ports.
+func sortPorts(ps []*PortInfo) {
+	less := func(a, b *PortInfo) bool {
+		if a.Name.Port != b.Name.Port {
+			return a.Name.Port < b.Name.Port
+		}
+		return a.Protocol < b.Protocol
+	}
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && less(ps[j], ps[j-1]); j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+// compactEndpoints drops repeats of an address and port from sorted eps.
+func compactEndpoints(eps []EndpointAddr) []EndpointAddr {
+	n := 1
+	for i := 1; i < len(eps); i++ {
+		if eps[i].IP != eps[n-1].IP || eps[i].Port != eps[n-1].Port {
+			eps[n] = eps[i]
+			n++
+		}
+	}
+	return eps[:n]
 }

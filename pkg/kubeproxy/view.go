@@ -4,10 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/klog/v2"
-
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -17,11 +13,19 @@ type Options struct {
 	// tenant's service seen in another TP is not served. Call
 	// View.TenantMoved when its answer for a tenant changes.
 	Tenants TenantPartitions
+	// Logf, when set, receives the view's log lines (input skipped as
+	// invalid); nil discards them. pkg/kubeproxy/k8s's Logf writes to klog.
+	// It is spelled with interface{} rather than any (the same type) so
+	// that the package also compiles at language version go1.16, which is
+	// what a tree whose go.mod says "go 1.13" (Arktos's) gives its vendored
+	// packages.
+	Logf func(format string, args ...interface{})
 }
 
-// View is the multi-TP state of services and endpoint slices, and the change
-// tracker between informer events and a proxier. It implements
-// ServiceHandler and EndpointSliceHandler; it is safe for concurrent use.
+// View is the multi-TP state of services and endpoints, and the change
+// tracker between the handlers and a proxier: the endpoint filter that keeps
+// each service's endpoints in its own TP. It implements ServiceHandler and
+// EndpointsHandler and is safe for concurrent use.
 //
 // Events only update records and mark their service pending; Apply turns
 // pending services into snapshot entries. So an event costs O(size of the
@@ -31,49 +35,55 @@ type View struct {
 	opts Options
 
 	mu         sync.Mutex
-	partitions map[string]bool
-	services   map[tenancy.Key]*serviceState
-	sliceOwner map[tenancy.Key]string              // slice key -> service name it feeds
-	subsets    map[tenancy.Key]int                 // Endpoints key -> its subset records, named by subsetName
-	byTenant   map[string]map[tenancy.Key]struct{} // regular tenant -> its services' keys, all TPs
-	pending    map[tenancy.Key]struct{}            // services changed since the consumer's last Apply
+	partitions map[int]bool
+	svcSynced  map[int]bool
+	epSynced   map[int]bool
+	services   map[ServiceName]*serviceState
+	owner      map[ServiceName]string              // endpoints object -> service name it feeds
+	byTenant   map[string]map[ServiceName]struct{} // regular tenant -> its services, all TPs
+	pending    map[ServiceName]struct{}            // services changed since the consumer's last Apply
 	consumer   *Snapshot                           // the snapshot pending is relative to
-	svcSynced  bool
-	epSynced   bool
 	wake       chan struct{}
 
 	skipped atomic.Uint64
 	dropped atomic.Uint64
 }
 
-// serviceState is what the view knows of one service key: the service, if
-// seen, and the slices that name it, if any.
+// serviceState is what the view knows of one service name: the service, if
+// seen, and the endpoints objects that name it, if any.
 type serviceState struct {
-	svc    *Service
-	slices map[string]*EndpointSlice // slice name -> record
+	svc       *service
+	endpoints map[string]*endpointSet // endpoints object name -> set
 }
 
-// NewView returns an empty view of the TPs named in partitions. Events from
+// NewView returns an empty view of the TPs tenantPartitionIDs. Events from
 // other TPs are dropped.
-func NewView(partitions []string, o Options) *View {
+func NewView(tenantPartitionIDs []int, o Options) *View {
 	v := &View{
 		opts:       o,
-		partitions: make(map[string]bool, len(partitions)),
-		services:   map[tenancy.Key]*serviceState{},
-		sliceOwner: map[tenancy.Key]string{},
-		subsets:    map[tenancy.Key]int{},
-		byTenant:   map[string]map[tenancy.Key]struct{}{},
-		pending:    map[tenancy.Key]struct{}{},
+		partitions: make(map[int]bool, len(tenantPartitionIDs)),
+		svcSynced:  map[int]bool{},
+		epSynced:   map[int]bool{},
+		services:   map[ServiceName]*serviceState{},
+		owner:      map[ServiceName]string{},
+		byTenant:   map[string]map[ServiceName]struct{}{},
+		pending:    map[ServiceName]struct{}{},
 		wake:       make(chan struct{}, 1),
 	}
-	for _, p := range partitions {
+	for _, p := range tenantPartitionIDs {
 		v.partitions[p] = true
 	}
 	return v
 }
 
+func (v *View) logf(format string, args ...interface{}) {
+	if v.opts.Logf != nil {
+		v.opts.Logf(format, args...)
+	}
+}
+
 // Changed is signalled (without blocking, at most one signal queued) when
-// services become pending or the view becomes synced.
+// services become pending or a TP reports synced.
 func (v *View) Changed() <-chan struct{} { return v.wake }
 
 func (v *View) signal() {
@@ -83,274 +93,211 @@ func (v *View) signal() {
 	}
 }
 
-// Synced reports whether services and slices of every TP have synced.
+// Synced reports whether every served TP has reported both its services and
+// its endpoints synced. (Arktos's proxier counts as initialised after the
+// first TP; a dataplane fed from here waits for all of them.)
 func (v *View) Synced() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.svcSynced && v.epSynced
+	for p := range v.partitions {
+		if !v.svcSynced[p] || !v.epSynced[p] {
+			return false
+		}
+	}
+	return true
 }
 
-// Skipped counts objects, or parts of them, skipped as invalid.
-func (v *View) Skipped() uint64 { return v.skipped.Load() }
+// ViewStats are a view's counters, for a program to publish.
+type ViewStats struct {
+	// Skipped counts records, or parts of them, skipped as invalid.
+	Skipped uint64
+	// Dropped counts events from TPs the view does not serve.
+	Dropped uint64
+	// Pending is the number of services changed since the last Apply.
+	Pending int
+}
 
-// Dropped counts events from TPs the view does not serve.
-func (v *View) Dropped() uint64 { return v.dropped.Load() }
-
-// Pending is the number of services changed since the last Apply.
-func (v *View) Pending() int {
+// Stats returns the view's counters.
+func (v *View) Stats() ViewStats {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.pending)
+	pending := len(v.pending)
+	v.mu.Unlock()
+	return ViewStats{Skipped: v.skipped.Load(), Dropped: v.dropped.Load(), Pending: pending}
 }
 
-// OnServiceAdd records a service of tp.
-func (v *View) OnServiceAdd(tp string, service *corev1.Service) { v.upsertService(tp, service) }
+// OnServiceAdd records a service of TP tenantPartitionId.
+func (v *View) OnServiceAdd(service *Service, tenantPartitionId int) {
+	v.upsertService(service, tenantPartitionId)
+}
 
-// OnServiceUpdate records the new state of a service of tp.
-func (v *View) OnServiceUpdate(tp string, _, service *corev1.Service) { v.upsertService(tp, service) }
+// OnServiceUpdate records the new state of a service of TP
+// tenantPartitionId.
+func (v *View) OnServiceUpdate(_, service *Service, tenantPartitionId int) {
+	v.upsertService(service, tenantPartitionId)
+}
 
-// OnServiceDelete forgets a service of tp. Its slices stay, as the API keeps
-// them until their controller deletes them, but feed nothing.
-func (v *View) OnServiceDelete(tp string, service *corev1.Service) {
+// OnServiceDelete forgets a service of TP tenantPartitionId. Its endpoints
+// stay, as the API keeps them until their controller deletes them, but feed
+// nothing.
+func (v *View) OnServiceDelete(service *Service, tenantPartitionId int) {
 	if service == nil {
 		return
 	}
-	v.DeleteService(keyIn(tp, service))
-}
-
-// OnServiceSynced marks services synced in every TP.
-func (v *View) OnServiceSynced() {
+	name := ServiceName{TenantPartitionID: tenantPartitionId, Tenant: normalTenant(service.Tenant), Namespace: service.Namespace, Name: service.Name}
 	v.mu.Lock()
-	v.svcSynced = true
-	v.mu.Unlock()
-	v.signal()
-}
-
-// OnEndpointSliceAdd records a slice of tp.
-func (v *View) OnEndpointSliceAdd(tp string, slice *discoveryv1.EndpointSlice) {
-	v.upsertSlice(tp, slice)
-}
-
-// OnEndpointSliceUpdate records the new state of a slice of tp.
-func (v *View) OnEndpointSliceUpdate(tp string, _, slice *discoveryv1.EndpointSlice) {
-	v.upsertSlice(tp, slice)
-}
-
-// OnEndpointSliceDelete forgets a slice of tp.
-func (v *View) OnEndpointSliceDelete(tp string, slice *discoveryv1.EndpointSlice) {
-	if slice == nil {
+	defer v.mu.Unlock()
+	st := v.services[name]
+	if st == nil || st.svc == nil {
 		return
 	}
-	v.DeleteSlice(keyIn(tp, slice))
+	st.svc = nil
+	v.forgetTenantLocked(name)
+	if len(st.endpoints) == 0 {
+		delete(v.services, name)
+	}
+	v.markLocked(name)
 }
 
-// OnEndpointSlicesSynced marks endpoints synced in every TP.
-func (v *View) OnEndpointSlicesSynced() {
+// OnServiceSynced marks the services of TP tenantPartitionId synced.
+func (v *View) OnServiceSynced(tenantPartitionId int) {
 	v.mu.Lock()
-	v.epSynced = true
+	v.svcSynced[tenantPartitionId] = true
 	v.mu.Unlock()
 	v.signal()
 }
 
-// OnEndpointsAdd records the endpoints of a service of tp.
-func (v *View) OnEndpointsAdd(tp string, endpoints *corev1.Endpoints) {
-	v.upsertEndpoints(tp, endpoints)
+// OnEndpointsAdd records an endpoints object of TP tenantPartitionId.
+func (v *View) OnEndpointsAdd(endpoints *Endpoints, tenantPartitionId int) {
+	v.upsertEndpoints(endpoints, tenantPartitionId)
 }
 
-// OnEndpointsUpdate records the new endpoints of a service of tp.
-func (v *View) OnEndpointsUpdate(tp string, _, endpoints *corev1.Endpoints) {
-	v.upsertEndpoints(tp, endpoints)
+// OnEndpointsUpdate records the new state of an endpoints object of TP
+// tenantPartitionId.
+func (v *View) OnEndpointsUpdate(_, endpoints *Endpoints, tenantPartitionId int) {
+	v.upsertEndpoints(endpoints, tenantPartitionId)
 }
 
-// OnEndpointsDelete forgets the endpoints of a service of tp.
-func (v *View) OnEndpointsDelete(tp string, endpoints *corev1.Endpoints) {
+// OnEndpointsDelete forgets an endpoints object of TP tenantPartitionId.
+func (v *View) OnEndpointsDelete(endpoints *Endpoints, tenantPartitionId int) {
 	if endpoints == nil {
 		return
 	}
+	key := ServiceName{TenantPartitionID: tenantPartitionId, Tenant: normalTenant(endpoints.Tenant), Namespace: endpoints.Namespace, Name: endpoints.Name}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.setSubsetsLocked(keyIn(tp, endpoints), nil)
+	if svc, ok := v.owner[key]; ok {
+		v.removeEndpointsLocked(key, svc)
+	}
 }
 
-// OnEndpointsSynced marks endpoints synced in every TP.
-func (v *View) OnEndpointsSynced() { v.OnEndpointSlicesSynced() }
+// OnEndpointsSynced marks the endpoints of TP tenantPartitionId synced.
+func (v *View) OnEndpointsSynced(tenantPartitionId int) {
+	v.mu.Lock()
+	v.epSynced[tenantPartitionId] = true
+	v.mu.Unlock()
+	v.signal()
+}
 
-func (v *View) upsertEndpoints(tp string, endpoints *corev1.Endpoints) {
-	recs, err := EndpointsFromAPI(tp, endpoints)
+func (v *View) upsertService(rec *Service, tp int) {
+	svc, err := parseService(tp, rec)
 	if err != nil {
 		v.skipped.Add(1)
-		klog.V(2).InfoS("Skipping invalid endpoints data", "partition", tp, "err", err)
-		if recs == nil {
-			return
-		}
+		v.logf("kubeproxy: skipping invalid service data from TP %d: %v", tp, err)
+	}
+	if svc == nil {
+		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.acceptLocked(tp) {
 		return
 	}
-	v.setSubsetsLocked(keyIn(tp, endpoints), recs)
-}
-
-// setSubsetsLocked makes recs the subset records of the Endpoints with key,
-// removing those of subsets it no longer has.
-func (v *View) setSubsetsLocked(key tenancy.Key, recs []*EndpointSlice) {
-	for _, rec := range recs {
-		v.upsertSliceLocked(rec)
-	}
-	for i := len(recs); i < v.subsets[key]; i++ {
-		sk := key
-		sk.Name = subsetName(key.Name, i)
-		if svc, ok := v.sliceOwner[sk]; ok {
-			v.removeSliceLocked(sk, svc)
-		}
-	}
-	if len(recs) == 0 {
-		delete(v.subsets, key)
-	} else {
-		v.subsets[key] = len(recs)
-	}
-}
-
-func (v *View) upsertService(tp string, service *corev1.Service) {
-	rec, err := ServiceFromAPI(tp, service)
-	if err != nil {
-		v.skipped.Add(1)
-		klog.V(2).InfoS("Skipping invalid service data", "partition", tp, "err", err)
-	}
-	if rec != nil {
-		v.UpsertService(rec)
-	}
-}
-
-func (v *View) upsertSlice(tp string, slice *discoveryv1.EndpointSlice) {
-	rec, err := SliceFromAPI(tp, slice)
-	if err != nil {
-		v.skipped.Add(1)
-		klog.V(2).InfoS("Skipping invalid endpoint slice data", "partition", tp, "err", err)
-	}
-	switch {
-	case rec != nil:
-		v.UpsertSlice(rec)
-	case err == nil && slice != nil:
-		// The slice no longer feeds a service (its label went away): forget
-		// what it fed before.
-		v.DeleteSlice(keyIn(tp, slice))
-	}
-}
-
-// UpsertService records a service. Feeding records directly is for tests
-// and programs that build records themselves; informer-fed programs use the
-// handler methods.
-func (v *View) UpsertService(rec *Service) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.acceptLocked(rec.Key.Partition) {
-		return
-	}
-	st := v.services[rec.Key]
+	st := v.services[svc.name]
 	if st == nil {
 		st = &serviceState{}
-		v.services[rec.Key] = st
-	} else if equalService(st.svc, rec) {
+		v.services[svc.name] = st
+	} else if equalService(st.svc, svc) {
 		return // a resync or a change the proxy does not see
 	}
-	st.svc = rec
-	if !tenancy.IsSystem(rec.Key.Tenant) {
-		m := v.byTenant[rec.Key.Tenant]
+	st.svc = svc
+	if !tenancy.IsSystem(svc.name.Tenant) {
+		m := v.byTenant[svc.name.Tenant]
 		if m == nil {
-			m = map[tenancy.Key]struct{}{}
-			v.byTenant[rec.Key.Tenant] = m
+			m = map[ServiceName]struct{}{}
+			v.byTenant[svc.name.Tenant] = m
 		}
-		m[rec.Key] = struct{}{}
+		m[svc.name] = struct{}{}
 	}
-	v.markLocked(rec.Key)
+	v.markLocked(svc.name)
 }
 
-// DeleteService forgets the service with key.
-func (v *View) DeleteService(key tenancy.Key) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	st := v.services[key]
-	if st == nil || st.svc == nil {
+func (v *View) upsertEndpoints(rec *Endpoints, tp int) {
+	key, set, err := parseEndpoints(tp, rec)
+	if err != nil {
+		v.skipped.Add(1)
+		v.logf("kubeproxy: skipping invalid endpoints data from TP %d: %v", tp, err)
+	}
+	if set == nil {
 		return
 	}
-	st.svc = nil
-	v.forgetTenantLocked(key)
-	if len(st.slices) == 0 {
-		delete(v.services, key)
-	}
-	v.markLocked(key)
-}
-
-// UpsertSlice records an endpoint slice.
-func (v *View) UpsertSlice(rec *EndpointSlice) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.acceptLocked(rec.Key.Partition) {
+	if !v.acceptLocked(tp) {
 		return
 	}
-	v.upsertSliceLocked(rec)
-}
-
-func (v *View) upsertSliceLocked(rec *EndpointSlice) {
-	if prev, ok := v.sliceOwner[rec.Key]; ok && prev != rec.Service {
-		// The slice moved to another service: take it from the old one.
-		v.removeSliceLocked(rec.Key, prev)
+	if prev, ok := v.owner[key]; ok && prev != set.service {
+		// The object feeds another service now, or none: take it from the
+		// old one.
+		v.removeEndpointsLocked(key, prev)
 	}
-	svcKey := rec.ServiceKey()
-	st := v.services[svcKey]
+	if set.service == "" {
+		return
+	}
+	svcName := key
+	svcName.Name = set.service
+	st := v.services[svcName]
 	if st == nil {
 		st = &serviceState{}
-		v.services[svcKey] = st
+		v.services[svcName] = st
 	}
-	if st.slices == nil {
-		st.slices = map[string]*EndpointSlice{}
-	} else if equalSlice(st.slices[rec.Key.Name], rec) {
+	if st.endpoints == nil {
+		st.endpoints = map[string]*endpointSet{}
+	} else if equalEndpoints(st.endpoints[key.Name], set) {
 		return
 	}
-	st.slices[rec.Key.Name] = rec
-	v.sliceOwner[rec.Key] = rec.Service
-	v.markLocked(svcKey)
+	st.endpoints[key.Name] = set
+	v.owner[key] = set.service
+	v.markLocked(svcName)
 }
 
-// DeleteSlice forgets the endpoint slice with key (the slice's own key).
-func (v *View) DeleteSlice(key tenancy.Key) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if svc, ok := v.sliceOwner[key]; ok {
-		v.removeSliceLocked(key, svc)
-	}
-}
-
-func (v *View) removeSliceLocked(sliceKey tenancy.Key, service string) {
-	delete(v.sliceOwner, sliceKey)
-	svcKey := sliceKey
-	svcKey.Name = service
-	st := v.services[svcKey]
+func (v *View) removeEndpointsLocked(key ServiceName, service string) {
+	delete(v.owner, key)
+	svcName := key
+	svcName.Name = service
+	st := v.services[svcName]
 	if st == nil {
 		return
 	}
-	if _, ok := st.slices[sliceKey.Name]; !ok {
+	if _, ok := st.endpoints[key.Name]; !ok {
 		return
 	}
-	delete(st.slices, sliceKey.Name)
-	if st.svc == nil && len(st.slices) == 0 {
-		delete(v.services, svcKey)
+	delete(st.endpoints, key.Name)
+	if st.svc == nil && len(st.endpoints) == 0 {
+		delete(v.services, svcName)
 	}
-	v.markLocked(svcKey)
+	v.markLocked(svcName)
 }
 
-func (v *View) forgetTenantLocked(key tenancy.Key) {
-	if m := v.byTenant[key.Tenant]; m != nil {
-		delete(m, key)
+func (v *View) forgetTenantLocked(name ServiceName) {
+	if m := v.byTenant[name.Tenant]; m != nil {
+		delete(m, name)
 		if len(m) == 0 {
-			delete(v.byTenant, key.Tenant)
+			delete(v.byTenant, name.Tenant)
 		}
 	}
 }
 
-func (v *View) acceptLocked(tp string) bool {
+func (v *View) acceptLocked(tp int) bool {
 	if v.partitions[tp] {
 		return true
 	}
@@ -358,8 +305,8 @@ func (v *View) acceptLocked(tp string) bool {
 	return false
 }
 
-func (v *View) markLocked(key tenancy.Key) {
-	v.pending[key] = struct{}{}
+func (v *View) markLocked(name ServiceName) {
+	v.pending[name] = struct{}{}
 	v.signal()
 }
 
@@ -373,43 +320,42 @@ func (v *View) TenantMoved(tenant string) {
 	}
 }
 
-// RemovePartition deletes every service and slice of tp and stops accepting
-// its events: the TP was removed from the configuration. A TP that is only
-// unreachable must not be removed; its last state stays served.
-func (v *View) RemovePartition(tp string) {
+// RemovePartition deletes every service and endpoints object of TP
+// tenantPartitionId and stops accepting its events: the TP was removed from
+// the configuration. A TP that is only unreachable must not be removed; its
+// last state stays served.
+func (v *View) RemovePartition(tenantPartitionId int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.removePartitionLocked(tp)
+	v.removePartitionLocked(tenantPartitionId)
 }
 
-func (v *View) removePartitionLocked(tp string) {
+func (v *View) removePartitionLocked(tp int) {
 	delete(v.partitions, tp)
+	delete(v.svcSynced, tp)
+	delete(v.epSynced, tp)
 	for k := range v.services {
-		if k.Partition == tp {
+		if k.TenantPartitionID == tp {
 			v.forgetTenantLocked(k)
 			delete(v.services, k)
 			v.markLocked(k)
 		}
 	}
-	for k := range v.sliceOwner {
-		if k.Partition == tp {
-			delete(v.sliceOwner, k)
-		}
-	}
-	for k := range v.subsets {
-		if k.Partition == tp {
-			delete(v.subsets, k)
+	for k := range v.owner {
+		if k.TenantPartitionID == tp {
+			delete(v.owner, k)
 		}
 	}
 }
 
-// SetPartitions makes partitions the served TPs: TPs no longer listed are
-// removed as by RemovePartition; new ones are accepted from now on.
-func (v *View) SetPartitions(partitions []string) {
+// SetPartitions makes tenantPartitionIDs the served TPs: TPs no longer
+// listed are removed as by RemovePartition; new ones are accepted from now
+// on (and waited for by Synced).
+func (v *View) SetPartitions(tenantPartitionIDs []int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	keep := make(map[string]bool, len(partitions))
-	for _, p := range partitions {
+	keep := make(map[int]bool, len(tenantPartitionIDs))
+	for _, p := range tenantPartitionIDs {
 		keep[p] = true
 	}
 	for p := range v.partitions {
@@ -420,11 +366,11 @@ func (v *View) SetPartitions(partitions []string) {
 	v.partitions = keep
 }
 
-// Partitions returns the served TP names, unordered.
-func (v *View) Partitions() []string {
+// Partitions returns the served tenantPartitionIds, unordered.
+func (v *View) Partitions() []int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make([]string, 0, len(v.partitions))
+	out := make([]int, 0, len(v.partitions))
 	for p := range v.partitions {
 		out = append(out, p)
 	}
@@ -433,20 +379,20 @@ func (v *View) Partitions() []string {
 
 // servedLocked reports whether svc is served: system-tenant services always,
 // a regular tenant's only from the TP it lives in when that is known.
-func (v *View) servedLocked(svc *Service) bool {
-	if v.opts.Tenants == nil || tenancy.IsSystem(svc.Key.Tenant) {
+func (v *View) servedLocked(svc *service) bool {
+	if v.opts.Tenants == nil || tenancy.IsSystem(svc.name.Tenant) {
 		return true
 	}
-	tp, ok := v.opts.Tenants.PartitionOfTenant(svc.Key.Tenant)
-	return !ok || tp == svc.Key.Partition
+	tp, ok := v.opts.Tenants.PartitionOfTenant(svc.name.Tenant)
+	return !ok || tp == svc.name.TenantPartitionID
 }
 
-func (v *View) portsLocked(key tenancy.Key) []*PortInfo {
-	st := v.services[key]
+func (v *View) portsLocked(name ServiceName) []*PortInfo {
+	st := v.services[name]
 	if st == nil || st.svc == nil || !v.servedLocked(st.svc) {
 		return nil
 	}
-	return buildPorts(st.svc, st.slices)
+	return buildPorts(st.svc, st.endpoints)
 }
 
 // Changes says what an Apply changed.
@@ -458,7 +404,7 @@ type Changes struct {
 	// Services are the services whose served ports or endpoints changed:
 	// added, updated or deleted. A deleted service has no ports in the
 	// snapshot.
-	Services []tenancy.Key
+	Services []ServiceName
 }
 
 // Apply brings s up to date. It is for the view's one incremental consumer
@@ -487,15 +433,17 @@ func (v *View) Apply(s *Snapshot) Changes {
 	return c
 }
 
-// resetPendingLocked empties pending. Clearing a map costs as much as the
+// resetPendingLocked empties pending. Emptying a map costs as much as the
 // largest it has been, so a big one is replaced instead: after the initial
 // list, an update must not pay for 30k old entries.
 func (v *View) resetPendingLocked() {
 	if len(v.pending) > 256 {
-		v.pending = map[tenancy.Key]struct{}{}
+		v.pending = map[ServiceName]struct{}{}
 		return
 	}
-	clear(v.pending)
+	for k := range v.pending {
+		delete(v.pending, k)
+	}
 }
 
 // Snapshot returns a complete new snapshot. It does not touch the pending
@@ -505,7 +453,7 @@ func (v *View) Snapshot() *Snapshot {
 	defer v.mu.Unlock()
 	s := &Snapshot{
 		ports:     make(map[ServicePortName]*PortInfo, len(v.services)),
-		byService: make(map[tenancy.Key][]*PortInfo, len(v.services)),
+		byService: make(map[ServiceName][]*PortInfo, len(v.services)),
 	}
 	for k := range v.services {
 		s.set(k, v.portsLocked(k))

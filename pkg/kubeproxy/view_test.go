@@ -1,31 +1,35 @@
 package kubeproxy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
+// TestServicePortNameString: the string is Arktos's ServicePortName.String,
+// fmt.Sprintf("%s_%d/%s/%s:%s", tenant, tenantPartitionId, namespace, name,
+// port), byte for byte, unnamed ports included.
 func TestServicePortNameString(t *testing.T) {
+	arktos := func(n ServicePortName) string {
+		return fmt.Sprintf("%s_%d/%s/%s:%s", n.Tenant, n.TenantPartitionID, n.Namespace, n.Name, n.Port)
+	}
 	cases := []struct {
 		n    ServicePortName
 		want string
 	}{
-		{spn("tp1", "system", "kube-system", "kube-dns", "dns"), "system_tp1/kube-system/kube-dns:dns"},
-		{spn("tp2", "system", "kube-system", "kube-dns", "dns"), "system_tp2/kube-system/kube-dns:dns"},
-		{spn("tp1", "t1", "default", "web", ""), "t1_tp1/default/web"},
-		{spn("admin@tp3", "t2", "ns", "db", "pg"), "t2_admin@tp3/ns/db:pg"},
+		{spn(tp0, "system", "kube-system", "kube-dns", "dns"), "system_0/kube-system/kube-dns:dns"},
+		{spn(tp1, "system", "kube-system", "kube-dns", "dns"), "system_1/kube-system/kube-dns:dns"},
+		{spn(tp0, "t1", "default", "web", ""), "t1_0/default/web:"},
+		{spn(12, "t2", "ns", "db", "pg"), "t2_12/ns/db:pg"},
 	}
 	for _, tc := range cases {
-		if got := tc.n.String(); got != tc.want {
-			t.Errorf("%+v.String() = %q, want %q", tc.n, got, tc.want)
+		if got := tc.n.String(); got != tc.want || got != arktos(tc.n) {
+			t.Errorf("%+v.String() = %q, want %q (Arktos prints %q)", tc.n, got, tc.want, arktos(tc.n))
+		}
+		if got, want := tc.n.ServiceName.String(), fmt.Sprintf("%s_%d/%s/%s", tc.n.Tenant, tc.n.TenantPartitionID, tc.n.Namespace, tc.n.Name); got != want {
+			t.Errorf("ServiceName.String() = %q, want %q", got, want)
 		}
 	}
 }
@@ -33,17 +37,17 @@ func TestServicePortNameString(t *testing.T) {
 // TestSameSystemServiceInTwoTPs is the heart of the issue: one name, two TPs,
 // two services, each with only its own endpoints.
 func TestSameSystemServiceInTwoTPs(t *testing.T) {
-	v := NewView([]string{"tp1", "tp2"}, Options{})
-	v.OnServiceAdd("tp1", svcObj("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)))
-	v.OnServiceAdd("tp2", svcObj("system", "kube-system", "kube-dns", "10.1.0.10", port("dns", 53)))
-	v.OnEndpointSliceAdd("tp1", sliceObj("", "kube-system", "kube-dns-a", "kube-dns", "dns", 5353, ready("192.168.1.1", "192.168.1.2")...))
-	v.OnEndpointSliceAdd("tp2", sliceObj("", "kube-system", "kube-dns-a", "kube-dns", "dns", 5353, ready("192.168.2.1")...))
+	v := NewView([]int{tp0, tp1}, Options{})
+	v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp0)
+	v.OnServiceAdd(svcRec("system", "kube-system", "kube-dns", "10.1.0.10", port("dns", 53)), tp1)
+	v.OnEndpointsAdd(epsRec("", "kube-system", "kube-dns", "kube-dns", "dns", 5353, ready("192.168.1.1", "192.168.1.2")...), tp0)
+	v.OnEndpointsAdd(epsRec("", "kube-system", "kube-dns", "kube-dns", "dns", 5353, ready("192.168.2.1")...), tp1)
 
 	s := v.Snapshot()
 	if s.Len() != 2 || s.Services() != 2 {
 		t.Fatalf("snapshot has %d ports in %d services, want 2 in 2", s.Len(), s.Services())
 	}
-	n1, n2 := spn("tp1", "system", "kube-system", "kube-dns", "dns"), spn("tp2", "system", "kube-system", "kube-dns", "dns")
+	n1, n2 := spn(tp0, "system", "kube-system", "kube-dns", "dns"), spn(tp1, "system", "kube-system", "kube-dns", "dns")
 	if got, want := endpointIPs(t, s, n1), []string{"192.168.1.1:5353", "192.168.1.2:5353"}; !slices.Equal(got, want) {
 		t.Errorf("%s endpoints = %v, want %v", n1, got, want)
 	}
@@ -57,63 +61,71 @@ func TestSameSystemServiceInTwoTPs(t *testing.T) {
 	}
 }
 
-// TestSliceNeverFeedsAnotherTP: a slice of TP2 names a service that exists
-// only in TP1. TP1's service must not get it.
-func TestSliceNeverFeedsAnotherTP(t *testing.T) {
-	v := NewView([]string{"tp1", "tp2"}, Options{})
-	v.OnServiceAdd("tp1", svcObj("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)))
-	v.OnEndpointSliceAdd("tp2", sliceObj("", "kube-system", "x", "kube-dns", "dns", 53, ready("192.168.2.9")...))
+// TestEndpointsNeverFeedAnotherTP: endpoints of TP 1 name a service that
+// exists only in TP 0. TP 0's service must not get them.
+func TestEndpointsNeverFeedAnotherTP(t *testing.T) {
+	v := NewView([]int{tp0, tp1}, Options{})
+	v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp0)
+	v.OnEndpointsAdd(epsRec("", "kube-system", "x", "kube-dns", "dns", 53, ready("192.168.2.9")...), tp1)
 	// Same TP, other tenant or namespace: also not this service.
-	v.OnEndpointSliceAdd("tp1", sliceObj("t1", "kube-system", "y", "kube-dns", "dns", 53, ready("192.168.1.8")...))
-	v.OnEndpointSliceAdd("tp1", sliceObj("", "default", "z", "kube-dns", "dns", 53, ready("192.168.1.7")...))
+	v.OnEndpointsAdd(epsRec("t1", "kube-system", "y", "kube-dns", "dns", 53, ready("192.168.1.8")...), tp0)
+	v.OnEndpointsAdd(epsRec("", "default", "z", "kube-dns", "dns", 53, ready("192.168.1.7")...), tp0)
 	s := v.Snapshot()
-	n := spn("tp1", "system", "kube-system", "kube-dns", "dns")
+	n := spn(tp0, "system", "kube-system", "kube-dns", "dns")
 	if eps := endpointIPs(t, s, n); len(eps) != 0 {
 		t.Fatalf("%s got endpoints %v from elsewhere", n, eps)
 	}
 	if s.Len() != 1 {
-		t.Fatalf("snapshot has %d ports, want 1: slices without a service serve nothing", s.Len())
+		t.Fatalf("snapshot has %d ports, want 1: endpoints without a service serve nothing", s.Len())
 	}
 }
 
 func TestPortsAndEndpoints(t *testing.T) {
-	notReady := epSpec{ip: "192.168.0.3", ready: ptr(false)}
+	notReady := epSpec{ip: "192.168.0.3", notReady: true}
 	cases := []struct {
-		name   string
-		svc    *corev1.Service
-		slices []*discoveryv1.EndpointSlice
-		want   map[string][]string // port name string -> endpoints
+		name string
+		svc  *Service
+		eps  []*Endpoints
+		want map[string][]string // port name string -> endpoints
 	}{
 		{
-			name:   "ready only, sorted, deduplicated across slices",
-			svc:    svcObj("t1", "ns", "web", "10.0.0.1", port("http", 80)),
-			slices: []*discoveryv1.EndpointSlice{sliceObj("t1", "ns", "a", "web", "http", 8080, epSpec{ip: "192.168.0.2"}, notReady), sliceObj("t1", "ns", "b", "web", "http", 8080, ready("192.168.0.1", "192.168.0.2")...)},
-			want:   map[string][]string{"t1_tp1/ns/web:http": {"192.168.0.1:8080", "192.168.0.2:8080"}},
+			name: "ready only, sorted, deduplicated across objects",
+			svc:  svcRec("t1", "ns", "web", "10.0.0.1", port("http", 80)),
+			eps:  []*Endpoints{epsRec("t1", "ns", "a", "web", "http", 8080, epSpec{ip: "192.168.0.2"}, notReady), epsRec("t1", "ns", "b", "web", "http", 8080, ready("192.168.0.1", "192.168.0.2")...)},
+			want: map[string][]string{"t1_0/ns/web:http": {"192.168.0.1:8080", "192.168.0.2:8080"}},
 		},
 		{
-			name:   "ports match by name and protocol",
-			svc:    svcObj("t1", "ns", "dns", "10.0.0.2", port("tcp", 53), udpPort("udp", 53)),
-			slices: []*discoveryv1.EndpointSlice{sliceObj("t1", "ns", "a", "dns", "tcp", 5353, ready("192.168.0.1")...), sliceObj("t1", "ns", "b", "dns", "other", 1, ready("192.168.0.9")...)},
-			want:   map[string][]string{"t1_tp1/ns/dns:tcp": {"192.168.0.1:5353"}, "t1_tp1/ns/dns:udp": nil},
+			name: "ports match by name and protocol",
+			svc:  svcRec("t1", "ns", "dns", "10.0.0.2", port("tcp", 53), udpPort("udp", 53)),
+			eps: []*Endpoints{epsRec("t1", "ns", "a", "dns", "tcp", 5353, ready("192.168.0.1")...), epsRec("t1", "ns", "b", "dns", "other", 1, ready("192.168.0.9")...),
+				// Named udp but TCP: not the udp port.
+				epsRec("t1", "ns", "c", "dns", "udp", 5353, ready("192.168.0.8")...)},
+			want: map[string][]string{"t1_0/ns/dns:tcp": {"192.168.0.1:5353"}, "t1_0/ns/dns:udp": nil},
 		},
 		{
 			name: "headless serves nothing",
-			svc:  svcObj("t1", "ns", "db", "None", port("pg", 5432)),
+			svc:  svcRec("t1", "ns", "db", "None", port("pg", 5432)),
 			want: map[string][]string{},
 		},
 		{
-			name:   "invalid endpoint addresses are skipped",
-			svc:    svcObj("t1", "ns", "web", "10.0.0.1", port("", 80)),
-			slices: []*discoveryv1.EndpointSlice{sliceObj("t1", "ns", "a", "web", "", 8080, ready("not-an-ip", "fe80::1", "192.168.0.4")...)},
-			want:   map[string][]string{"t1_tp1/ns/web": {"192.168.0.4:8080"}},
+			name: "invalid endpoint addresses are skipped",
+			svc:  svcRec("t1", "ns", "web", "10.0.0.1", port("", 80)),
+			eps:  []*Endpoints{epsRec("t1", "ns", "a", "web", "", 8080, ready("not-an-ip", "fe80::1%eth0", "192.168.0.4")...)},
+			want: map[string][]string{"t1_0/ns/web:": {"192.168.0.4:8080"}},
+		},
+		{
+			name: "IPv4-mapped addresses are unmapped",
+			svc:  svcRec("t1", "ns", "web", "::ffff:10.0.0.1", port("p", 80)),
+			eps:  []*Endpoints{epsRec("t1", "ns", "web", "web", "p", 8080, ready("::ffff:192.168.0.5")...)},
+			want: map[string][]string{"t1_0/ns/web:p": {"192.168.0.5:8080"}},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := NewView([]string{"tp1"}, Options{})
-			v.OnServiceAdd("tp1", tc.svc)
-			for _, es := range tc.slices {
-				v.OnEndpointSliceAdd("tp1", es)
+			v := NewView([]int{tp0}, Options{})
+			v.OnServiceAdd(tc.svc, tp0)
+			for _, e := range tc.eps {
+				v.OnEndpointsAdd(e, tp0)
 			}
 			s := v.Snapshot()
 			got := map[string][]string{}
@@ -132,12 +144,68 @@ func TestPortsAndEndpoints(t *testing.T) {
 	}
 }
 
+// TestEndpointsObject: one core/v1 Endpoints, flattened, feeds each service
+// port from the entries with its name; not-ready addresses stay out; an
+// update replaces the whole object.
+func TestEndpointsObject(t *testing.T) {
+	v := NewView([]int{tp0, tp1}, Options{})
+	v.OnServiceAdd(svcRec("acme", "web", "api", "10.0.0.20", port("http", 80), port("admin", 81)), tp0)
+	v.OnServiceAdd(svcRec("acme", "web", "api", "10.1.0.20", port("http", 80)), tp1)
+	obj := &Endpoints{Tenant: "acme", Namespace: "web", Name: "api", Service: "api", Endpoints: []Endpoint{
+		{Address: "192.168.1.1", PortName: "http", Port: 8080, Ready: true},
+		{Address: "192.168.1.9", PortName: "http", Port: 8080},
+		{Address: "192.168.1.2", PortName: "http", Protocol: "TCP", Port: 8080, Ready: true},
+		{Address: "192.168.1.2", PortName: "admin", Port: 9090, Ready: true, NodeName: "node-1"},
+	}}
+	v.OnEndpointsAdd(obj, tp0)
+	v.OnEndpointsAdd(&Endpoints{Tenant: "acme", Namespace: "web", Name: "api", Service: "api", Endpoints: []Endpoint{{Address: "192.168.2.1", PortName: "http", Port: 8080, Ready: true}}}, tp1)
+
+	s := v.Snapshot()
+	httpName, adminName := spn(tp0, "acme", "web", "api", "http"), spn(tp0, "acme", "web", "api", "admin")
+	if got, want := endpointIPs(t, s, httpName), []string{"192.168.1.1:8080", "192.168.1.2:8080"}; !slices.Equal(got, want) {
+		t.Errorf("%s = %v, want %v (ready addresses only)", httpName, got, want)
+	}
+	if got := s.Endpoints(adminName); len(got) != 1 || got[0].AddrPort().String() != "192.168.1.2:9090" || got[0].NodeName != "node-1" {
+		t.Errorf("%s = %+v, want 192.168.1.2:9090 on node-1", adminName, got)
+	}
+	if got, want := endpointIPs(t, s, spn(tp1, "acme", "web", "api", "http")), []string{"192.168.2.1:8080"}; !slices.Equal(got, want) {
+		t.Errorf("tp1 = %v, want %v", got, want)
+	}
+
+	// The admin entries go: their endpoints with them.
+	upd := *obj
+	upd.Endpoints = obj.Endpoints[:1]
+	v.OnEndpointsUpdate(obj, &upd, tp0)
+	s = v.Snapshot()
+	if got, want := endpointIPs(t, s, httpName), []string{"192.168.1.1:8080"}; !slices.Equal(got, want) {
+		t.Errorf("after the update %s = %v, want %v", httpName, got, want)
+	}
+	if got := endpointIPs(t, s, adminName); len(got) != 0 {
+		t.Errorf("after the update %s = %v, want none", adminName, got)
+	}
+
+	// Deleting tp0's endpoints leaves tp1's.
+	v.OnEndpointsDelete(&Endpoints{Tenant: "acme", Namespace: "web", Name: "api"}, tp0)
+	s = v.Snapshot()
+	if got := endpointIPs(t, s, httpName); len(got) != 0 {
+		t.Errorf("after the delete %s = %v", httpName, got)
+	}
+	if got := endpointIPs(t, s, spn(tp1, "acme", "web", "api", "http")); len(got) != 1 {
+		t.Errorf("tp0's delete touched tp1: %v", got)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.owner) != 1 {
+		t.Errorf("endpoints bookkeeping holds %d objects, want 1 (tp1's)", len(v.owner))
+	}
+}
+
 func TestApplyIsIncremental(t *testing.T) {
-	v := NewView([]string{"tp1", "tp2"}, Options{})
-	for _, tp := range []string{"tp1", "tp2"} {
-		v.OnServiceAdd(tp, svcObj("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)))
-		v.OnServiceAdd(tp, svcObj("", "default", "web", "10.0.0.20", port("http", 80)))
-		v.OnEndpointSliceAdd(tp, sliceObj("", "kube-system", "d", "kube-dns", "dns", 53, ready("192.168.0.1")...))
+	v := NewView([]int{tp0, tp1}, Options{})
+	for _, tp := range []int{tp0, tp1} {
+		v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp)
+		v.OnServiceAdd(svcRec("", "default", "web", "10.0.0.20", port("http", 80)), tp)
+		v.OnEndpointsAdd(epsRec("", "kube-system", "d", "kube-dns", "dns", 53, ready("192.168.0.1")...), tp)
 	}
 	s := NewSnapshot()
 	if c := v.Apply(s); !c.Full || s.Len() != 4 {
@@ -147,28 +215,28 @@ func TestApplyIsIncremental(t *testing.T) {
 		t.Fatalf("Apply without events = %+v, want nothing", c)
 	}
 
-	// An endpoint change in TP2 touches only TP2's kube-dns.
-	v.OnEndpointSliceUpdate("tp2", nil, sliceObj("", "kube-system", "d", "kube-dns", "dns", 53, ready("192.168.0.1", "192.168.0.2")...))
-	dns2 := tenancy.Key{Partition: "tp2", Tenant: "system", Namespace: "kube-system", Name: "kube-dns"}
-	if c := v.Apply(s); c.Full || !slices.Equal(c.Services, []tenancy.Key{dns2}) {
-		t.Fatalf("Apply = %+v, want only %v", c, dns2)
+	// An endpoint change in TP 1 touches only TP 1's kube-dns.
+	v.OnEndpointsUpdate(nil, epsRec("", "kube-system", "d", "kube-dns", "dns", 53, ready("192.168.0.1", "192.168.0.2")...), tp1)
+	dns1 := sname(tp1, "system", "kube-system", "kube-dns")
+	if c := v.Apply(s); c.Full || !slices.Equal(c.Services, []ServiceName{dns1}) {
+		t.Fatalf("Apply = %+v, want only %v", c, dns1)
 	}
-	if got := endpointIPs(t, s, spn("tp1", "system", "kube-system", "kube-dns", "dns")); !slices.Equal(got, []string{"192.168.0.1:53"}) {
-		t.Fatalf("tp1 kube-dns changed too: %v", got)
+	if got := endpointIPs(t, s, spn(tp0, "system", "kube-system", "kube-dns", "dns")); !slices.Equal(got, []string{"192.168.0.1:53"}) {
+		t.Fatalf("tp0 kube-dns changed too: %v", got)
 	}
 
-	// An update that a proxy cannot see (labels) changes nothing.
-	same := svcObj("", "default", "web", "10.0.0.20", port("http", 80))
-	same.Labels = map[string]string{"x": "y"}
-	v.OnServiceUpdate("tp1", nil, same)
+	// An update that a proxy cannot see (the same record again) changes
+	// nothing.
+	same := svcRec("system", "default", "web", "10.0.0.20", port("http", 80))
+	v.OnServiceUpdate(nil, same, tp0)
 	if c := v.Apply(s); len(c.Services) != 0 {
 		t.Fatalf("invisible update produced %+v", c)
 	}
 
-	// Deleting TP1's web leaves TP2's.
-	v.OnServiceDelete("tp1", same)
-	web1 := tenancy.Key{Partition: "tp1", Tenant: "system", Namespace: "default", Name: "web"}
-	if c := v.Apply(s); !slices.Equal(c.Services, []tenancy.Key{web1}) || s.Service(web1) != nil || s.Len() != 3 {
+	// Deleting TP 0's web leaves TP 1's.
+	v.OnServiceDelete(same, tp0)
+	web0 := sname(tp0, "system", "default", "web")
+	if c := v.Apply(s); !slices.Equal(c.Services, []ServiceName{web0}) || s.Service(web0) != nil || s.Len() != 3 {
 		t.Fatalf("after delete: %+v, %d ports", c, s.Len())
 	}
 
@@ -182,28 +250,29 @@ func TestApplyIsIncremental(t *testing.T) {
 	}
 }
 
-func TestSliceMovesBetweenServices(t *testing.T) {
-	v := NewView([]string{"tp1"}, Options{})
-	v.OnServiceAdd("tp1", svcObj("t1", "ns", "a", "10.0.0.1", port("p", 80)))
-	v.OnServiceAdd("tp1", svcObj("t1", "ns", "b", "10.0.0.2", port("p", 80)))
-	v.OnEndpointSliceAdd("tp1", sliceObj("t1", "ns", "s", "a", "p", 80, ready("192.168.0.1")...))
+func TestEndpointsMoveBetweenServices(t *testing.T) {
+	v := NewView([]int{tp0}, Options{})
+	v.OnServiceAdd(svcRec("t1", "ns", "a", "10.0.0.1", port("p", 80)), tp0)
+	v.OnServiceAdd(svcRec("t1", "ns", "b", "10.0.0.2", port("p", 80)), tp0)
+	v.OnEndpointsAdd(epsRec("t1", "ns", "s", "a", "p", 80, ready("192.168.0.1")...), tp0)
 	s := NewSnapshot()
 	v.Apply(s)
-	v.OnEndpointSliceUpdate("tp1", nil, sliceObj("t1", "ns", "s", "b", "p", 80, ready("192.168.0.1")...))
+	v.OnEndpointsUpdate(nil, epsRec("t1", "ns", "s", "b", "p", 80, ready("192.168.0.1")...), tp0)
 	c := v.Apply(s)
 	if len(c.Services) != 2 {
 		t.Fatalf("changes %+v, want both services", c)
 	}
-	if a, b := endpointIPs(t, s, spn("tp1", "t1", "ns", "a", "p")), endpointIPs(t, s, spn("tp1", "t1", "ns", "b", "p")); len(a) != 0 || len(b) != 1 {
+	if a, b := endpointIPs(t, s, spn(tp0, "t1", "ns", "a", "p")), endpointIPs(t, s, spn(tp0, "t1", "ns", "b", "p")); len(a) != 0 || len(b) != 1 {
 		t.Fatalf("a=%v b=%v", a, b)
 	}
-	// Losing the label detaches it.
-	bare := sliceObj("t1", "ns", "s", "b", "p", 80, ready("192.168.0.1")...)
-	delete(bare.Labels, discoveryv1.LabelServiceName)
-	v.OnEndpointSliceUpdate("tp1", nil, bare)
+	// No service any more (a slice lost its label): it feeds nothing.
+	v.OnEndpointsUpdate(nil, epsRec("t1", "ns", "s", "", "p", 80, ready("192.168.0.1")...), tp0)
 	v.Apply(s)
-	if b := endpointIPs(t, s, spn("tp1", "t1", "ns", "b", "p")); len(b) != 0 {
-		t.Fatalf("unlabelled slice still feeds b: %v", b)
+	if b := endpointIPs(t, s, spn(tp0, "t1", "ns", "b", "p")); len(b) != 0 {
+		t.Fatalf("detached endpoints still feed b: %v", b)
+	}
+	if v.Stats().Skipped != 0 {
+		t.Fatalf("a detached object is not invalid: skipped %d", v.Stats().Skipped)
 	}
 }
 
@@ -211,10 +280,10 @@ func TestSliceMovesBetweenServices(t *testing.T) {
 // gives at one moment.
 type tenantMap struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]int
 }
 
-func (t *tenantMap) PartitionOfTenant(tenant string) (string, bool) {
+func (t *tenantMap) PartitionOfTenant(tenant string) (int, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.m[tenant]
@@ -222,219 +291,145 @@ func (t *tenantMap) PartitionOfTenant(tenant string) (string, bool) {
 }
 
 func TestRegularTenantServedFromItsTP(t *testing.T) {
-	tm := &tenantMap{m: map[string]string{"t1": "tp1"}}
-	v := NewView([]string{"tp1", "tp2"}, Options{Tenants: tm})
-	// A stray copy of t1's service in TP2, and t2, which the tracker does
+	tm := &tenantMap{m: map[string]int{"t1": tp0}}
+	v := NewView([]int{tp0, tp1}, Options{Tenants: tm})
+	// A stray copy of t1's service in TP 1, and t2, which the tracker does
 	// not know yet.
-	v.OnServiceAdd("tp1", svcObj("t1", "ns", "web", "10.0.0.1", port("http", 80)))
-	v.OnServiceAdd("tp2", svcObj("t1", "ns", "web", "10.0.0.2", port("http", 80)))
-	v.OnServiceAdd("tp2", svcObj("t2", "ns", "web", "10.0.0.3", port("http", 80)))
-	v.OnServiceAdd("tp2", svcObj("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)))
+	v.OnServiceAdd(svcRec("t1", "ns", "web", "10.0.0.1", port("http", 80)), tp0)
+	v.OnServiceAdd(svcRec("t1", "ns", "web", "10.0.0.2", port("http", 80)), tp1)
+	v.OnServiceAdd(svcRec("t2", "ns", "web", "10.0.0.3", port("http", 80)), tp1)
+	v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp1)
 	s := NewSnapshot()
 	v.Apply(s)
 	has := func(n ServicePortName) bool { _, ok := s.Port(n); return ok }
-	if !has(spn("tp1", "t1", "ns", "web", "http")) || has(spn("tp2", "t1", "ns", "web", "http")) {
-		t.Fatal("t1 must be served from tp1 only")
+	if !has(spn(tp0, "t1", "ns", "web", "http")) || has(spn(tp1, "t1", "ns", "web", "http")) {
+		t.Fatal("t1 must be served from tp0 only")
 	}
-	if !has(spn("tp2", "t2", "ns", "web", "http")) || !has(spn("tp2", "system", "kube-system", "kube-dns", "dns")) {
+	if !has(spn(tp1, "t2", "ns", "web", "http")) || !has(spn(tp1, "system", "kube-system", "kube-dns", "dns")) {
 		t.Fatal("unknown tenants and the system tenant are served from every TP")
 	}
-	// The tracker now says t1 lives in tp2.
+	// The tracker now says t1 lives in TP 1.
 	tm.mu.Lock()
-	tm.m["t1"] = "tp2"
+	tm.m["t1"] = tp1
 	tm.mu.Unlock()
 	v.TenantMoved("t1")
 	c := v.Apply(s)
-	if len(c.Services) != 2 || has(spn("tp1", "t1", "ns", "web", "http")) || !has(spn("tp2", "t1", "ns", "web", "http")) {
+	if len(c.Services) != 2 || has(spn(tp0, "t1", "ns", "web", "http")) || !has(spn(tp1, "t1", "ns", "web", "http")) {
 		t.Fatalf("after the move: %+v", c)
 	}
 }
 
 func TestPartitionRemovalAndUnknownTPs(t *testing.T) {
-	v := NewView([]string{"tp1", "tp2"}, Options{})
-	v.OnServiceAdd("tp3", svcObj("", "ns", "x", "10.0.0.3", port("p", 1)))
-	if v.Dropped() != 1 {
-		t.Fatalf("event from an unserved TP: dropped=%d", v.Dropped())
+	v := NewView([]int{tp0, tp1}, Options{})
+	v.OnServiceAdd(svcRec("", "ns", "x", "10.0.0.3", port("p", 1)), tp2)
+	if v.Stats().Dropped != 1 {
+		t.Fatalf("event from an unserved TP: dropped=%d", v.Stats().Dropped)
 	}
-	for _, tp := range []string{"tp1", "tp2"} {
-		v.OnServiceAdd(tp, svcObj("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)))
-		v.OnEndpointSliceAdd(tp, sliceObj("", "kube-system", "d", "kube-dns", "dns", 53, ready("192.168.0.1")...))
+	for _, tp := range []int{tp0, tp1} {
+		v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp)
+		v.OnEndpointsAdd(epsRec("", "kube-system", "d", "kube-dns", "dns", 53, ready("192.168.0.1")...), tp)
 	}
 	s := NewSnapshot()
 	v.Apply(s)
-	v.SetPartitions([]string{"tp1"})
+	v.SetPartitions([]int{tp0})
 	c := v.Apply(s)
-	if len(c.Services) != 1 || c.Services[0].Partition != "tp2" || s.Len() != 1 {
-		t.Fatalf("after removing tp2: %+v, %d ports", c, s.Len())
+	if len(c.Services) != 1 || c.Services[0].TenantPartitionID != tp1 || s.Len() != 1 {
+		t.Fatalf("after removing tp1: %+v, %d ports", c, s.Len())
 	}
-	v.OnServiceAdd("tp2", svcObj("", "ns", "late", "10.0.0.4", port("p", 1)))
+	v.OnServiceAdd(svcRec("", "ns", "late", "10.0.0.4", port("p", 1)), tp1)
 	if v.Apply(s); s.Len() != 1 {
 		t.Fatal("a removed TP's late event came back")
 	}
+	if got := v.Partitions(); !slices.Equal(got, []int{tp0}) {
+		t.Fatalf("partitions %v", got)
+	}
 }
 
-func TestSyncedNeedsBoth(t *testing.T) {
-	v := NewView([]string{"tp1"}, Options{})
+// TestSyncedNeedsEveryTP: synced means services and endpoints of every
+// served TP, not the first TP to report (Arktos's proxier's rule).
+func TestSyncedNeedsEveryTP(t *testing.T) {
+	v := NewView([]int{tp0, tp1}, Options{})
 	if v.Synced() {
 		t.Fatal("synced at start")
 	}
-	v.OnServiceSynced()
+	v.OnServiceSynced(tp0)
+	v.OnEndpointsSynced(tp0)
 	if v.Synced() {
-		t.Fatal("synced before slices")
+		t.Fatal("synced after the first TP")
 	}
-	v.OnEndpointSlicesSynced()
+	v.OnServiceSynced(tp1)
+	v.OnServiceSynced(tp2) // not served: changes nothing
+	if v.Synced() {
+		t.Fatal("synced before tp1's endpoints")
+	}
+	v.OnEndpointsSynced(tp1)
 	if !v.Synced() {
-		t.Fatal("not synced after both")
+		t.Fatal("not synced after both TPs")
+	}
+	// A new TP is waited for; a removed one no longer is.
+	v.SetPartitions([]int{tp0, tp1, tp2})
+	if v.Synced() {
+		t.Fatal("synced while tp2 was added and has not synced")
+	}
+	v.RemovePartition(tp2)
+	if !v.Synced() {
+		t.Fatal("not synced after tp2 was removed")
 	}
 }
 
 func TestBadInputIsSkipped(t *testing.T) {
-	v := NewView([]string{"tp1"}, Options{})
-	v.OnServiceAdd("tp1", nil)
-	v.OnEndpointSliceAdd("tp1", nil)
-	v.OnServiceDelete("tp1", nil)
-	v.OnEndpointSliceDelete("tp1", nil)
-	v.OnServiceAdd("tp1", svcObj("Bad_Tenant", "ns", "x", "10.0.0.1", port("p", 1)))
-	v.OnServiceAdd("tp1", svcObj("", "ns", "y", "10.0.0.300", port("p", 1), port("q", 70000)))
-	es := sliceObj("", "ns", "z", "y", "p", 1, ready("192.168.0.1")...)
-	es.AddressType = discoveryv1.AddressTypeFQDN
-	v.OnEndpointSliceAdd("tp1", es)
-	if v.Skipped() != 4 {
-		t.Errorf("skipped = %d, want 4 (nil service, nil slice, bad tenant, bad IP and port)", v.Skipped())
+	var logged []string
+	v := NewView([]int{tp0}, Options{Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	v.OnServiceAdd(nil, tp0)
+	v.OnEndpointsAdd(nil, tp0)
+	v.OnServiceDelete(nil, tp0)
+	v.OnEndpointsDelete(nil, tp0)
+	v.OnServiceAdd(svcRec("Bad_Tenant", "ns", "x", "10.0.0.1", port("p", 1)), tp0)
+	v.OnServiceAdd(svcRec("", "", "nons", "10.0.0.1", port("p", 1)), tp0)
+	v.OnServiceAdd(svcRec("", "ns", "y", "10.0.0.300", port("p", 1), port("q", 70000)), tp0)
+	v.OnEndpointsAdd(epsRec("", "ns", "z", "y/z", "p", 1, ready("192.168.0.1")...), tp0)
+	v.OnEndpointsAdd(epsRec("", "ns", "e", "y", "p", 0, ready("192.168.0.1")...), tp0)
+	if got := v.Stats().Skipped; got != 7 {
+		t.Errorf("skipped = %d, want 7 (nil service, nil endpoints, bad tenant, no namespace, bad IP and port, bad service name, bad port)", got)
+	}
+	if len(logged) != 7 || !strings.Contains(strings.Join(logged, "\n"), "10.0.0.300") {
+		t.Errorf("log lines should name what was skipped: %q", logged)
 	}
 	if s := v.Snapshot(); s.Len() != 0 {
 		t.Errorf("bad input produced %d ports", s.Len())
 	}
-	if _, err := ServiceFromAPI("tp1", svcObj("", "ns", "y", "10.0.0.300", port("p", 1))); err == nil || !strings.Contains(err.Error(), "10.0.0.300") {
-		t.Errorf("error should name the bad IP: %v", err)
-	}
 }
 
 func FuzzRecords(f *testing.F) {
-	f.Add("10.0.0.1", "192.168.0.1", "p", int32(80), "kube-system", "t1")
-	f.Add("::1", "", "", int32(-1), "", "")
-	f.Fuzz(func(t *testing.T, cip, eip, pname string, p int32, ns, tenant string) {
-		v := NewView([]string{"tp"}, Options{})
-		svc := svcObj(tenant, ns, "s", cip, corev1.ServicePort{Name: pname, Port: p})
-		svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, eip)
-		v.OnServiceAdd("tp", svc)
-		v.OnEndpointSliceAdd("tp", sliceObj(tenant, ns, "e", "s", pname, p, ready(eip, cip)...))
+	f.Add("10.0.0.1", "192.168.0.1", "p", int32(80), "kube-system", "t1", 0)
+	f.Add("::1", "", "", int32(-1), "", "", -1)
+	f.Fuzz(func(t *testing.T, cip, eip, pname string, p int32, ns, tenant string, tp int) {
+		v := NewView([]int{tp}, Options{})
+		svc := svcRec(tenant, ns, "s", cip, ServicePort{Name: pname, Port: p})
+		svc.ClusterIPs = append(svc.ClusterIPs, eip)
+		v.OnServiceAdd(svc, tp)
+		v.OnEndpointsAdd(epsRec(tenant, ns, "e", "s", pname, p, ready(eip, cip)...), tp)
 		s := v.Snapshot()
 		for pi := range s.All() {
-			if pi.Name.Service.Partition != "tp" || len(pi.ClusterIPs) == 0 {
+			if pi.Name.TenantPartitionID != tp || len(pi.ClusterIPs) == 0 || pi.Name.Tenant == "" {
 				t.Fatalf("bad port %+v", pi)
 			}
 		}
 	})
 }
 
-func endpointsObj(tenant, ns, name string, subsets ...corev1.EndpointSubset) *corev1.Endpoints {
-	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Subsets: subsets}
-	if tenant != "" {
-		tenancy.SetTenant(e, tenant)
+// TestManyEndpointsSorted: long endpoint lists (past the insertion sort)
+// come sorted and without repeats too.
+func TestManyEndpointsSorted(t *testing.T) {
+	v := NewView([]int{tp0}, Options{})
+	v.OnServiceAdd(svcRec("", "ns", "big", "10.0.0.1", port("p", 80)), tp0)
+	var ips []string
+	for i := 40; i > 0; i-- {
+		ips = append(ips, fmt.Sprintf("192.168.0.%d", i), fmt.Sprintf("192.168.0.%d", i))
 	}
-	return e
-}
-
-func subset(ports []corev1.EndpointPort, ready []string, notReady ...string) corev1.EndpointSubset {
-	ss := corev1.EndpointSubset{Ports: ports}
-	for _, ip := range ready {
-		ss.Addresses = append(ss.Addresses, corev1.EndpointAddress{IP: ip})
-	}
-	for _, ip := range notReady {
-		ss.NotReadyAddresses = append(ss.NotReadyAddresses, corev1.EndpointAddress{IP: ip})
-	}
-	return ss
-}
-
-// TestEndpoints: core/v1 Endpoints, as Arktos serves them, feed the service
-// of their name in their own TP: each subset with its own ports, not-ready
-// addresses kept out, a subset that goes away takes its endpoints along.
-func TestEndpoints(t *testing.T) {
-	v := NewView([]string{"tp1", "tp2"}, Options{})
-	v.OnServiceAdd("tp1", svcObj("acme", "web", "api", "10.0.0.20", port("http", 80), port("admin", 81)))
-	v.OnServiceAdd("tp2", svcObj("acme", "web", "api", "10.1.0.20", port("http", 80)))
-	http := []corev1.EndpointPort{{Name: "http", Port: 8080}}
-	both := []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}, {Name: "admin", Port: 9090}}
-	v.OnEndpointsAdd("tp1", endpointsObj("acme", "web", "api",
-		subset(http, []string{"192.168.1.1"}, "192.168.1.9"),
-		subset(both, []string{"192.168.1.2"})))
-	v.OnEndpointsAdd("tp2", endpointsObj("acme", "web", "api", subset(http, []string{"192.168.2.1"})))
-
-	s := v.Snapshot()
-	httpName, adminName := spn("tp1", "acme", "web", "api", "http"), spn("tp1", "acme", "web", "api", "admin")
-	if got, want := endpointIPs(t, s, httpName), []string{"192.168.1.1:8080", "192.168.1.2:8080"}; !slices.Equal(got, want) {
-		t.Errorf("%s = %v, want %v (ready addresses of both subsets)", httpName, got, want)
-	}
-	if got, want := endpointIPs(t, s, adminName), []string{"192.168.1.2:9090"}; !slices.Equal(got, want) {
-		t.Errorf("%s = %v, want %v (only the subset with the port)", adminName, got, want)
-	}
-	if got, want := endpointIPs(t, s, spn("tp2", "acme", "web", "api", "http")), []string{"192.168.2.1:8080"}; !slices.Equal(got, want) {
-		t.Errorf("tp2 = %v, want %v", got, want)
-	}
-
-	// The second subset goes: its endpoints with it.
-	v.OnEndpointsUpdate("tp1", nil, endpointsObj("acme", "web", "api", subset(http, []string{"192.168.1.1"})))
-	s = v.Snapshot()
-	if got, want := endpointIPs(t, s, httpName), []string{"192.168.1.1:8080"}; !slices.Equal(got, want) {
-		t.Errorf("after the update %s = %v, want %v", httpName, got, want)
-	}
-	if got := endpointIPs(t, s, adminName); len(got) != 0 {
-		t.Errorf("after the update %s = %v, want none", adminName, got)
-	}
-
-	// Deleting tp1's endpoints leaves tp2's.
-	v.OnEndpointsDelete("tp1", endpointsObj("acme", "web", "api"))
-	s = v.Snapshot()
-	if got := endpointIPs(t, s, httpName); len(got) != 0 {
-		t.Errorf("after the delete %s = %v", httpName, got)
-	}
-	if got := endpointIPs(t, s, spn("tp2", "acme", "web", "api", "http")); len(got) != 1 {
-		t.Errorf("tp1's delete touched tp2: %v", got)
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.subsets) != 1 {
-		t.Errorf("subset bookkeeping holds %d Endpoints, want 1 (tp2's)", len(v.subsets))
-	}
-}
-
-func TestEndpointsFromAPI(t *testing.T) {
-	cases := []struct {
-		name    string
-		ep      *corev1.Endpoints
-		records int
-		ready   int
-		wantErr string
-	}{
-		{"empty", endpointsObj("", "ns", "svc"), 0, 0, ""},
-		{"one subset", endpointsObj("", "ns", "svc", subset([]corev1.EndpointPort{{Port: 80}}, []string{"10.0.0.1", "10.0.0.2"}, "10.0.0.3")), 1, 2, ""},
-		{"bad address and port skipped", endpointsObj("t1", "ns", "svc", subset([]corev1.EndpointPort{{Port: 80}, {Port: 0}}, []string{"10.0.0.1", "nope"})), 1, 1, "skipped invalid"},
-		{"bad tenant", endpointsObj("Not_A_Tenant", "ns", "svc"), 0, 0, "DNS-1123"},
-	}
-	for _, tc := range cases {
-		recs, err := EndpointsFromAPI("tp1", tc.ep)
-		if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-			t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
-			continue
-		}
-		if len(recs) != tc.records {
-			t.Errorf("%s: %d records, want %d", tc.name, len(recs), tc.records)
-			continue
-		}
-		ready := 0
-		for _, r := range recs {
-			if r.Service != "svc" || r.Key.Partition != "tp1" || !strings.HasPrefix(r.Key.Name, "svc.") {
-				t.Errorf("%s: record %+v", tc.name, r)
-			}
-			for _, e := range r.Endpoints {
-				if e.Ready {
-					ready++
-				}
-			}
-		}
-		if ready != tc.ready {
-			t.Errorf("%s: %d ready endpoints, want %d", tc.name, ready, tc.ready)
-		}
+	v.OnEndpointsAdd(epsRec("", "ns", "big", "big", "p", 8080, ready(ips...)...), tp0)
+	got := endpointIPs(t, v.Snapshot(), spn(tp0, "system", "ns", "big", "p"))
+	if len(got) != 40 || got[0] != "192.168.0.1:8080" || got[1] != "192.168.0.2:8080" || got[39] != "192.168.0.40:8080" {
+		t.Fatalf("endpoints %v", got)
 	}
 }

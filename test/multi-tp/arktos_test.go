@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
-	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
@@ -293,13 +291,15 @@ func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 	set, view, tracker := lib.set, lib.view, lib.tracker
 
 	s := view.Snapshot()
+	// The keys are Arktos's own ServicePortName strings: TP tp1 is
+	// tenantPartitionId 0, tp2 is 1.
 	for key, want := range map[string]string{
-		"acme_tp1/web/api:http": "10.244.1.7:8080", "zeta_tp2/web/api:http": "10.244.2.7:8080",
+		"acme_0/web/api:http": "10.244.1.7:8080", "zeta_1/web/api:http": "10.244.2.7:8080",
 	} {
 		var got []string
-		for n := range s.ServiceKeys() {
-			if n.String()+":http" == key {
-				for _, e := range s.Endpoints(kubeproxy.ServicePortName{Service: n, Port: "http", Protocol: corev1.ProtocolTCP}) {
+		for p := range s.All() {
+			if p.Name.String() == key {
+				for _, e := range s.Endpoints(p.Name) {
 					got = append(got, e.AddrPort().String())
 				}
 			}
@@ -308,9 +308,9 @@ func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 			t.Errorf("kube-proxy view %s: endpoints %v, want %s", key, got, want)
 		}
 	}
-	for _, k := range []string{"system_tp1/kube-system/kube-dns", "system_tp2/kube-system/kube-dns"} {
+	for _, k := range []string{"system_0/kube-system/kube-dns", "system_1/kube-system/kube-dns"} {
 		found := false
-		for n := range s.ServiceKeys() {
+		for n := range s.ServiceNames() {
 			found = found || n.String() == k
 		}
 		if !found {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
@@ -275,8 +276,8 @@ func startNodeLibraries(t *testing.T, o partition.Options, wo tporigink8s.WireOp
 	for _, p := range set.Partitions() {
 		names = append(names, p.Name)
 	}
-	view := kubeproxy.NewView(names, kubeproxy.Options{})
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
+	view := kubeproxy.NewView(kubeproxyk8s.PartitionsOf(set).IDs(), kubeproxy.Options{Logf: kubeproxyk8s.Logf})
+	src, err := kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, kubeproxyk8s.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
@@ -315,12 +316,14 @@ func testLibraries(t *testing.T, m *mission) {
 	t.Run("kubeproxy", func(t *testing.T) {
 		s := view.Snapshot()
 		var keys []string
-		for k := range s.ServiceKeys() {
+		for k := range s.ServiceNames() {
 			keys = append(keys, k.String())
 		}
 		slices.Sort(keys)
+		// Keys carry the TP as Arktos does: its position in the kubeconfig
+		// list (tp1 is 0).
 		want := []string{
-			"acme_tp2/default/web", "system_tp1/kube-system/kube-dns", "system_tp2/kube-system/kube-dns", "zeta_tp3/default/web",
+			"acme_1/default/web", "system_0/kube-system/kube-dns", "system_1/kube-system/kube-dns", "zeta_2/default/web",
 		}
 		if !slices.Equal(keys, want) {
 			t.Fatalf("services in the snapshot:\n got %q\nwant %q", keys, want)
@@ -332,12 +335,15 @@ func testLibraries(t *testing.T, m *mission) {
 			{"tp1", kubeDNSTP1, []string{"10.244.1.2:53", "10.244.1.3:53"}},
 			{"tp2", kubeDNSTP2, []string{"10.244.2.2:53"}},
 		} {
-			n := kubeproxy.ServicePortName{
-				Service:  tenancy.Key{Partition: c.tp, Tenant: "system", Namespace: "kube-system", Name: "kube-dns"},
-				Port:     "dns",
-				Protocol: corev1.ProtocolUDP,
+			id, ok := kubeproxyk8s.PartitionsOf(set).ID(c.tp)
+			if !ok {
+				t.Fatalf("no TP %s", c.tp)
 			}
-			if want := "system_" + c.tp + "/kube-system/kube-dns:dns"; n.String() != want {
+			n := kubeproxy.ServicePortName{
+				ServiceName: kubeproxy.ServiceName{TenantPartitionID: id, Tenant: "system", Namespace: "kube-system", Name: "kube-dns"},
+				Port:        "dns",
+			}
+			if want := fmt.Sprintf("system_%d/kube-system/kube-dns:dns", id); n.String() != want {
 				t.Errorf("port name %q, want %q", n, want)
 			}
 			p, ok := s.Port(n)

@@ -5,20 +5,18 @@ import (
 	"fmt"
 	"testing"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
-
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 )
 
-var benchTPs = []string{"tp1", "tp2", "tp3"}
+var benchTPs = []int{0, 1, 2}
 
 // benchView holds perTP services with 3 endpoints each in each of 3 TPs,
 // fed through the handler methods as informers do. It returns the view, a
 // snapshot applied from it, and the slice objects for updates.
-func benchView(b *testing.B, perTP int) (*kubeproxy.View, *kubeproxy.Snapshot, map[string][]*discoveryv1.EndpointSlice) {
+func benchView(b *testing.B, perTP int) (*kubeproxy.View, *kubeproxy.Snapshot, map[int][]*kubeproxy.Endpoints) {
 	b.Helper()
 	v := kubeproxy.NewView(benchTPs, kubeproxy.Options{})
-	slices := map[string][]*discoveryv1.EndpointSlice{}
+	slices := map[int][]*kubeproxy.Endpoints{}
 	for ti, tp := range benchTPs {
 		for i := 0; i < perTP; i++ {
 			tenant := "system"
@@ -26,14 +24,14 @@ func benchView(b *testing.B, perTP int) (*kubeproxy.View, *kubeproxy.Snapshot, m
 				tenant = fmt.Sprintf("t%d", i%50)
 			}
 			ns, n := fmt.Sprintf("ns%d", i%100), fmt.Sprintf("svc%d", i)
-			v.OnServiceAdd(tp, svc(tenant, ns, n, fmt.Sprintf("10.%d.%d.%d", 96+ti, (i>>8)&255, i&255), "http", 80))
+			v.OnServiceAdd(svc(tenant, ns, n, fmt.Sprintf("10.%d.%d.%d", 96+ti, (i>>8)&255, i&255), "http", 80), tp)
 			var ips []string
 			for j := 0; j < 3; j++ {
 				ips = append(ips, fmt.Sprintf("172.%d.%d.%d", 16+ti, (i*3+j)>>8&255, (i*3+j)&255))
 			}
 			es := slice(tenant, ns, n+"-abcde", n, "http", 8080, ips...)
 			slices[tp] = append(slices[tp], es)
-			v.OnEndpointSliceAdd(tp, es)
+			v.OnEndpointsAdd(es, tp)
 		}
 	}
 	s := kubeproxy.NewSnapshot()
@@ -71,15 +69,15 @@ func BenchmarkRenderPartial(b *testing.B) {
 			v, s, slices := benchView(b, perTP)
 			var r Renderer
 			r.Commit(r.RenderFull(s, nil))
-			a := slices["tp2"][perTP/2]
-			c := a.DeepCopy()
-			c.Endpoints = c.Endpoints[:2]
-			states := [2]*discoveryv1.EndpointSlice{c, a}
+			a := slices[1][perTP/2]
+			c := *a
+			c.Endpoints = a.Endpoints[:2]
+			states := [2]*kubeproxy.Endpoints{&c, a}
 			b.ReportAllocs()
 			b.ResetTimer()
 			var p *Plan
 			for i := 0; i < b.N; i++ {
-				v.OnEndpointSliceUpdate("tp2", nil, states[i%2])
+				v.OnEndpointsUpdate(nil, states[i%2], 1)
 				ch := v.Apply(s)
 				p = r.RenderPartial(s, ch.Services)
 				r.Commit(p)
@@ -113,14 +111,14 @@ func BenchmarkNetnsApply(b *testing.B) {
 					}
 				}
 			})
-			a := slices["tp2"][perTP/2]
-			c := a.DeepCopy()
-			c.Endpoints = c.Endpoints[:2]
-			states := [2]*discoveryv1.EndpointSlice{c, a}
+			a := slices[1][perTP/2]
+			c := *a
+			c.Endpoints = a.Endpoints[:2]
+			states := [2]*kubeproxy.Endpoints{&c, a}
 			k := 0 // alternates across the runs of the sub-benchmark
 			b.Run("one-service", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					v.OnEndpointSliceUpdate("tp2", nil, states[k%2])
+					v.OnEndpointsUpdate(nil, states[k%2], 1)
 					k++
 					ch := v.Apply(s)
 					var res Result

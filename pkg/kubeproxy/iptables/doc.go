@@ -12,9 +12,15 @@
 //	filter OUTPUT, FORWARD -> TPKIT-SERVICES: REJECT for ports without endpoints
 //
 // The hashes are taken over the ServicePortName string, which carries the
-// TP ("system_tp1/kube-system/kube-dns:dns"), and the protocol (and the
-// endpoint for TPKIT-SEP), so the same service name in two TPs has two
-// chains.
+// TP as Arktos numbers it ("system_0/kube-system/kube-dns:dns"), and the
+// protocol in lower case (and the endpoint for TPKIT-SEP), exactly as
+// Arktos's kube-proxy hashes KUBE-SVC-/KUBE-SEP-: the same service name in
+// two TPs has two chains, and a chain's hash is the one Arktos gives the
+// same port.
+//
+// It imports only the standard library, go-iptables and the kubeproxy core
+// (no client-go, k8s.io/api, klog or Prometheus), so a build that vendors
+// the core can take it along.
 //
 // Invariants:
 //   - Bulk writes go through one iptables-restore --noflush call per sync, so

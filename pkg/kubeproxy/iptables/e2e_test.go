@@ -12,9 +12,21 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
+
+// svcObj is a Service with one TCP port, to seed a fake TP.
+func svcObj(tenant, ns, name, ip string, portName string, p int32) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip},
+			Ports: []corev1.ServicePort{{Name: portName, Port: p, Protocol: corev1.ProtocolTCP}}},
+	}
+	tenancy.SetTenant(s, tenant)
+	return s
+}
 
 // endpoints are the Endpoints of a selector-less service: no controller
 // touches them.
@@ -43,8 +55,8 @@ func TestNetnsFakeTPEndToEnd(t *testing.T) {
 	c := faketp.StartT(t, faketp.Options{Partitions: 2})
 	tps := c.TPs()
 	seeds := [][]any{
-		{svc("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53), endpoints("system", "kube-system", "kube-dns", "dns", 8080, "198.18.0.11")},
-		{svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), endpoints("system", "kube-system", "kube-dns", "dns", 8080, "198.18.0.21")},
+		{svcObj("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53), endpoints("system", "kube-system", "kube-dns", "dns", 8080, "198.18.0.11")},
+		{svcObj("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), endpoints("system", "kube-system", "kube-dns", "dns", 8080, "198.18.0.21")},
 	}
 	var names []string
 	var cfgs []*rest.Config
@@ -59,8 +71,8 @@ func TestNetnsFakeTPEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := kubeproxy.NewView(names, kubeproxy.Options{})
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, []kubeproxy.EndpointSliceHandler{view}, kubeproxy.SourceOptions{})
+	view := kubeproxy.NewView(kubeproxyk8s.PartitionsOf(set).IDs(), kubeproxy.Options{})
+	src, err := kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, kubeproxyk8s.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,13 +217,15 @@ func TestNetnsVIPReachesOnlyItsTP(t *testing.T) {
 	e.backend(t, "tp2", "198.18.0.21")
 	e.backend(t, "tp2", "198.18.0.22")
 
-	v := kubeproxy.NewView([]string{"tp1", "tp2"}, kubeproxy.Options{})
-	v.OnServiceAdd("tp1", svc("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53))
-	v.OnServiceAdd("tp2", svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53))
-	v.OnEndpointSliceAdd("tp1", slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.11", "198.18.0.12"))
-	v.OnEndpointSliceAdd("tp2", slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.21", "198.18.0.22"))
-	v.OnServiceSynced()
-	v.OnEndpointSlicesSynced()
+	v := kubeproxy.NewView([]int{0, 1}, kubeproxy.Options{})
+	v.OnServiceAdd(svc("system", "kube-system", "kube-dns", "198.19.0.10", "dns", 53), 0)
+	v.OnServiceAdd(svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), 1)
+	v.OnEndpointsAdd(slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.11", "198.18.0.12"), 0)
+	v.OnEndpointsAdd(slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.21", "198.18.0.22"), 1)
+	for _, tp := range []int{0, 1} {
+		v.OnServiceSynced(tp)
+		v.OnEndpointsSynced(tp)
+	}
 
 	p := e.proxier(t)
 	t.Cleanup(func() {
@@ -255,7 +257,7 @@ func TestNetnsVIPReachesOnlyItsTP(t *testing.T) {
 	}
 
 	// TP2 loses one endpoint: only TP2's service is rewritten.
-	v.OnEndpointSliceUpdate("tp2", nil, slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.22"))
+	v.OnEndpointsUpdate(nil, slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.22"), 1)
 	res := e.apply(t, p, s, v.Apply(s))
 	if res.Full || res.Services != 1 || res.ChainsDeleted != 1 {
 		t.Fatalf("endpoint update rewrote %+v, want 1 service and 1 chain deleted", res)
@@ -268,7 +270,7 @@ func TestNetnsVIPReachesOnlyItsTP(t *testing.T) {
 	}
 
 	// TP1 loses every endpoint: its VIP is rejected, not sent to TP2.
-	v.OnEndpointSliceDelete("tp1", slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080))
+	v.OnEndpointsDelete(slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080), 0)
 	if res := e.apply(t, p, s, v.Apply(s)); res.Services != 1 {
 		t.Fatalf("endpoint loss rewrote %+v", res)
 	}
@@ -277,22 +279,22 @@ func TestNetnsVIPReachesOnlyItsTP(t *testing.T) {
 	}
 
 	// TP2 is removed from the configuration: its rules go.
-	v.SetPartitions([]string{"tp1"})
+	v.SetPartitions([]int{0})
 	if res := e.apply(t, p, s, v.Apply(s)); res.Services != 1 || res.ChainsDeleted != 2 {
 		t.Fatalf("TP removal %+v", res)
 	}
 	if _, err := e.dial(vip2); err == nil {
 		t.Fatal("TP2's VIP still answers after TP2 was removed")
 	}
-	if saved := e.save(t); strings.Contains(saved, "system_tp2") || strings.Count(saved, ":"+ServiceChainPrefix) != 0 {
+	if saved := e.save(t); strings.Contains(saved, "system_1/") || strings.Count(saved, ":"+ServiceChainPrefix) != 0 {
 		t.Fatalf("TP2 rules left:\n%s", saved)
 	}
 
 	// A restarted proxier (fresh memory) with TP2 back does a full sync that
 	// serves both TPs again and removes nothing it still needs.
-	v.SetPartitions([]string{"tp1", "tp2"})
-	v.OnServiceAdd("tp2", svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53))
-	v.OnEndpointSliceAdd("tp2", slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.21"))
+	v.SetPartitions([]int{0, 1})
+	v.OnServiceAdd(svc("system", "kube-system", "kube-dns", "198.19.1.10", "dns", 53), 1)
+	v.OnEndpointsAdd(slice("system", "kube-system", "kube-dns-x", "kube-dns", "dns", 8080, "198.18.0.21"), 1)
 	p2 := e.proxier(t)
 	s2 := kubeproxy.NewSnapshot()
 	if res := e.apply(t, p2, s2, v.Apply(s2)); !res.Full {

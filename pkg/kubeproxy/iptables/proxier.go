@@ -9,15 +9,23 @@ import (
 	"sync"
 
 	goiptables "github.com/coreos/go-iptables/iptables"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 )
 
+// Family is the IP family a Proxier programs.
+type Family string
+
+// The families; the values are the Kubernetes API's IPFamily strings.
+const (
+	IPv4 Family = "IPv4"
+	IPv6 Family = "IPv6"
+)
+
 // Options configure a Proxier.
 type Options struct {
-	// Family is IPv4 (the default) or IPv6.
-	Family corev1.IPFamily
+	// Family is IPv4 (the default, also for "") or IPv6.
+	Family Family
 	// IPTables runs checks and chain management. Nil builds one for Family.
 	IPTables *goiptables.IPTables
 	// RestoreCommand is the iptables-restore command and leading arguments;
@@ -44,7 +52,7 @@ func New(o Options) (*Proxier, error) {
 	ipt := o.IPTables
 	if ipt == nil {
 		proto := goiptables.ProtocolIPv4
-		if o.Family == corev1.IPv6Protocol {
+		if o.Family == IPv6 {
 			proto = goiptables.ProtocolIPv6
 		}
 		var err error
@@ -55,7 +63,7 @@ func New(o Options) (*Proxier, error) {
 	restore := o.RestoreCommand
 	if len(restore) == 0 {
 		restore = []string{"iptables-restore"}
-		if o.Family == corev1.IPv6Protocol {
+		if o.Family == IPv6 {
 			restore = []string{"ip6tables-restore"}
 		}
 	}

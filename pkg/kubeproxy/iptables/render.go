@@ -8,10 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // Chain names. Each is at most 28 characters, iptables' limit.
@@ -25,15 +22,20 @@ const (
 )
 
 // ServiceChain is the chain of one service port: TPKIT-SVC- and 16
-// characters of the base32 SHA-256 of the port's name and protocol, as
-// kube-proxy's servicePortChainName does with KUBE-SVC-.
-func ServiceChain(n kubeproxy.ServicePortName) string {
-	return ServiceChainPrefix + hashName(n.String()+string(n.Protocol))
+// characters of the base32 SHA-256 of the port's name string and its
+// protocol in lower case, as Arktos's servicePortChainName does with
+// KUBE-SVC-. The name string carries the TP
+// ("system_0/kube-system/kube-dns:dns"), so the hash is the one an Arktos
+// kube-proxy gives the same port: TPKIT-SVC-X here is KUBE-SVC-X there.
+func ServiceChain(n kubeproxy.ServicePortName, protocol string) string {
+	return ServiceChainPrefix + hashName(n.String()+strings.ToLower(protocol))
 }
 
-// EndpointChain is the chain of one endpoint of one service port.
-func EndpointChain(n kubeproxy.ServicePortName, ep netip.AddrPort) string {
-	return EndpointChainPrefix + hashName(n.String()+string(n.Protocol)+ep.String())
+// EndpointChain is the chain of one endpoint of one service port, hashed as
+// Arktos's servicePortEndpointChainName hashes KUBE-SEP-: the port's name
+// string, the protocol in lower case and the endpoint's "ip:port".
+func EndpointChain(n kubeproxy.ServicePortName, protocol string, ep netip.AddrPort) string {
+	return EndpointChainPrefix + hashName(n.String()+strings.ToLower(protocol)+ep.String())
 }
 
 func hashName(s string) string {
@@ -69,7 +71,7 @@ type installedPort struct {
 }
 
 // state is what the dataplane holds, per service.
-type state map[tenancy.Key][]installedPort
+type state map[kubeproxy.ServiceName][]installedPort
 
 // Renderer turns snapshots into iptables-restore input. It remembers what
 // it rendered last (after Commit) so that partial renders can delete what a
@@ -77,7 +79,7 @@ type state map[tenancy.Key][]installedPort
 type Renderer struct {
 	// Family selects the cluster IPs and endpoints rendered: IPv4 (the
 	// default) or IPv6 for ip6tables.
-	Family corev1.IPFamily
+	Family Family
 
 	installed state
 }
@@ -87,7 +89,7 @@ type Renderer struct {
 type Plan struct {
 	Input  []byte
 	Result Result
-	next   map[tenancy.Key][]installedPort // entries to set; nil value deletes
+	next   map[kubeproxy.ServiceName][]installedPort // entries to set; nil value deletes
 	full   bool
 }
 
@@ -111,13 +113,13 @@ func (r *Renderer) Installed() int { return len(r.installed) }
 // RenderFull renders everything in s. stale lists chains present in the
 // kernel; those with tpkit's prefixes that s does not need are deleted.
 func (r *Renderer) RenderFull(s *kubeproxy.Snapshot, stale []string) *Plan {
-	p := &Plan{full: true, next: make(map[tenancy.Key][]installedPort, s.Services())}
+	p := &Plan{full: true, next: make(map[kubeproxy.ServiceName][]installedPort, s.Services())}
 	p.Result.Full = true
 	var natChains, natRules, filterRules bytes.Buffer
 	natRules.Grow(s.Len() * 600)
 	natChains.Grow(s.Len() * 100)
 	want := map[string]bool{}
-	for key := range s.ServiceKeys() {
+	for key := range s.ServiceNames() {
 		ports := r.build(s.Service(key))
 		p.next[key] = ports
 		p.Result.Services++
@@ -173,8 +175,8 @@ func (r *Renderer) RenderFull(s *kubeproxy.Snapshot, stale []string) *Plan {
 // what was committed last: their chains are rewritten, their rules in
 // TPKIT-SERVICES added or deleted one by one, and chains they no longer need
 // deleted. Other services are not touched.
-func (r *Renderer) RenderPartial(s *kubeproxy.Snapshot, changed []tenancy.Key) *Plan {
-	p := &Plan{next: make(map[tenancy.Key][]installedPort, len(changed))}
+func (r *Renderer) RenderPartial(s *kubeproxy.Snapshot, changed []kubeproxy.ServiceName) *Plan {
+	p := &Plan{next: make(map[kubeproxy.ServiceName][]installedPort, len(changed))}
 	var natChains, natRules, natDel, filterRules, filterDel, drop bytes.Buffer
 	for _, key := range changed {
 		if _, seen := p.next[key]; seen {
@@ -283,11 +285,11 @@ func (r *Renderer) build(infos []*kubeproxy.PortInfo) []installedPort {
 		eps := r.endpoints(pi)
 		if len(eps) > 0 {
 			// A port without endpoints needs no chain, only a REJECT.
-			ip.svcChain = ServiceChain(pi.Name)
+			ip.svcChain = ServiceChain(pi.Name, pi.Protocol)
 		}
 		ip.sepChains = make([]string, len(eps))
 		for j, ep := range eps {
-			ip.sepChains[j] = EndpointChain(pi.Name, ep.AddrPort())
+			ip.sepChains[j] = EndpointChain(pi.Name, pi.Protocol, ep.AddrPort())
 		}
 		comment := sanitize(pi.Name.String())
 		for _, vip := range pi.ClusterIPs {
@@ -306,7 +308,7 @@ func (r *Renderer) build(infos []*kubeproxy.PortInfo) []installedPort {
 }
 
 func (r *Renderer) familyOK(a netip.Addr) bool {
-	if r.Family == corev1.IPv6Protocol {
+	if r.Family == IPv6 {
 		return a.Is6()
 	}
 	return a.Is4()
@@ -341,7 +343,7 @@ func (r *Renderer) writePortChains(chains, rules *bytes.Buffer, pi *kubeproxy.Po
 	res.Chains++
 	eps := r.endpoints(pi)
 	n := len(eps)
-	proto := strings.ToLower(string(pi.Protocol))
+	proto := strings.ToLower(pi.Protocol)
 	for j, ep := range eps {
 		sep := ip.sepChains[j]
 		declare(chains, sep)
@@ -371,8 +373,8 @@ func (r *Renderer) writePortChains(chains, rules *bytes.Buffer, pi *kubeproxy.Po
 	}
 }
 
-func matchVIP(vip netip.Addr, proto corev1.Protocol, port int32) string {
-	p := strings.ToLower(string(proto))
+func matchVIP(vip netip.Addr, proto string, port int32) string {
+	p := strings.ToLower(proto)
 	bits := "/32"
 	if vip.Is6() {
 		bits = "/128"

@@ -1,20 +1,20 @@
-package kubeproxy_test
+package k8s_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
@@ -37,11 +37,12 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := kubeproxy.NewView([]string{tp.Name()}, kubeproxy.Options{})
-	rec := &recorder{}
+	names := kubeproxyk8s.PartitionsOf(set)
+	view := kubeproxy.NewView(names.IDs(), kubeproxy.Options{})
+	rec := &recorder{names: names}
 	pairs := &pairChecker{}
-	src, err := kubeproxy.NewSource(set, []kubeproxy.ServiceHandler{view, rec, pairs},
-		[]kubeproxy.EndpointsHandler{view, rec}, []kubeproxy.EndpointSliceHandler{view, rec}, kubeproxy.SourceOptions{})
+	src, err := kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{view, rec, pairs},
+		[]kubeproxy.EndpointsHandler{view, rec, pairs}, kubeproxyk8s.SourceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	waitFor(t, "view synced", view.Synced)
 
 	name := func(tenant string) kubeproxy.ServicePortName {
-		return kubeproxy.ServicePortName{Service: tenancy.Key{Partition: tp.Name(), Tenant: tenant, Namespace: "web", Name: "api"}, Port: "dns", Protocol: corev1.ProtocolTCP}
+		return portName(tp.Name(), tenant, "web", "api")
 	}
 	check := func(when string, want map[string]string) {
 		t.Helper()
@@ -119,25 +120,33 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	}
 }
 
-// pairChecker is a service handler that records updates whose old and new
-// objects are not the same tenant/namespace/name.
+// pairChecker is a handler that records updates whose old and new records
+// are not the same tenant/namespace/name.
 type pairChecker struct {
 	mu  sync.Mutex
 	n   int
 	bad []string
 }
 
-func (p *pairChecker) OnServiceAdd(string, *corev1.Service)    {}
-func (p *pairChecker) OnServiceDelete(string, *corev1.Service) {}
-func (p *pairChecker) OnServiceSynced()                        {}
-func (p *pairChecker) OnServiceUpdate(tp string, old, cur *corev1.Service) {
+func (p *pairChecker) OnServiceAdd(*kubeproxy.Service, int)    {}
+func (p *pairChecker) OnServiceDelete(*kubeproxy.Service, int) {}
+func (p *pairChecker) OnServiceSynced(int)                     {}
+func (p *pairChecker) OnServiceUpdate(old, cur *kubeproxy.Service, tp int) {
+	p.check(tp, old.Tenant+"/"+old.Namespace+"/"+old.Name, cur.Tenant+"/"+cur.Namespace+"/"+cur.Name)
+}
+func (p *pairChecker) OnEndpointsAdd(*kubeproxy.Endpoints, int)    {}
+func (p *pairChecker) OnEndpointsDelete(*kubeproxy.Endpoints, int) {}
+func (p *pairChecker) OnEndpointsSynced(int)                       {}
+func (p *pairChecker) OnEndpointsUpdate(old, cur *kubeproxy.Endpoints, tp int) {
+	p.check(tp, old.Tenant+"/"+old.Namespace+"/"+old.Name, cur.Tenant+"/"+cur.Namespace+"/"+cur.Name)
+}
+
+func (p *pairChecker) check(tp int, o, c string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
-	o := tenancy.TenantOf(old) + "/" + old.Namespace + "/" + old.Name
-	c := tenancy.TenantOf(cur) + "/" + cur.Namespace + "/" + cur.Name
 	if o != c {
-		p.bad = append(p.bad, tp+": "+o+" -> "+c)
+		p.bad = append(p.bad, fmt.Sprintf("%d: %s -> %s", tp, o, c))
 	}
 }
 
