@@ -21,6 +21,8 @@
 //     services that changed; View.Snapshot builds a complete one.
 //   - Runner applies pending changes to a dataplane in batches, at a
 //     bounded rate, and only once every TP has synced.
+//   - Partitions maps TP names (tpkit's "tp1", pkg/tporigin's answers) to
+//     tenantPartitionIds, the position in --tenant-server-kubeconfig.
 //
 // It is a core: it needs only the standard library and pkg/tenancy, builds
 // with Go 1.19 and at language version go1.16 (what Arktos's "go 1.13"

@@ -45,7 +45,7 @@ type EndpointsHandler interface {
 }
 
 // TenantPartitions says which TP a regular tenant lives in. pkg/tporigin's
-// tracker knows it by TP name; pkg/kubeproxy/k8s's Tenants turns that into
+// tracker knows it by TP name; Partitions.Tenants turns that into
 // tenantPartitionIds.
 type TenantPartitions interface {
 	// PartitionOfTenant returns the tenantPartitionId of the TP tenant

@@ -7,12 +7,12 @@
 //     the core's records (ServiceFromAPI, EndpointsFromAPI, SliceFromAPI)
 //     and calls the core's handlers with the TP's tenantPartitionId. Its
 //     sync timeout stops waiting for slow TPs and names them (Missing).
-//   - Partitions maps tpkit's TP names ("tp1", from the kubeconfigs) to the
-//     core's tenantPartitionIds: a TP's id is its position in
+//   - PartitionsOf names a partition.Set's TPs by the core's
+//     tenantPartitionIds: a TP's id is its position in
 //     --tenant-server-kubeconfig (partition.Partition.Index), as in Arktos's
-//     kube-proxy, whose client i is TP i.
-//   - Tenants and FollowTracker put pkg/tporigin's tracker behind the
-//     view's TenantPartitions oracle.
+//     kube-proxy, whose client i is TP i (kubeproxy.Partitions).
+//   - FollowTracker makes a view follow pkg/tporigin's tracker, the oracle
+//     behind kubeproxy.Partitions.Tenants.
 //   - Metrics and RegisterViewMetrics publish the core's counters as the
 //     tpkit_kubeproxy_* Prometheus metrics; Logf writes the core's log lines
 //     to klog.

@@ -80,7 +80,7 @@ var modes = []struct {
 // records are recorded under their service's name, so the events read the
 // same in both modes.
 type recorder struct {
-	names     kubeproxyk8s.Partitions
+	names     kubeproxy.Partitions
 	mu        sync.Mutex
 	events    []string // "<op> <tp name> <tenant>/<ns>/<service> <clusterIP or endpoints>"
 	svcSynced []int
@@ -155,7 +155,7 @@ type env struct {
 	set     *partition.Set
 	view    *kubeproxy.View
 	src     *kubeproxyk8s.Source
-	names   kubeproxyk8s.Partitions
+	names   kubeproxy.Partitions
 	rec     *recorder
 	cancel  context.CancelFunc
 }
@@ -226,7 +226,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // portName is the name of port dns of service tenant/ns/name in TP tp (by
 // the fake TPs' names: tp1 is tenantPartitionId 0).
 func portName(tp, tenant, ns, name string) kubeproxy.ServicePortName {
-	id, ok := kubeproxyk8s.Partitions{"tp1", "tp2"}.ID(tp)
+	id, ok := kubeproxy.Partitions{"tp1", "tp2"}.ID(tp)
 	if !ok {
 		panic("no TP " + tp)
 	}

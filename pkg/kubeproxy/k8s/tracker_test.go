@@ -13,13 +13,13 @@ import (
 // and follows the tracker when it learns more. The tracker names TPs; the
 // view numbers them.
 func TestFollowTracker(t *testing.T) {
-	names := kubeproxyk8s.Partitions{"tp1", "tp2"}
+	names := kubeproxy.Partitions{"tp1", "tp2"}
 	tr, err := tporigin.Open(tporigin.Options{Partitions: names})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	v := kubeproxy.NewView(names.IDs(), kubeproxy.Options{Tenants: kubeproxyk8s.Tenants(tr, names)})
+	v := kubeproxy.NewView(names.IDs(), kubeproxy.Options{Tenants: names.Tenants(tr)})
 	stop := kubeproxyk8s.FollowTracker(v, tr)
 	defer stop()
 
@@ -48,29 +48,3 @@ func TestFollowTracker(t *testing.T) {
 		t.Fatalf("t1 must be served from tp2 only; %d ports", s.Len())
 	}
 }
-
-// TestTenantsByID: the tracker's TP names become ids; a name outside the
-// list is no answer.
-func TestTenantsByID(t *testing.T) {
-	names := kubeproxyk8s.Partitions{"tp1", "tp2"}
-	m := fixedTenants{"a": "tp2", "b": "tp9"}
-	ten := kubeproxyk8s.Tenants(m, names)
-	if id, ok := ten.PartitionOfTenant("a"); !ok || id != 1 {
-		t.Errorf("a: %d %v, want 1", id, ok)
-	}
-	for _, tenant := range []string{"b", "c"} {
-		if id, ok := ten.PartitionOfTenant(tenant); ok {
-			t.Errorf("%s: %d, want no answer", tenant, id)
-		}
-	}
-	if got := names.Name(1); got != "tp2" {
-		t.Errorf("Name(1) = %q", got)
-	}
-	if got := names.Name(7); got != "#7" {
-		t.Errorf("Name(7) = %q", got)
-	}
-}
-
-type fixedTenants map[string]string
-
-func (f fixedTenants) PartitionOfTenant(t string) (string, bool) { p, ok := f[t]; return p, ok }
