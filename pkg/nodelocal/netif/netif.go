@@ -48,17 +48,29 @@ func DefaultOptions(ips []netip.Addr) Options {
 
 // Manager keeps the IPs on the interface. Safe for concurrent use.
 //
-// It undoes only what it did: Teardown deletes the dummy interface only when
-// this manager created it, and otherwise removes only the addresses it added,
-// so addresses that were there before it started (on lo, or on an existing
-// interface) stay.
+// The dummy interface (Options.Name) is the cache's own, as in upstream
+// NodeLocal DNS: Teardown deletes it. On the fallback interface, which is
+// not, Teardown removes only the cache's addresses, so addresses that were
+// there before it started stay: those this manager added, and the IPv4 ones
+// carrying the cache's label (OwnLabel), which a previous cache killed
+// before its teardown left behind. IPv6 addresses have no labels: a killed
+// cache's IPv6 addresses stay on the fallback interface.
 type Manager struct {
 	opts Options
 
-	mu      sync.Mutex
-	dev     string // chosen device, "" until the first Ensure
-	created bool   // this manager created the dummy interface
-	added   map[netip.Addr]bool
+	mu    sync.Mutex
+	dev   string // chosen device, "" until the first Ensure
+	added map[netip.Addr]bool
+}
+
+// OwnLabel is the label of the IPv4 addresses the cache puts on dev: "<dev>:ndc"
+// (at most 15 bytes, the kernel's limit), which marks them as the cache's.
+func OwnLabel(dev string) string {
+	const suffix = ":ndc"
+	if len(dev)+len(suffix) > 15 {
+		dev = dev[:15-len(suffix)]
+	}
+	return dev + suffix
 }
 
 // New returns a manager. Nothing is changed until Ensure.
@@ -131,7 +143,6 @@ func (m *Manager) Ensure() (Result, error) {
 				res.Fallback = true
 			} else {
 				m.dev = m.opts.Name
-				m.created = true
 				res.CreatedLink = true
 				klog.InfoS("Created dummy interface", "interface", m.opts.Name)
 			}
@@ -148,10 +159,14 @@ func (m *Manager) Ensure() (Result, error) {
 	}
 	var errs []error
 	for _, ip := range m.opts.IPs {
-		if have[ip.Unmap()] {
+		if _, ok := have[ip.Unmap()]; ok {
 			continue
 		}
-		if _, err := m.ip("addr", "add", hostPrefix(ip), "dev", m.dev); err != nil {
+		args := []string{"addr", "add", hostPrefix(ip), "dev", m.dev}
+		if ip.Unmap().Is4() && m.dev != m.opts.Name {
+			args = append(args, "label", OwnLabel(m.dev))
+		}
+		if _, err := m.ip(args...); err != nil {
 			errs = append(errs, &Error{Kind: KindAddressAdd, Err: err})
 			continue
 		}
@@ -169,12 +184,13 @@ func hostPrefix(ip netip.Addr) string {
 	return netip.PrefixFrom(ip, ip.BitLen()).String()
 }
 
-// Addresses returns the addresses on dev.
-func (m *Manager) Addresses(dev string) (map[netip.Addr]bool, error) {
+// Addresses returns the addresses on dev, each with its label ("" for
+// none; IPv6 addresses have none).
+func (m *Manager) Addresses(dev string) (map[netip.Addr]string, error) {
 	return m.addrs(dev)
 }
 
-func (m *Manager) addrs(dev string) (map[netip.Addr]bool, error) {
+func (m *Manager) addrs(dev string) (map[netip.Addr]string, error) {
 	out, err := m.ip("-j", "addr", "show", "dev", dev)
 	if err != nil {
 		return nil, err
@@ -182,57 +198,63 @@ func (m *Manager) addrs(dev string) (map[netip.Addr]bool, error) {
 	return ParseAddrJSON([]byte(out))
 }
 
-// ParseAddrJSON reads the addresses out of `ip -j addr show` output.
-func ParseAddrJSON(b []byte) (map[netip.Addr]bool, error) {
+// ParseAddrJSON reads the addresses, with their labels, out of
+// `ip -j addr show` output.
+func ParseAddrJSON(b []byte) (map[netip.Addr]string, error) {
 	var links []struct {
 		AddrInfo []struct {
 			Local string `json:"local"`
+			Label string `json:"label"`
 		} `json:"addr_info"`
 	}
 	if err := json.Unmarshal(b, &links); err != nil {
 		return nil, fmt.Errorf("parsing ip -j addr output: %w", err)
 	}
-	out := map[netip.Addr]bool{}
+	out := map[netip.Addr]string{}
 	for _, l := range links {
 		for _, a := range l.AddrInfo {
 			if ip, err := netip.ParseAddr(a.Local); err == nil {
-				out[ip.Unmap()] = true
+				out[ip.Unmap()] = a.Label
 			}
 		}
 	}
 	return out, nil
 }
 
-// Teardown undoes what Ensure did: it deletes the dummy interface when this
-// manager created it, and otherwise removes the addresses this manager added
-// and no others. A manager that never ran Ensure changes nothing.
+// Teardown deletes the dummy interface, or, on the fallback interface,
+// removes the cache's addresses only: those this manager added and the IPv4
+// ones with OwnLabel (a killed cache's). Addresses that were there before
+// stay. When this manager never ran Ensure, it cleans what a previous cache
+// left: the dummy interface, or its labelled addresses on the fallback.
 func (m *Manager) Teardown() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.dev == "" {
-		return nil
-	}
-	if m.created {
-		if ok, err := m.linkExists(m.dev); err != nil || !ok {
+	dev := m.dev
+	if dev == "" || dev == m.opts.Name {
+		if ok, err := m.linkExists(m.opts.Name); err != nil {
+			return err
+		} else if ok {
+			_, err := m.ip("link", "del", m.opts.Name)
+			m.added = nil
 			return err
 		}
-		if _, err := m.ip("link", "del", m.dev); err != nil {
-			return err
+		if dev != "" || m.opts.Fallback == "" {
+			return nil
 		}
-		m.created, m.added = false, nil
-		return nil
+		dev = m.opts.Fallback
 	}
-	have, err := m.addrs(m.dev)
+	have, err := m.addrs(dev)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for ip := range m.added {
-		if !have[ip] {
-			delete(m.added, ip)
-			continue
+	for _, ip := range m.opts.IPs {
+		ip = ip.Unmap()
+		label, on := have[ip]
+		if !on || !m.added[ip] && label != OwnLabel(dev) {
+			continue // not there, or not the cache's
 		}
-		if _, err := m.ip("addr", "del", hostPrefix(ip), "dev", m.dev); err != nil {
+		if _, err := m.ip("addr", "del", hostPrefix(ip), "dev", dev); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -17,9 +17,13 @@ func TestParseAddrJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"127.0.0.1", "169.254.20.10", "::1"} {
-		if !got[netip.MustParseAddr(s)] {
+		if _, ok := got[netip.MustParseAddr(s)]; !ok {
 			t.Errorf("missing %s in %v", s, got)
 		}
+	}
+	labelled, err := ParseAddrJSON([]byte(`[{"addr_info":[{"local":"169.254.20.10","label":"lo:ndc"}]}]`))
+	if err != nil || labelled[netip.MustParseAddr("169.254.20.10")] != "lo:ndc" {
+		t.Errorf("label: %v %v", labelled, err)
 	}
 	if len(got) != 3 {
 		t.Errorf("got %v", got)
@@ -116,56 +120,50 @@ func TestNoFallbackFailsClearly(t *testing.T) {
 	}
 }
 
-// TestTeardownKeepsWhatWasThere: addresses that were on the interface before
-// the manager started stay after its teardown, on the loopback fallback and
-// on a dummy interface someone else created; only the manager's own go.
+// TestTeardownKeepsWhatWasThere: on the loopback fallback, teardown removes
+// the addresses this cache added and those a killed cache left (labelled as
+// the cache's), and keeps what was there before: one of the cache's IPs put
+// there by someone else, and an unrelated address.
 func TestTeardownKeepsWhatWasThere(t *testing.T) {
-	ips := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10")}
-	for _, tc := range []struct {
-		name string
-		// setup prepares the namespace and returns the options and the
-		// device the manager will use.
-		setup func(t *testing.T, ns *netns.NS) (Options, string)
-	}{
-		{"loopback fallback", func(t *testing.T, ns *netns.NS) (Options, string) {
-			o := DefaultOptions(ips)
-			o.Name = "name-too-long-for-a-link" // link add fails: the fallback is used
-			return o, "lo"
-		}},
-		{"existing dummy interface", func(t *testing.T, ns *netns.NS) (Options, string) {
-			if _, err := ns.Run("ip", "link", "add", "nodelocaldns", "type", "dummy"); err != nil {
-				t.Skipf("skipping: no dummy interfaces here: %v", err)
-			}
-			return DefaultOptions(ips), "nodelocaldns"
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ns := netns.New(t)
-			o, dev := tc.setup(t, ns)
-			ns.MustRun(t, "ip", "link", "set", "dev", dev, "up")
-			// There before: one of the IPs, and an unrelated address.
-			ns.MustRun(t, "ip", "addr", "add", "169.254.20.10/32", "dev", dev)
-			ns.MustRun(t, "ip", "addr", "add", "192.0.2.1/32", "dev", dev)
-			m := New(o)
-			var res Result
-			if err := ns.Do(func() (err error) { res, err = m.Ensure(); return err }); err != nil {
-				t.Fatal(err)
-			}
-			if res.Device != dev || res.AddedAddress != 1 || res.CreatedLink {
-				t.Fatalf("ensure = %+v, want device %s, 1 address added, no link created", res, dev)
-			}
-			if err := ns.Do(m.Teardown); err != nil {
-				t.Fatal(err)
-			}
-			out := ns.MustRun(t, "ip", "-o", "addr", "show", "dev", dev)
-			for _, want := range []string{"169.254.20.10/32", "192.0.2.1/32"} {
-				if !strings.Contains(out, want) {
-					t.Errorf("%s, there before the manager, is gone after teardown:\n%s", want, out)
-				}
-			}
-			if strings.Contains(out, "10.0.0.10") {
-				t.Errorf("10.0.0.10, added by the manager, is left after teardown:\n%s", out)
-			}
-		})
+	ips := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10"), netip.MustParseAddr("10.0.0.11")}
+	ns := netns.New(t)
+	o := DefaultOptions(ips)
+	o.Name = "name-too-long-for-a-link" // link add fails: the loopback fallback is used
+	ns.MustRun(t, "ip", "link", "set", "dev", "lo", "up")
+	ns.MustRun(t, "ip", "addr", "add", "169.254.20.10/32", "dev", "lo")                      // someone else's
+	ns.MustRun(t, "ip", "addr", "add", "192.0.2.1/32", "dev", "lo")                          // unrelated
+	ns.MustRun(t, "ip", "addr", "add", "10.0.0.10/32", "dev", "lo", "label", OwnLabel("lo")) // a killed cache's
+	m := New(o)
+	var res Result
+	if err := ns.Do(func() (err error) { res, err = m.Ensure(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if res.Device != "lo" || res.AddedAddress != 1 || res.CreatedLink {
+		t.Fatalf("ensure = %+v, want device lo, 1 address added (10.0.0.11), no link created", res)
+	}
+	if out := ns.MustRun(t, "ip", "-o", "addr", "show", "dev", "lo"); !strings.Contains(out, "10.0.0.11/32 scope global lo:ndc") {
+		t.Errorf("the added address is not labelled as the cache's:\n%s", out)
+	}
+	if err := ns.Do(m.Teardown); err != nil {
+		t.Fatal(err)
+	}
+	out := ns.MustRun(t, "ip", "-o", "addr", "show", "dev", "lo")
+	for _, want := range []string{"169.254.20.10/32", "192.0.2.1/32"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s, there before the cache and not its own, is gone after teardown:\n%s", want, out)
+		}
+	}
+	for _, gone := range []string{"10.0.0.10", "10.0.0.11"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("%s, the cache's, is left after teardown:\n%s", gone, out)
+		}
+	}
+}
+
+func TestOwnLabel(t *testing.T) {
+	for dev, want := range map[string]string{"lo": "lo:ndc", "eth0": "eth0:ndc", "enp0s31f6x": "enp0s31f6x:ndc", "verylongname15c": "verylongnam:ndc"} {
+		if got := OwnLabel(dev); got != want || len(got) > 15 {
+			t.Errorf("OwnLabel(%q) = %q, want %q", dev, got, want)
+		}
 	}
 }
