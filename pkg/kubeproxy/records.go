@@ -145,10 +145,11 @@ func parseEndpoints(tp int, rec *Endpoints) (key ServiceName, set *endpointSet, 
 	if err := key.validate(); err != nil {
 		return key, nil, fmt.Errorf("endpoints: %w", err)
 	}
-	set = &endpointSet{service: rec.Service}
 	if strings.Contains(rec.Service, "/") {
+		// No service can have that name: the object feeds none.
 		return key, &endpointSet{}, fmt.Errorf("endpoints %s: service name %q holds '/'", key, rec.Service)
 	}
+	set = &endpointSet{service: rec.Service}
 	if rec.Service == "" {
 		return key, set, nil
 	}
