@@ -19,7 +19,7 @@
 //     never an overwrite. If the origin TP deletes it while another TP still
 //     reports it, that TP becomes the origin.
 //   - An unknown UID is not found. There is no default TP: ClientChooser's
-//     PickClient, GetTPClient and ObjectKey, the kubelet's entry points
+//     PickClient, PickClientOf and ObjectKey, the kubelet's entry points
 //     (kubelet.go), return an error wrapping ErrUnknownPod.
 //   - A delete from the origin TP forgets the UID; after a TP's full sync,
 //     Prune forgets what that TP no longer reports.

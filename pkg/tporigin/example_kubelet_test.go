@@ -51,7 +51,7 @@ func (c *tpClient) GetConfigMap(tenant, namespace, name string) (string, error) 
 
 // kubeClientManager stands in for Arktos's
 // kubeclientmanager.KubeClientManager after the change: the same methods,
-// backed by the tracker, and PickClient/GetTPClient say when a pod is
+// backed by the tracker, and PickClient/PickClientOf say when a pod is
 // unknown instead of answering client 0.
 type kubeClientManager struct {
 	chooser *tporigin.ClientChooser
@@ -77,7 +77,11 @@ func (m *kubeClientManager) PickClient(podUID UID) (int, error) {
 }
 
 func (m *kubeClientManager) GetTPClient(kubeClients []*tpClient, podUID UID) (*tpClient, error) {
-	return tporigin.GetTPClient(m.chooser, kubeClients, string(podUID))
+	i, err := m.chooser.PickClientOf(string(podUID), len(kubeClients))
+	if err != nil {
+		return nil, err
+	}
+	return kubeClients[i], nil
 }
 
 // podStorage stands in for Arktos's pkg/kubelet/config podStorage: Merge
@@ -184,7 +188,7 @@ func (m *statusManager) syncPod(uid UID, tenant, namespace, name, phase string, 
 
 // The status manager's updates and deletions go to the pod's own TP through
 // the same chooser; an unknown pod's status goes nowhere.
-func ExampleGetTPClient() {
+func ExampleClientChooser_PickClientOf() {
 	tracker := openTracker("")
 	defer tracker.Close()
 	clients := &kubeClientManager{chooser: tporigin.NewClientChooser(tracker)}

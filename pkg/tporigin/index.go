@@ -1,6 +1,9 @@
 package tporigin
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // index maps UIDs to entries. API servers generate UIDs as canonical,
 // lowercase UUIDs; those are kept as 16 bytes in a uuidTable whose slots
@@ -50,7 +53,9 @@ func (x *index) set(uid string, e entry) {
 // setBytes is set for a key read from the file: only non-UUID keys are
 // copied to a string.
 func (x *index) setBytes(uid []byte, e entry) {
-	if k, ok := parseUUID(uid); ok {
+	// parseUUID keeps nothing of its argument, so the bytes are read as a
+	// string in place rather than copied for every record of the file.
+	if k, ok := parseUUID(*(*string)(unsafe.Pointer(&uid))); ok {
 		x.uuids.set(k, e)
 		return
 	}
@@ -167,7 +172,7 @@ const (
 
 // parseUUID accepts only the canonical lowercase form, so that String gives
 // back the same string.
-func parseUUID[S ~string | ~[]byte](s S) (uuidKey, bool) {
+func parseUUID(s string) (uuidKey, bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return uuidKey{}, false
 	}

@@ -89,21 +89,20 @@ func (c *ClientChooser) clientOf(tp, podUID string) (int, error) {
 	return i, nil
 }
 
-// GetTPClient returns the client of the TP podUID came from, as Arktos's
-// GetTPClient(kubeClients, podUID) does: clients are the node's TP clients
-// in flag order (Arktos's KubeTPClients), of any type. The errors are
-// PickClient's, and ErrUnknownPartition when clients has no entry for the
-// pod's TP. Nothing is ever returned for an unknown pod.
-func GetTPClient[C any](c *ClientChooser, clients []C, podUID string) (C, error) {
-	var zero C
+// PickClientOf is PickClient for a node with n TP clients, for Arktos's
+// GetTPClient(kubeClients, podUID): the index to use in the clients slice
+// (Arktos's KubeTPClients, in flag order). The errors are PickClient's, and
+// ErrUnknownPartition when there is no client at the pod's TP index. An
+// unknown pod is never given a client.
+func (c *ClientChooser) PickClientOf(podUID string, n int) (int, error) {
 	i, err := c.PickClient(podUID)
 	if err != nil {
-		return zero, err
+		return -1, err
 	}
-	if i >= len(clients) {
-		return zero, fmt.Errorf("%w: pod uid %q comes from client %d of %d", ErrUnknownPartition, podUID, i, len(clients))
+	if i >= n {
+		return -1, fmt.Errorf("%w: pod uid %q comes from client %d of %d", ErrUnknownPartition, podUID, i, n)
 	}
-	return clients[i], nil
+	return i, nil
 }
 
 // Record records that the pod source of client index tp (the kubelet's

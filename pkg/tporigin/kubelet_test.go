@@ -60,14 +60,14 @@ func TestClientChooser(t *testing.T) {
 	if o, _ := tr.Origin("u1"); o != (Origin{Partition: "tp-b", Kind: KindPod, Tenant: "system"}) {
 		t.Fatalf("Origin = %+v", o)
 	}
-	if got, err := GetTPClient(c, []string{"client-a", "client-b"}, "u1"); err != nil || got != "client-b" {
-		t.Fatalf("GetTPClient = %q, %v", got, err)
+	if got, err := c.PickClientOf("u1", 2); err != nil || got != 1 {
+		t.Fatalf("PickClientOf = %d, %v", got, err)
 	}
-	if _, err := GetTPClient(c, []string{"client-a"}, "u1"); !errors.Is(err, ErrUnknownPartition) {
-		t.Fatalf("GetTPClient with too few clients = %v, want ErrUnknownPartition", err)
+	if _, err := c.PickClientOf("u1", 1); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("PickClientOf with too few clients = %v, want ErrUnknownPartition", err)
 	}
-	if got, err := GetTPClient(c, []string{"client-a", "client-b"}, "u2"); !errors.Is(err, ErrUnknownPod) || got != "" {
-		t.Fatalf("GetTPClient(unknown) = %q, %v; want nothing and ErrUnknownPod", got, err)
+	if got, err := c.PickClientOf("u2", 2); !errors.Is(err, ErrUnknownPod) || got != -1 {
+		t.Fatalf("PickClientOf(unknown) = %d, %v; want -1 and ErrUnknownPod", got, err)
 	}
 
 	// A removal by the source that is not the origin: tp-b's report stays,

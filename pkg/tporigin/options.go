@@ -33,7 +33,7 @@ type Options struct {
 	// Logf, when set, receives the tracker's log lines: conflicts, prunes,
 	// rebuilds, loads and failed commits. Nil discards them. The adapter's
 	// Logf writes them to klog.
-	Logf func(format string, args ...any)
+	Logf func(format string, args ...interface{})
 }
 
 // Defaults.
@@ -78,7 +78,7 @@ func (o *Options) Validate() error {
 }
 
 // logf writes one log line through Options.Logf, if set.
-func (t *Tracker) logf(format string, args ...any) {
+func (t *Tracker) logf(format string, args ...interface{}) {
 	if t.opts.Logf != nil {
 		t.opts.Logf(format, args...)
 	}

@@ -21,9 +21,20 @@ import (
 // RWMutex.
 type uuidTable struct {
 	seq atomic.Uint64
-	cur atomic.Pointer[slotArray]
+	cur slotArrayPointer
 	n   int // entries; writers only
 }
+
+// slotArrayPointer is an atomic *slotArray (atomic.Value: the core builds at
+// language go1.16, without generics, as an Arktos tree compiles it).
+type slotArrayPointer struct{ v atomic.Value }
+
+func (p *slotArrayPointer) Load() *slotArray {
+	a, _ := p.v.Load().(*slotArray)
+	return a
+}
+
+func (p *slotArrayPointer) Store(a *slotArray) { p.v.Store(a) }
 
 type slotArray struct {
 	slots []slot

@@ -27,7 +27,7 @@ type Tracker struct {
 	mu        sync.RWMutex
 	entries   index
 	tpNames   []string
-	tpNamesRO atomic.Pointer[[]string] // copy of tpNames for lock-free readers
+	tpNamesRO atomic.Value // []string: a copy of tpNames for lock-free readers
 	tpIDs     map[string]uint16
 	tpRank    []int
 	tenNames  []string
@@ -211,7 +211,7 @@ func (t *Tracker) internTP(name string) uint16 {
 	id := uint16(len(t.tpNames))
 	t.tpNames = append(t.tpNames, name)
 	ro := append([]string(nil), t.tpNames...)
-	t.tpNamesRO.Store(&ro) // for OriginOf, which reads without t.mu
+	t.tpNamesRO.Store(ro) // for OriginOf, which reads without t.mu
 	t.tpIDs[name] = id
 	rank := indexOf(t.opts.Partitions, name)
 	if rank < 0 {
@@ -266,7 +266,7 @@ func (t *Tracker) OriginOf(uid string) (partition string, found bool) {
 			return "", false
 		}
 		// Interned before any entry used the id (see internTP).
-		return (*t.tpNamesRO.Load())[e.tp], true
+		return t.tpNamesRO.Load().([]string)[e.tp], true
 	}
 	t.mu.RLock()
 	e, ok := t.entries.other[uid]

@@ -10,10 +10,16 @@ import (
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 )
 
-// MinGo is the oldest Go the cores build with (docs/vendoring.md): Debian
-// bookworm's golang-1.19-go, so that the check below runs a real toolchain
-// of that version, not a newer one told to pretend.
+// MinGo is the oldest Go toolchain the cores build with (docs/vendoring.md):
+// Debian bookworm's golang-1.19-go, so that the check below runs a real
+// toolchain of that version, not a newer one told to pretend.
 const MinGo = "1.19"
+
+// MinLang is the language version the cores are written in: go1.16, the
+// version Go compiles vendored packages at in a tree whose go.mod says
+// go 1.13 (Arktos's) and whose vendor/modules.txt records no versions. So
+// no generics, no any, no newer syntax.
+const MinLang = "1.16"
 
 const module = "github.com/tpkit-dev/tpkit"
 
@@ -83,7 +89,7 @@ func allows(list []allowed, pkg string) bool {
 }
 
 // TestCoresBuildWithMinGo copies the cores' sources (not their tests) into
-// a throwaway module whose go directive is MinGo, with bbolt at Arktos's
+// a throwaway module whose go directive is MinLang, with bbolt at Arktos's
 // pin, and runs go vet (type checks, compiles, vets) with Go MinGo itself.
 func TestCoresBuildWithMinGo(t *testing.T) {
 	goMin := minGo(t)
@@ -110,7 +116,7 @@ func TestCoresBuildWithMinGo(t *testing.T) {
 			}
 		}
 	}
-	gomod := "module " + module + "\n\ngo " + MinGo + "\n\nrequire go.etcd.io/bbolt " + bboltArktos + "\n"
+	gomod := "module " + module + "\n\ngo " + MinLang + "\n\nrequire go.etcd.io/bbolt " + bboltArktos + "\n"
 	// bbolt v1.3.3's go.sum lines, as the Go checksum database has them.
 	gosum := "go.etcd.io/bbolt v1.3.3 h1:MUGmc65QhB3pIlaQ5bB4LwqSj6GIonVJXpZiaKNyaKk=\n" +
 		"go.etcd.io/bbolt v1.3.3/go.mod h1:IbVyRI1SCnLcuJnV2u8VeU0CEYM7e686BmAb1XKL+uU=\n"
@@ -123,7 +129,7 @@ func TestCoresBuildWithMinGo(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go%s vet of the cores: %v\n%s", MinGo, err, out)
+		t.Fatalf("go%s vet of the cores at language go%s: %v\n%s", MinGo, MinLang, err, out)
 	}
 }
 
