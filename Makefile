@@ -7,7 +7,7 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-failover check-arktos demo fuzz clean
+.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-failover check-arktos check-arktos-vendor demo fuzz clean
 
 all: build
 
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
+	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
 build:
@@ -62,6 +63,13 @@ bench-failover:
 check-arktos:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
 	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) $(GO) test -count=1 -v -run 'TestArktosTPs' ./test/multi-tp/
+
+# The cores vendored into a copy of an Arktos tree (CentaurusInfra/arktos at
+# 6685f14) with the glue docs/vendoring.md shows: Arktos's tests and ours,
+# kube-apiserver/kube-proxy/kubelet builds, and the rebuilt API server live.
+check-arktos-vendor:
+	@test -n "$(ARKTOS_SRC)" || { echo "set ARKTOS_SRC to an Arktos source tree (../shared/arktos/BUILD.md)"; exit 2; }
+	./hack/arktos-vendor/check.sh $(abspath $(ARKTOS_SRC))
 
 demo:
 	./hack/demo.sh

@@ -57,6 +57,21 @@ func TestChainNamesMatchArktos(t *testing.T) {
 	}
 }
 
+// TestChainNamesPinned pins three chain names. Arktos's own functions give
+// the same hashes behind KUBE-SVC-/KUBE-SEP- (checked in an Arktos tree by
+// hack/arktos-vendor, testdata/pkg/proxy/iptables/tpkit_hash_test.go).
+func TestChainNamesPinned(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{ServiceChain(name(1, "system", "kube-system", "kube-dns", "dns"), "UDP"), "TPKIT-SVC-4QFVOSQSETURAHND"},
+		{EndpointChain(name(1, "system", "kube-system", "kube-dns", "dns"), "UDP", netip.MustParseAddrPort("10.244.1.2:53")), "TPKIT-SEP-6UXSWHAURPJHI5MJ"},
+		{ServiceChain(name(0, "t1", "default", "web", ""), "TCP"), "TPKIT-SVC-6GHVOWSJPPD7TJAC"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
+		}
+	}
+}
+
 func TestChainNames(t *testing.T) {
 	a := ServiceChain(name(0, "system", "kube-system", "kube-dns", "dns"), "TCP")
 	b := ServiceChain(name(1, "system", "kube-system", "kube-dns", "dns"), "TCP")
