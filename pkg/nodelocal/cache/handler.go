@@ -51,7 +51,42 @@ type Handler struct {
 	flight      flightGroup
 	draining    atomic.Bool
 	bufs        sync.Pool // *[]byte answer buffers for the hit path
-	wg          sync.WaitGroup
+	prefetches  inflight
+}
+
+// inflight counts background prefetches. Unlike a sync.WaitGroup, a prefetch
+// may start from zero while Wait runs: Wait is called at shutdown (and by
+// tests) while queries still arrive, and the only order between a query's
+// prefetch and that Wait is the network's, which a WaitGroup does not allow.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle *sync.Cond // signalled when n drops to 0
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 && f.idle != nil {
+		f.idle.Broadcast()
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) wait() {
+	f.mu.Lock()
+	for f.n > 0 {
+		if f.idle == nil {
+			f.idle = sync.NewCond(&f.mu)
+		}
+		f.idle.Wait()
+	}
+	f.mu.Unlock()
 }
 
 // NewHandler returns a handler and registers its metrics on reg (when not
@@ -98,7 +133,7 @@ func (h *Handler) Store() *Store { return h.store }
 func (h *Handler) SetDraining(d bool) { h.draining.Store(d) }
 
 // Wait waits for background prefetches to finish.
-func (h *Handler) Wait() { h.wg.Wait() }
+func (h *Handler) Wait() { h.prefetches.wait() }
 
 func (h *Handler) route(name string) *Route {
 	for i := range h.routes {
@@ -224,9 +259,9 @@ func (h *Handler) maybePrefetch(e *Entry, q dns.Question, do bool) {
 		return
 	}
 	q.Name = lowerASCII(q.Name)
-	h.wg.Add(1)
+	h.prefetches.add()
 	go func() {
-		defer h.wg.Done()
+		defer h.prefetches.done()
 		defer func() { <-h.prefetchSem }()
 		r, err := h.resolve(q, do)
 		if err != nil || r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
