@@ -3,6 +3,8 @@ package tenancy
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Key identifies an object across tenant partitions. Tenant, namespace and name
@@ -53,13 +55,19 @@ func (k Key) Validate() error {
 
 // ValidatePartitionName reports why p cannot name a tenant partition. A TP name
 // is free-form (it often comes from a kubeconfig context such as
-// "admin@tp1") but must be non-empty and free of '/' so that keys parse.
+// "admin@tp1") but must be non-empty and free of '/' so that keys parse, and
+// printable UTF-8, so that logs, metric labels and stored records carry it
+// unchanged.
 func ValidatePartitionName(p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("partition name must not be empty")
 	case strings.ContainsAny(p, "/ \t\r\n"):
 		return fmt.Errorf("partition name %q must not contain '/' or whitespace", p)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("partition name %q is not valid UTF-8", p)
+	case strings.IndexFunc(p, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		return fmt.Errorf("partition name %q must be printable", p)
 	}
 	return nil
 }

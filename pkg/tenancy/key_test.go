@@ -40,6 +40,8 @@ func TestParseKeyRejectsMalformed(t *testing.T) {
 		{"systemtp1/ns/name", "lacks '_'"},
 		{"_tp1/ns/name", "tenant name must not be empty"},
 		{"system_/ns/name", "partition name must not be empty"},
+		{"system_tp\x011/ns/name", "must be printable"},
+		{"system_tp\xff/ns/name", "not valid UTF-8"},
 		{"Sys_tp1/ns/name", "DNS-1123"},
 		{"all_tp1/ns/name", "reserved"},
 		{"system_tp1//name", "empty namespace"},
