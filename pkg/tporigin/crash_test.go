@@ -216,6 +216,18 @@ func TestCorruptFiles(t *testing.T) {
 				return tx.Bucket(bucketOrigins).Put([]byte("bad"), encodeRecord(record{kind: KindPod, partition: "tp1", tenant: "Not_A_Label"}))
 			})
 		}, `record "bad" does not decode`},
+		{"record with an invalid partition name", func(t *testing.T, path string) {
+			good(t, path, 5)
+			boltEdit(t, path, func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketOrigins).Put([]byte("bad"), encodeRecord(record{kind: KindPod, partition: "tp\x011", tenant: "acme"}))
+			})
+		}, `record "bad" does not decode`},
+		// Cut after the meta pages: bbolt would map pages the file no
+		// longer has, and its first read of one was a SIGBUS.
+		{"truncated to 8 KiB", truncatedAt(8 << 10), "truncated"},
+		{"truncated to 12 KiB", truncatedAt(12 << 10), "truncated"},
+		{"truncated to 16 KiB", truncatedAt(16 << 10), "truncated"},
+		{"truncated to 20000 bytes", truncatedAt(20000), "truncated"},
 		{"garbage pages", func(t *testing.T, path string) {
 			good(t, path, 3000)
 			f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -236,18 +248,9 @@ func TestCorruptFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "origins.db")
 			c.make(t, path)
-			// A copy for the rebuild: when bbolt panics on a file, its
-			// mapping (and so its lock) stays in this process, as it would
-			// in a program that then exits; --tporigin-rebuild is a restart.
-			copyPath := filepath.Join(t.TempDir(), "origins.db")
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(copyPath, raw, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			_, err = Open(Options{Path: path, LockTimeout: 1e9})
+			// The failed Open leaves no lock behind, even where bbolt
+			// panicked: the rebuild below is in the same process.
+			_, err := Open(Options{Path: path, LockTimeout: 1e9})
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
 				t.Fatalf("Open = %v, want a *CorruptError", err)
@@ -260,7 +263,6 @@ func TestCorruptFiles(t *testing.T) {
 			}
 			// Rebuild: the bad file is kept aside, the tracker starts
 			// empty and works, and the new file reopens.
-			path = copyPath
 			tr, err := Open(Options{Path: path, Rebuild: true, LockTimeout: 1e9})
 			if err != nil {
 				t.Fatalf("Open with Rebuild = %v", err)
@@ -279,6 +281,32 @@ func TestCorruptFiles(t *testing.T) {
 			tr2 := mustOpen(t, Options{Path: path})
 			wantOrigin(t, tr2, "u1", "tp2")
 		})
+	}
+}
+
+// truncatedAt makes a file of 3000 origins and cuts it to size bytes.
+func truncatedAt(size int64) func(t *testing.T, path string) {
+	return func(t *testing.T, path string) {
+		writeOrigins(t, path, 3000)
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeOrigins writes n origins of tp1 to a new file at path.
+func writeOrigins(t testing.TB, path string, n int) {
+	tr, err := Open(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := tr.Observe(Observation{UID: fmt.Sprintf("uid-%06d-%s", i, strings.Repeat("x", 30)), Kind: KindPod, Partition: "tp1", Tenant: "tenant-a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

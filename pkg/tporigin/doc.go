@@ -44,10 +44,21 @@
 //   - The file has a magic string and SchemaVersion. A file bbolt rejects,
 //     that panics bbolt, that another program wrote, of another version, or
 //     with a record that does not decode, is a *CorruptError naming the file:
-//     never a panic and never an empty map. Options.Rebuild moves it aside
-//     and starts empty, to be refilled from the TPs. (When bbolt panics on
-//     a file, its mapping of that file, and so its lock, stays in the
-//     process: rebuild in the same Open call or after a restart.)
+//     never a panic and never an empty map. Options.Rebuild (the adapter's
+//     --tporigin-rebuild, true by default) moves it aside, logs its new
+//     name and starts empty, to be refilled from the TPs. Before bbolt maps
+//     the file, its meta page, size, root and freelist are checked
+//     (filecheck.go): bbolt trusts them, and a file cut short would make
+//     its first read a SIGBUS that kills the process, while a bad page read
+//     inside bbolt.Open would leave its mapping, and so its lock, in the
+//     process. Later faults and bbolt panics are recovered, and the
+//     database closed, so the lock goes with it.
+//   - The file stores TP names, not positions. With Options.Partitions set,
+//     the records of a TP not among them (nor among StaticTenants' TPs) are
+//     dropped at Open, from memory and file, logged and counted in
+//     Stats.Pruned: that TP was removed. A renamed TP is a removed one plus
+//     a new one, whose origins are learned from it again. A stored name that
+//     is not a valid TP name is a *CorruptError.
 //   - One process owns the file (bbolt's flock); a second waits
 //     Options.LockTimeout and fails with an error naming the file.
 //

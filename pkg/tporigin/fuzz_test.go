@@ -1,6 +1,13 @@
 package tporigin
 
-import "testing"
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
 
 // FuzzDecodeRecord: any stored value decodes or is an error, never a panic,
 // and what encodeRecord writes decodes back.
@@ -54,4 +61,63 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 			t.Errorf("Open(%+v) accepted bad options", o)
 		}
 	}
+}
+
+// FuzzOpenFile: whatever bytes are in the origin file, Open returns a
+// tracker or an error (a *CorruptError for a file it cannot use), never a
+// crash; with Rebuild it always gets a working tracker. The seeds are a
+// good file, cut at several sizes, and with flipped bytes in its meta pages.
+func FuzzOpenFile(f *testing.F) {
+	dir := f.TempDir()
+	good := filepath.Join(dir, "good.db")
+	writeOrigins(f, good, 200)
+	raw, err := os.ReadFile(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	// The pages in use, not bbolt's preallocated tail.
+	r := bytes.NewReader(raw)
+	m0, ok0 := readBoltMeta(r, 0)
+	m1, ok1 := readBoltMeta(r, int64(m0.pageSize))
+	if !ok0 || !ok1 {
+		f.Fatal("the good file has no valid meta pages")
+	}
+	if m1.pages > m0.pages {
+		m0.pages = m1.pages
+	}
+	raw = raw[:m0.pages*uint64(m0.pageSize)]
+	f.Add(raw)
+	for _, n := range []int{100, 4096, 8192, 12288, len(raw) / 2, len(raw) - 1} {
+		if n < len(raw) {
+			f.Add(raw[:n])
+		}
+	}
+	for _, off := range []int{16, 24, 40, 56, 4096 + 16, 4096 + 56} {
+		b := append([]byte(nil), raw...)
+		if off < len(b) {
+			b[off] ^= 0xff
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("not a database"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "origins.db")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Open(Options{Path: path, LockTimeout: time.Second})
+		if err == nil {
+			tr.Close()
+			return
+		}
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			t.Fatalf("Open = %v, want a *CorruptError", err)
+		}
+		tr, err = Open(Options{Path: path, Rebuild: true, LockTimeout: time.Second})
+		if err != nil {
+			t.Fatalf("Open with Rebuild = %v", err)
+		}
+		tr.Close()
+	})
 }

@@ -20,7 +20,8 @@ type Stats struct {
 	// UIDConflicts counts, by the reporting TP, UIDs reported by a TP other
 	// than their recorded origin (once per UID and TP).
 	UIDConflicts map[string]uint64
-	// Pruned counts, by TP, the origins Prune removed.
+	// Pruned counts, by TP, the origins Prune removed and those Open
+	// dropped because their TP is not configured.
 	Pruned map[string]uint64
 	// Pending is the number of UIDs whose change is not yet in the file.
 	Pending int

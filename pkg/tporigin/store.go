@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"time"
@@ -95,12 +96,17 @@ func decodeRecord(v []byte) (kind Kind, partition, tenant []byte, err error) {
 // ours, or is damaged, is a *CorruptError. bbolt may panic on a damaged page;
 // that is caught and reported as corruption too.
 func openFile(path string, lockTimeout time.Duration) (db *bolt.DB, err error) {
-	// Keep the file bbolt opens: if bbolt panics, closing it releases the
-	// flock, so that a rebuild in this process can proceed.
+	// Keep the file bbolt opens. If bbolt panics, the flock must go, so
+	// that a rebuild in this process can proceed; the lock belongs to the
+	// open file, which bbolt's mapping holds too: once bbolt.Open has
+	// returned, closing db unmaps and unlocks; before, only the file can
+	// be closed, and checkFile keeps the pages bbolt.Open reads sound.
 	var file *os.File
 	defer func() {
 		if r := recover(); r != nil {
-			if file != nil {
+			if db != nil {
+				closeQuietly(db)
+			} else if file != nil {
 				_ = file.Close()
 			}
 			db, err = nil, &CorruptError{Path: path, Reason: fmt.Sprintf("bbolt failed reading it (%v)", r)}
@@ -116,6 +122,13 @@ func openFile(path string, lockTimeout time.Duration) (db *bolt.DB, err error) {
 			return nil, fmt.Errorf("tporigin: creating the directory of %q: %w", path, err)
 		}
 	}
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	// A fault reading the mapping (a page the checks above could not see
+	// is missing) becomes a panic, recovered above, instead of killing the
+	// process; it applies to this goroutine, which is the one bbolt reads on.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      lockTimeout,
 		FreelistType: bolt.FreelistMapType,
@@ -210,6 +223,7 @@ func loadFile(db *bolt.DB, path string, sizeHint func(n int), fn func(uid, parti
 			err = &CorruptError{Path: path, Reason: fmt.Sprintf("bbolt failed reading it (%v)", r)}
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see openFile
 	return db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOrigins)
 		if sizeHint != nil {

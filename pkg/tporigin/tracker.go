@@ -156,12 +156,55 @@ func (t *Tracker) load(db *bolt.DB) error {
 	sizeHint := func(n int) {
 		t.entries.uuids.reserve(n)
 	}
-	if err := loadFile(db, t.opts.Path, sizeHint, t.loadRecord); err != nil {
+	// With partitions configured, a record of any other TP is stale: that
+	// TP was removed, or renamed, which is a removal plus a new TP whose
+	// origins are learned from it again. Such records are dropped.
+	var stale map[string][]string // TP -> UIDs
+	record := func(uid, partition, tenant []byte, kind Kind) error {
+		if _, known := t.tpIDs[string(partition)]; known || len(t.opts.Partitions) == 0 {
+			return t.loadRecord(uid, partition, tenant, kind)
+		}
+		if err := tenancy.ValidatePartitionName(string(partition)); err != nil {
+			return err // damage, not a removed TP
+		}
+		if stale == nil {
+			stale = make(map[string][]string)
+		}
+		stale[string(partition)] = append(stale[string(partition)], string(uid))
+		return nil
+	}
+	if err := loadFile(db, t.opts.Path, sizeHint, record); err != nil {
+		return err
+	}
+	if err := t.dropStale(db, stale); err != nil {
 		return err
 	}
 	// Answers and conflicts once, after every count is in.
 	for tenant := range t.tenants {
 		t.updateTenantLocked(tenant)
+	}
+	return nil
+}
+
+// dropStale deletes the records of TPs that are not configured, one commit
+// per TP, and counts them as pruned.
+func (t *Tracker) dropStale(db *bolt.DB, stale map[string][]string) error {
+	names := make([]string, 0, len(stale))
+	for tp := range stale {
+		names = append(names, tp)
+	}
+	sort.Strings(names)
+	for _, tp := range names {
+		uids := stale[tp]
+		batch := make(map[string][]byte, len(uids))
+		for _, uid := range uids {
+			batch[uid] = nil
+		}
+		if err := writeBatch(db, batch); err != nil {
+			return fmt.Errorf("tporigin: dropping the origins of unconfigured partition %q from %s: %w", tp, t.opts.Path, err)
+		}
+		t.stats.pruned(tp, len(uids))
+		t.logf("Dropped %d origins of tenant partition %s from %s: it is not one of the configured partitions %v", len(uids), tp, t.opts.Path, t.opts.Partitions)
 	}
 	return nil
 }

@@ -287,6 +287,60 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	}
 }
 
+// TestUnconfiguredPartitionsAreDropped: a TP removed from the node's
+// configuration, or renamed (a removal plus a new TP), leaves records that
+// would answer with a TP the node has no client for. They are dropped from
+// memory and from the file at load.
+func TestUnconfiguredPartitionsAreDropped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "origins.db")
+	tr := mustOpen(t, Options{Path: path, Partitions: []string{"tp1", "tp2"}})
+	for i := 0; i < 10; i++ {
+		observe(t, tr, fmt.Sprint("a", i), "tp1", "acme", KindPod)
+		observe(t, tr, fmt.Sprint("b", i), "tp2", "beta", KindPod)
+	}
+	observe(t, tr, "dns2", "tp2", "system", KindService)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// tp2 is renamed tp2b.
+	var logs []string
+	tr2 := mustOpen(t, Options{Path: path, Partitions: []string{"tp1", "tp2b"}, Logf: func(f string, a ...interface{}) {
+		logs = append(logs, fmt.Sprintf(f, a...))
+	}})
+	if tr2.Len() != 10 {
+		t.Fatalf("loaded %d origins, want tp1's 10", tr2.Len())
+	}
+	wantOrigin(t, tr2, "a3", "tp1")
+	wantOrigin(t, tr2, "b3", "")
+	wantOrigin(t, tr2, "dns2", "")
+	if _, ok := tr2.PartitionOfTenant("beta"); ok {
+		t.Fatal("tenant beta still has a TP")
+	}
+	if got := tr2.Stats().Pruned["tp2"]; got != 11 {
+		t.Fatalf("Stats().Pruned[tp2] = %d, want 11", got)
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, "Dropped 11 origins of tenant partition tp2") }) {
+		t.Fatalf("no log line about the dropped origins: %q", logs)
+	}
+	// Re-learned under the new name.
+	observe(t, tr2, "b3", "tp2b", "beta", KindPod)
+	if err := tr2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The drop reached the file: tp2 coming back does not bring them back.
+	tr3 := mustOpen(t, Options{Path: path, Partitions: []string{"tp1", "tp2", "tp2b"}})
+	if tr3.Len() != 11 {
+		t.Fatalf("third open loaded %d origins, want 11", tr3.Len())
+	}
+	wantOrigin(t, tr3, "b4", "")
+	wantOrigin(t, tr3, "b3", "tp2b")
+	if got := tr3.Stats().Pruned["tp2"]; got != 0 {
+		t.Fatalf("third open dropped %d tp2 origins again", got)
+	}
+}
+
 func TestSecondOpenerGetsClearError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "o.db")
 	mustOpen(t, Options{Path: path})

@@ -12,15 +12,19 @@ import (
 
 // AddFlags registers the tracker's flags on fs, bound to o. Partitions come
 // from the partition set, not from a flag. A zero BatchDelay becomes
-// tporigin.DefaultBatchDelay, the flag's default.
+// tporigin.DefaultBatchDelay, the flag's default, and Rebuild becomes true:
+// the file is a cache of what the TPs hold, so a node component with a
+// damaged file keeps it aside and starts (--tporigin-rebuild=false refuses
+// to start instead).
 func AddFlags(fs *flag.FlagSet, o *tporigin.Options) {
 	if o.BatchDelay == 0 {
 		o.BatchDelay = tporigin.DefaultBatchDelay
 	}
+	o.Rebuild = true
 	fs.StringVar(&o.Path, "tporigin-db", o.Path,
 		"bbolt file keeping each pod's and service's tenant partition across restarts, one per node. Empty keeps them in memory only.")
 	fs.BoolVar(&o.Rebuild, "tporigin-rebuild", o.Rebuild,
-		"If the --tporigin-db file is damaged or not a tporigin file, move it aside and rebuild it from the tenant partitions instead of failing.")
+		"If the --tporigin-db file is damaged or not a tporigin file, move it aside (logged) and rebuild it from the tenant partitions; false refuses to start instead.")
 	fs.Var((*tenantMap)(&o.StaticTenants), "tporigin-static-tenants",
 		"Comma-separated tenant=partition pairs that fix a regular tenant's partition, overriding what is observed.")
 	fs.DurationVar(&o.BatchDelay, "tporigin-batch-delay", o.BatchDelay,

@@ -14,13 +14,13 @@ func TestFlags(t *testing.T) {
 	var o tporigin.Options
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	tporigink8s.AddFlags(fs, &o)
-	if o.BatchDelay != tporigin.DefaultBatchDelay {
-		t.Fatalf("batch delay default %v", o.BatchDelay)
+	if o.BatchDelay != tporigin.DefaultBatchDelay || !o.Rebuild {
+		t.Fatalf("defaults: batch delay %v, rebuild %v", o.BatchDelay, o.Rebuild)
 	}
-	if err := fs.Parse([]string{"--tporigin-db=/var/lib/tpkit/origins.db", "--tporigin-rebuild", "--tporigin-static-tenants=a=tp1, b=tp2", "--tporigin-batch-delay=20ms"}); err != nil {
+	if err := fs.Parse([]string{"--tporigin-db=/var/lib/tpkit/origins.db", "--tporigin-rebuild=false", "--tporigin-static-tenants=a=tp1, b=tp2", "--tporigin-batch-delay=20ms"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.Path != "/var/lib/tpkit/origins.db" || !o.Rebuild || o.BatchDelay != 20*time.Millisecond || o.StaticTenants["a"] != "tp1" || o.StaticTenants["b"] != "tp2" {
+	if o.Path != "/var/lib/tpkit/origins.db" || o.Rebuild || o.BatchDelay != 20*time.Millisecond || o.StaticTenants["a"] != "tp1" || o.StaticTenants["b"] != "tp2" {
 		t.Fatalf("parsed %+v", o)
 	}
 	if got := fs.Lookup("tporigin-static-tenants").Value.String(); got != "a=tp1,b=tp2" {

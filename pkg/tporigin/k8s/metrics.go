@@ -20,7 +20,7 @@ var (
 	uidConflictsDesc = prometheus.NewDesc("tpkit_tporigin_uid_conflicts_total",
 		"UIDs reported by a tenant partition other than their recorded origin, by the reporting partition; the first origin is kept.", []string{"partition"}, nil)
 	prunedDesc = prometheus.NewDesc("tpkit_tporigin_pruned_total",
-		"Origins removed after a full sync because the partition no longer reports the object.", []string{"partition"}, nil)
+		"Origins removed after a full sync because the partition no longer reports the object, or at start because the partition is no longer configured.", []string{"partition"}, nil)
 	commitsDesc = prometheus.NewDesc("tpkit_tporigin_commits_total",
 		"Durable group commits of origin changes to the database file.", nil, nil)
 	commitErrorsDesc = prometheus.NewDesc("tpkit_tporigin_commit_errors_total",
