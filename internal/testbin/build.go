@@ -7,7 +7,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 )
+
+// RunWith is a TestMain body for a suite of programs: it builds pkgs (see
+// Build) once for the whole run, sets *dir to the directory holding them,
+// runs m, removes the directory and returns m's exit code.
+func RunWith(m *testing.M, dir *string, pkgs ...string) int {
+	d, err := Build(pkgs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(d)
+	*dir = d
+	return m.Run()
+}
 
 // Build compiles the module's main packages pkgs, given relative to the
 // module root ("./cmd/fake-tp"), into a new temporary directory, where each

@@ -165,9 +165,9 @@ func startArktosTPs(t *testing.T) *arktosTPs {
 		tps.kubeconfigs[i] = filepath.Join(dir, name+".kubeconfig")
 	}
 	for _, p := range procs {
-		p.waitOutput(t, `"Serving tenant partition"`, 1)
+		p.WaitOutput(t, `"Serving tenant partition"`, 1)
 	}
-	tps.stop = func(t *testing.T, i int) { _ = procs[i].signal(t, syscall.SIGKILL) }
+	tps.stop = func(t *testing.T, i int) { _ = procs[i].Signal(t, syscall.SIGKILL) }
 	return tps
 }
 

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,167 +33,34 @@ import (
 var binDir string
 
 // TestMain builds the real programs once for the whole run.
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := testbin.Build("./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "multitp:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testbin.RunWith(m, &binDir, "./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook"))
 }
 
 // deadline bounds every wait in the suite. It only detects hangs: nothing
 // asserts how fast anything is.
-const deadline = 60 * time.Second
-
-// syncBuffer collects a child's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+const deadline = testbin.Deadline
 
 // proc is a running program.
-type proc struct {
-	label string
-	cmd   *exec.Cmd
-	out   syncBuffer
-	done  chan struct{}
-	err   error // Wait's result, set before done closes
-}
+type proc = testbin.Proc
 
-// start runs one of the built programs for the test t. The cleanup kills it
-// if it still runs and prints its output if the test failed; Pdeathsig kills
-// it if the test binary dies without cleaning up (a panic, a -timeout).
+// start runs one of the built programs for the test t; see testbin.Start.
 func start(t *testing.T, label, program string, args ...string) *proc {
 	t.Helper()
-	return startOwned(t, t, label, program, args...)
+	return testbin.Start(t, t, label, filepath.Join(binDir, program), args...)
 }
 
 // startOwned is start for a program that outlives the subtest t starting
 // it: owner, an enclosing test, stops it.
 func startOwned(t, owner *testing.T, label, program string, args ...string) *proc {
 	t.Helper()
-	p := &proc{label: label, cmd: exec.Command(filepath.Join(binDir, program), args...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", label, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	owner.Cleanup(func() {
-		if !p.exited() {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if owner.Failed() {
-			owner.Logf("---- %s (%s %s) output:\n%s", label, program, strings.Join(args, " "), p.out.String())
-		}
-	})
-	return p
+	return testbin.Start(t, owner, label, filepath.Join(binDir, program), args...)
 }
 
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// waitOutput waits until the output holds n lines with substr, and returns
-// them. The program exiting first fails the test.
-func (p *proc) waitOutput(t *testing.T, substr string, n int) []string {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
-		var lines []string
-		for _, l := range strings.Split(p.out.String(), "\n") {
-			if strings.Contains(l, substr) {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) >= n {
-			return lines
-		}
-		if p.exited() {
-			t.Fatalf("%s exited (%v) before printing %d lines with %q", p.label, p.err, n, substr)
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s: no %d lines with %q within %v", p.label, n, substr, deadline)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// signal sends sig and waits for the program to exit; it returns Wait's
-// error (nil for exit status 0).
-func (p *proc) signal(t *testing.T, sig os.Signal) error {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil && !p.exited() {
-		t.Fatalf("signalling %s: %v", p.label, err)
-	}
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(deadline):
-		t.Fatalf("%s did not exit within %v of %v", p.label, deadline, sig)
-		return nil
-	}
-}
-
-// freePort returns a loopback address whose port is free for TCP and UDP
-// when asked. Another process may take it before the program binds it;
-// callers that start a program on it retry on "address already in use".
-func freePort(t *testing.T) string {
-	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no port free for both TCP and UDP")
-	return ""
-}
+func freePort(t *testing.T) string { return testbin.FreePort(t) }
 
 // httpGet returns the status and body of a GET, or 0 and the error text.
-func httpGet(url string) (int, string) {
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
+func httpGet(url string) (int, string) { return testbin.Get(url) }
 
 // tpRequest sends method path (with body, a merge patch for PATCH) to the
 // TP of kubeconfig, authenticated as the kubeconfig says, and returns the

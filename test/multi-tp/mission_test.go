@@ -90,8 +90,8 @@ func startMission(t *testing.T) *mission {
 	m.tp3Args = []string{"--partition-names", "tp3", "--listen", freePort(t), "--kubeconfig-dir", kc,
 		"--data-dir", filepath.Join(t.TempDir(), "data"), "--admin-listen", ""}
 	m.tp3 = start(t, "fake-tp tp3", "fake-tp", append(m.tp3Args, "--seed", seed)...)
-	m.tp12.waitOutput(t, `"Serving tenant partition"`, 2)
-	m.tp3.waitOutput(t, `"Serving tenant partition"`, 1)
+	m.tp12.WaitOutput(t, `"Serving tenant partition"`, 2)
+	m.tp3.WaitOutput(t, `"Serving tenant partition"`, 1)
 
 	m.dns = m.startDNS(t, "partition-dns")
 	return m
@@ -118,17 +118,17 @@ func startPartitionDNS(t, owner *testing.T, label, kubeconfigs string, extra ...
 			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics,
 			"--upstream", "none", "--ttl", "5"}, extra...)...)
 		end := time.Now().Add(deadline)
-		for !d.exited() && time.Now().Before(end) {
+		for !d.Exited() && time.Now().Before(end) {
 			if code, _ := httpGet(d.health + "/readyz"); code == http.StatusOK {
 				return d
 			}
 			time.Sleep(25 * time.Millisecond)
 		}
-		if d.exited() && attempt < 3 && strings.Contains(d.out.String(), "address already in use") {
+		if d.Exited() && attempt < 3 && strings.Contains(d.Output(), "address already in use") {
 			continue
 		}
 		code, body := httpGet(d.health + "/readyz")
-		t.Fatalf("%s not ready (exited: %v, %v): /readyz %d %s", label, d.exited(), d.err, code, body)
+		t.Fatalf("%s not ready (exited: %v, %v): /readyz %d %s", label, d.Exited(), d.Err(), code, body)
 	}
 }
 
@@ -422,9 +422,9 @@ var webhookAddr = regexp.MustCompile(`"Serving admission webhook".* address="([^
 func testWebhook(t *testing.T, m *mission) {
 	dir := t.TempDir()
 	w := start(t, "tp-admission-webhook", "tp-admission-webhook", "--listen", "127.0.0.1:0", "--self-signed-dir", dir)
-	match := webhookAddr.FindStringSubmatch(strings.Join(w.waitOutput(t, `"Serving admission webhook"`, 1), "\n"))
+	match := webhookAddr.FindStringSubmatch(strings.Join(w.WaitOutput(t, `"Serving admission webhook"`, 1), "\n"))
 	if match == nil {
-		t.Fatalf("no address in the webhook's log:\n%s", w.out.String())
+		t.Fatalf("no address in the webhook's log:\n%s", w.Output())
 	}
 	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
 	if err != nil {
@@ -477,7 +477,7 @@ func testWebhook(t *testing.T, m *mission) {
 			t.Errorf("DaemonSet in tenant %s: message %q lacks %q", c.tenant, out.Response.Status.Message, dsMessage)
 		}
 	}
-	if err := w.signal(t, syscall.SIGTERM); err != nil {
+	if err := w.Signal(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("tp-admission-webhook after SIGTERM: %v", err)
 	}
 }
@@ -486,7 +486,7 @@ func testWebhook(t *testing.T, m *mission) {
 // partition-dns keeps answering zeta's name from tp3's last known records,
 // never NXDOMAIN, stays ready, and reports tp3 as stale. Leaves tp3 dead.
 func testOutage(t *testing.T, m *mission) {
-	if err := m.tp3.signal(t, syscall.SIGKILL); err == nil {
+	if err := m.tp3.Signal(t, syscall.SIGKILL); err == nil {
 		t.Fatal("fake-tp tp3 exited with status 0 after SIGKILL")
 	}
 	const zeta = "web.default.zeta.svc.cluster.local"
@@ -533,7 +533,7 @@ func testOutage(t *testing.T, m *mission) {
 // is ready and answers from the TPs it reached, and says tp3 has not synced.
 // Leaves it running (m.late) for testReturn.
 func testStartDuringOutage(t *testing.T, m *mission) {
-	if !m.tp3.exited() {
+	if !m.tp3.Exited() {
 		t.Skip("tp3 was not stopped by the outage subtest")
 	}
 	m.late = m.startDNS(t, "partition-dns (started during the outage)", "--partition-sync-timeout", "1s")
@@ -560,17 +560,17 @@ func testStartDuringOutage(t *testing.T, m *mission) {
 // learns tp3's records, and a change made in tp3 after its return reaches
 // both. Leaves tp3 running with zeta's service api.
 func testReturn(t *testing.T, m *mission) {
-	if !m.tp3.exited() {
+	if !m.tp3.Exited() {
 		t.Skip("tp3 was not stopped by the outage subtest")
 	}
 	m.tp3 = startOwned(t, m.t, "fake-tp tp3 (restarted)", "fake-tp", m.tp3Args...)
-	m.tp3.waitOutput(t, `"Serving tenant partition"`, 1)
+	m.tp3.WaitOutput(t, `"Serving tenant partition"`, 1)
 	servers := []*dnsServer{m.dns}
 	if m.late != nil {
 		servers = append(servers, m.late)
 	}
 	for _, d := range servers {
-		eventually(t, d.label+" to report tp3 ok", func() bool {
+		eventually(t, d.Label+" to report tp3 ok", func() bool {
 			_, body := httpGet(d.health + "/readyz/partitions")
 			return strings.Contains(body, "tp3: ok")
 		})
@@ -599,16 +599,16 @@ func testReturn(t *testing.T, m *mission) {
 		t.Fatalf("created service: tenant %q", tenancy.TenantOf(created))
 	}
 	for _, d := range servers {
-		eventually(t, d.label+": "+name+" to answer "+ip, func() bool {
+		eventually(t, d.Label+": "+name+" to answer "+ip, func() bool {
 			return answer(query(t, d.addr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
 		})
 		if got := answer(query(t, d.addr, "tcp", "", "web.default.zeta.svc.cluster.local", dns.TypeA)); got != "NOERROR "+zetaWeb {
-			t.Errorf("%s: zeta's web after tp3's return: %q", d.label, got)
+			t.Errorf("%s: zeta's web after tp3's return: %q", d.Label, got)
 		}
 		_, metrics := httpGet(d.metrics + "/metrics")
 		for _, want := range []string{`tpkit_dns_partition_stale{partition="tp3"} 0`, `tpkit_partition_reachable{partition="tp3"} 1`} {
 			if !strings.Contains(metrics, want) {
-				t.Errorf("%s: /metrics lacks %q", d.label, want)
+				t.Errorf("%s: /metrics lacks %q", d.Label, want)
 			}
 		}
 	}
@@ -622,19 +622,19 @@ func testStop(t *testing.T, m *mission) {
 		procs = append(procs, m.late.proc)
 	}
 	for _, p := range procs {
-		if err := p.signal(t, syscall.SIGTERM); err != nil {
-			t.Errorf("%s after SIGTERM: %v", p.label, err)
+		if err := p.Signal(t, syscall.SIGTERM); err != nil {
+			t.Errorf("%s after SIGTERM: %v", p.Label, err)
 		}
 	}
 	for _, p := range []*proc{m.tp12, m.tp3} {
-		if p.exited() {
+		if p.Exited() {
 			continue
 		}
-		if err := p.signal(t, syscall.SIGTERM); err != nil {
-			t.Errorf("%s after SIGTERM: %v", p.label, err)
+		if err := p.Signal(t, syscall.SIGTERM); err != nil {
+			t.Errorf("%s after SIGTERM: %v", p.Label, err)
 		}
-		if !strings.Contains(p.out.String(), `"Stopped"`) {
-			t.Errorf("%s logged no clean stop", p.label)
+		if !strings.Contains(p.Output(), `"Stopped"`) {
+			t.Errorf("%s logged no clean stop", p.Label)
 		}
 	}
 }
