@@ -134,9 +134,15 @@ type Handler struct {
 	synced  atomic.Bool
 	pool    sync.Pool
 	// forwards holds a token per query waiting on an upstream, slow one per
-	// packet on the UDP slow path (twice as many: most are answered there).
+	// packet on the UDP slow path: the forwards plus slowPathSpare others
+	// (cache hits, malformed packets), so that a flood of forwards holds
+	// at most that many goroutines.
 	forwards, slow chan struct{}
 }
+
+// slowPathSpare is how many UDP packets may be on the slow path besides
+// those waiting upstream.
+const slowPathSpare = 64
 
 // New returns a Handler reading snapshots from snaps.
 func New(snaps Snapshots, o Options) (*Handler, error) {
@@ -151,7 +157,7 @@ func New(snaps Snapshots, o Options) (*Handler, error) {
 		h.opts.AllowRecursion = DefaultAllowRecursion
 	}
 	h.forwards = make(chan struct{}, h.opts.MaxConcurrentForwards)
-	h.slow = make(chan struct{}, 2*h.opts.MaxConcurrentForwards)
+	h.slow = make(chan struct{}, h.opts.MaxConcurrentForwards+slowPathSpare)
 	for _, z := range o.Zones {
 		fq := dns.CanonicalName(z)
 		if _, ok := dns.IsDomainName(fq); !ok || fq == "." {
