@@ -46,6 +46,7 @@ type options struct {
 	adminGroups     string
 	tenantNames     bool
 	shutdownDelay   time.Duration
+	idleTimeout     time.Duration
 }
 
 func main() {
@@ -88,12 +89,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.tenantNames, "tenant-name-admission", true, "Also check tenant creation and deletion (DNS-1123 names, not all; system is permanent).")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "After SIGTERM, fail /readyz but keep serving this long before shutting down, "+
 		"so that API servers stop sending reviews to this replica first (failurePolicy Fail turns a refused connection into a refused write).")
+	fs.DurationVar(&o.idleTimeout, "http-idle-timeout", ops.DefaultTimeouts.Idle, "Close a keep-alive connection that sends no request for this long, "+
+		"so that idle clients cannot hold every file descriptor.")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.idleTimeout <= 0 {
+		return o, fmt.Errorf("--http-idle-timeout must be positive, not %v", o.idleTimeout)
 	}
 	return o, nil
 }
@@ -117,6 +123,7 @@ func serve(ctx context.Context, o options, listening func(net.Addr)) error {
 	}
 	logger := klog.Background().WithName("tp-admission-webhook")
 	srv := ops.New(reg)
+	srv.Timeouts.Idle = o.idleTimeout
 	srv.Handle(ValidatePath, webhook.NewHandler(chain, metrics, logger))
 	srv.AddReadyz("serving-certificate", func() error {
 		_, err := keyPair.GetCertificate(nil)

@@ -227,6 +227,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--self-signed-dir", dir, "--listen", "256.0.0.1:x"}, "listening on"},
 		{[]string{"--no-such-flag"}, "not defined"},
 		{[]string{"--self-signed-dir", dir, "stray"}, "unexpected arguments"},
+		{[]string{"--self-signed-dir", dir, "--http-idle-timeout", "0s"}, "must be positive"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
