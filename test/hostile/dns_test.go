@@ -1,0 +1,347 @@
+//go:build linux
+
+package hostile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+const clusterName = "kube-dns.kube-system.svc.cluster.local."
+
+// clusterRate sends cluster-zone queries at rate per second for dur, as
+// pods do whatever else the server gets, and returns how many per second
+// were answered (within a second).
+func clusterRate(t *testing.T, server string, rate int, dur time.Duration) float64 {
+	t.Helper()
+	conn, err := net.Dial("udp", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var answered atomic.Int64
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		buf := make([]byte, 1500)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue
+			}
+			var r dns.Msg
+			if r.Unpack(buf[:n]) == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 {
+				answered.Add(1)
+			}
+		}
+	}()
+	m := new(dns.Msg)
+	m.SetQuestion(clusterName, dns.TypeA)
+	start := time.Now()
+	total := int(float64(rate) * dur.Seconds())
+	for i := 0; i < total; i++ {
+		// Paced by the clock: sleeping catches up in bursts.
+		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+			time.Sleep(d)
+		}
+		m.Id = uint16(i)
+		q, _ := m.Pack()
+		_, _ = conn.Write(q)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	<-read
+	return float64(answered.Load()) / dur.Seconds()
+}
+
+// flood sends queries for random names outside the zones the way dnsperf
+// does at full speed, but with 2,000 queries outstanding (dnsperf -c 20
+// -q 2000): over 20 sockets, each sends its next query as soon as an
+// answer comes back or a query is lost (after a second), until stop
+// closes. The returned func waits for the end and returns how many it sent.
+func flood(t *testing.T, server string, stop <-chan struct{}) func() int64 {
+	t.Helper()
+	const sockets, window = 20, 100
+	// Packed ahead of time, so that the senders spend CPU on sending.
+	queries := make([][]byte, 1<<14)
+	for i := range queries {
+		m := new(dns.Msg)
+		m.SetQuestion(fmt.Sprintf("r%016x.flood.example.", rand.Uint64()), dns.TypeA)
+		queries[i], _ = m.Pack()
+	}
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for s := 0; s < sockets; s++ {
+		conn, err := net.Dial("udp", server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			buf := make([]byte, 1500)
+			outstanding := 0
+			for i := s; ; i += sockets {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if outstanding < window {
+					if _, err := conn.Write(queries[i%len(queries)]); err == nil {
+						sent.Add(1)
+						outstanding++
+					}
+					continue
+				}
+				_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+				if _, err := conn.Read(buf); err != nil {
+					outstanding = 0 // the window's queries are lost
+					continue
+				}
+				outstanding--
+			}
+		}()
+	}
+	return func() int64 {
+		wg.Wait()
+		return sent.Load()
+	}
+}
+
+// TestForwardFlood: names outside the zones behind an upstream that never
+// answers, at the sender's full rate. Forwarding is bounded, so memory and
+// goroutines stay bounded, and cluster names keep being answered.
+func TestForwardFlood(t *testing.T) {
+	kc := startTP(t)
+	up := startUpstream(t, true)
+	d := startDNS(t, kc, "--upstream", up.addr)
+	pid := d.Cmd.Process.Pid
+
+	const rate = 2000
+	base := clusterRate(t, d.addr, rate, 2*time.Second)
+	if base == 0 {
+		t.Fatal("no cluster-zone answers without a flood")
+	}
+
+	stop := make(chan struct{})
+	sent := flood(t, d.addr, stop)
+	var maxRSS int64
+	var maxGoroutines float64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		client := &http.Client{Timeout: 5 * time.Second}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			if rss := rssBytes(t, pid); rss > maxRSS {
+				maxRSS = rss
+			}
+			if g := metric(t, client, d.metrics, "go_goroutines"); g > maxGoroutines {
+				maxGoroutines = g
+			}
+		}
+	}()
+	time.Sleep(time.Second) // let the forwards pile up to the bound
+	under := clusterRate(t, d.addr, rate, 3*time.Second)
+	close(stop)
+	n := sent()
+	<-sampled
+
+	t.Logf("flood: %d queries sent; upstream got %d; cluster-zone queries sent at %d/s answered at %.0f/s without, %.0f/s during (%.2f); max RSS %.1f MB, max goroutines %.0f",
+		n, up.queries.Load(), rate, base, under, under/base, float64(maxRSS)/(1<<20), maxGoroutines)
+	if up.queries.Load() == 0 {
+		t.Fatal("the flood never reached the upstream: nothing was forwarded")
+	}
+	if maxRSS == 0 || maxGoroutines == 0 {
+		t.Fatal("no samples of RSS and goroutines during the flood")
+	}
+	if maxRSS >= 100<<20 {
+		t.Errorf("RSS reached %.1f MB under the flood, want < 100 MB", float64(maxRSS)/(1<<20))
+	}
+	if maxGoroutines >= 2000 {
+		t.Errorf("%.0f goroutines under the flood, want < 2000", maxGoroutines)
+	}
+	if under < base/2 {
+		t.Errorf("cluster-zone queries answered at %.0f/s under the flood, less than half of %.0f/s without", under, base)
+	}
+	if d.Exited() {
+		t.Fatalf("partition-dns exited under the flood: %v", d.Err())
+	}
+}
+
+// exchangeRaw sends packet over UDP and returns the raw answer, or nil
+// when none comes within a second.
+func exchangeRaw(t *testing.T, server string, packet []byte) []byte {
+	t.Helper()
+	conn, err := net.Dial("udp", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(packet); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 65536)
+	n, err := conn.Read(buf)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+func ask(t *testing.T, server, network string, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second, UDPSize: 65535}).Exchange(m, server)
+	if err != nil {
+		t.Fatalf("%s %s: %v", network, m.Question[0].Name, err)
+	}
+	return r
+}
+
+func question(name string, qtype uint16) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	return m
+}
+
+// TestProtocolAttacks runs the protocol attacks against partition-dns.
+func TestProtocolAttacks(t *testing.T) {
+	kc := startTP(t)
+	up := startUpstream(t, false)
+	d := startDNS(t, kc, "--upstream", up.addr)
+
+	t.Run("other opcodes get NOTIMP and leave the cache alone", func(t *testing.T) {
+		const name = "cached.example."
+		notImp := func() {
+			t.Helper()
+			for _, network := range []string{"udp", "tcp"} {
+				for _, op := range []int{dns.OpcodeNotify, dns.OpcodeUpdate} {
+					m := question(name, dns.TypeA)
+					m.Opcode = op
+					if r := ask(t, d.addr, network, m); r.Rcode != dns.RcodeNotImplemented || len(r.Answer) != 0 {
+						t.Errorf("%s %s: %s with %d answers, want NOTIMP", network, dns.OpcodeToString[op], dns.RcodeToString[r.Rcode], len(r.Answer))
+					}
+				}
+			}
+		}
+		notImp()
+		if n := up.queries.Load(); n != 0 {
+			t.Fatalf("NOTIFY/UPDATE reached the upstream %d times", n)
+		}
+		// The cache holds nothing for the name: the query goes upstream.
+		if r := ask(t, d.addr, "udp", question(name, dns.TypeA)); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("QUERY after NOTIFY/UPDATE: %v", r)
+		}
+		if n := up.queries.Load(); n != 1 {
+			t.Fatalf("upstream got %d queries, want the 1 QUERY", n)
+		}
+		// Now cached: NOTIFY/UPDATE still get NOTIMP, not the cached
+		// answer, and the next QUERY is a cache hit.
+		notImp()
+		if r := ask(t, d.addr, "udp", question(name, dns.TypeA)); len(r.Answer) != 1 {
+			t.Fatalf("second QUERY: %v", r)
+		}
+		if n := up.queries.Load(); n != 1 {
+			t.Fatalf("upstream got %d queries, want 1: the cache changed", n)
+		}
+	})
+
+	t.Run("UDP answers are at most 1232 bytes", func(t *testing.T) {
+		big := "big.kube-system.svc.cluster.local."
+		full := ask(t, d.addr, "tcp", question(big, dns.TypeSRV))
+		if len(full.Answer) != bigPorts {
+			t.Fatalf("TCP: %d SRV records, want %d", len(full.Answer), bigPorts)
+		}
+		for _, size := range []uint16{0, 1232, 4096, 65535} {
+			m := question(big, dns.TypeSRV)
+			if size > 0 {
+				m.SetEdns0(size, false)
+			}
+			q, _ := m.Pack()
+			raw := exchangeRaw(t, d.addr, q)
+			limit := 1232
+			if size == 0 {
+				limit = 512
+			}
+			var r dns.Msg
+			if err := r.Unpack(raw); err != nil {
+				t.Fatalf("EDNS %d: answer does not unpack: %v", size, err)
+			}
+			if len(raw) > limit || !r.Truncated {
+				t.Errorf("EDNS size %d: %d-byte UDP answer, TC=%v; want at most %d bytes and TC", size, len(raw), r.Truncated, limit)
+			}
+		}
+	})
+
+	t.Run("recursion only for allowed sources", func(t *testing.T) {
+		before := up.queries.Load()
+		d2 := startDNS(t, kc, "--upstream", up.addr, "--allow-recursion", "192.0.2.0/24")
+		for _, network := range []string{"udp", "tcp"} {
+			if r := ask(t, d2.addr, network, question("other.example.", dns.TypeA)); r.Rcode != dns.RcodeRefused {
+				t.Errorf("%s: outside name from a source outside --allow-recursion: %s, want REFUSED", network, dns.RcodeToString[r.Rcode])
+			}
+			if r := ask(t, d2.addr, network, question(clusterName, dns.TypeA)); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+				t.Errorf("%s: cluster name from the same source: %v", network, r)
+			}
+		}
+		if n := up.queries.Load() - before; n != 0 {
+			t.Errorf("%d refused queries reached the upstream", n)
+		}
+	})
+
+	t.Run("malformed messages get FORMERR", func(t *testing.T) {
+		good, _ := question(clusterName, dns.TypeA).Pack()
+		twoOPT := question(clusterName, dns.TypeA)
+		twoOPT.SetEdns0(1232, false)
+		twoOPT.Extra = append(twoOPT.Extra, twoOPT.Extra[0])
+		twoOPTRaw, err := twoOPT.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pointerIntoHeader := append(append([]byte(nil), good[:12]...), 0xc0, 0x00, 0, 1, 0, 1)
+		for name, packet := range map[string][]byte{
+			"trailing bytes":                  append(append([]byte(nil), good...), 1, 2, 3),
+			"two OPT records":                 twoOPTRaw,
+			"compression pointer into header": pointerIntoHeader,
+		} {
+			raw := exchangeRaw(t, d.addr, packet)
+			if len(raw) < 12 {
+				t.Errorf("%s: no answer", name)
+				continue
+			}
+			id := binary.BigEndian.Uint16(packet)
+			if binary.BigEndian.Uint16(raw) != id || raw[3]&0x0f != dns.RcodeFormatError {
+				t.Errorf("%s: answer ID %#x rcode %d, want ID %#x FORMERR", name, binary.BigEndian.Uint16(raw), raw[3]&0x0f, id)
+			}
+		}
+		if raw := exchangeRaw(t, d.addr, good[:5]); raw != nil {
+			t.Errorf("a 5-byte packet got a %d-byte answer; want it dropped", len(raw))
+		}
+		if r := ask(t, d.addr, "udp", question(clusterName, dns.TypeA)); len(r.Answer) != 1 {
+			t.Fatalf("after the malformed packets: %v", r)
+		}
+	})
+}
