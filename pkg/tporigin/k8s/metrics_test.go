@@ -55,7 +55,7 @@ tpkit_tporigin_entries{kind="services",partition="tp2"} 1
 # HELP tpkit_tporigin_pending Origin changes not yet durable in the database file.
 # TYPE tpkit_tporigin_pending gauge
 tpkit_tporigin_pending 5
-# HELP tpkit_tporigin_pruned_total Origins removed after a full sync because the partition no longer reports the object.
+# HELP tpkit_tporigin_pruned_total Origins removed after a full sync because the partition no longer reports the object, or at start because the partition is no longer configured.
 # TYPE tpkit_tporigin_pruned_total counter
 tpkit_tporigin_pruned_total{partition="tp1"} 1
 # HELP tpkit_tporigin_tenant_conflicts_total Times a regular tenant was found in more than one tenant partition (or in another than its static one).
