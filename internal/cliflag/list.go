@@ -26,3 +26,6 @@ func (l *List) Set(v string) error {
 	*l = SplitList(v)
 	return nil
 }
+
+// Type names the value in --help, as pflag's string lists do.
+func (l *List) Type() string { return "strings" }
