@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -12,10 +13,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
@@ -40,6 +43,9 @@ type listFlag struct {
 
 func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
 
+// Type names the value in --help.
+func (l *listFlag) Type() string { return "strings" }
+
 func (l *listFlag) Set(v string) error {
 	if !l.set {
 		l.vals, l.set = nil, true
@@ -54,6 +60,7 @@ type config struct {
 	listen           string
 	metricsListen    string
 	healthListen     string
+	readyListen      string
 	ttl              uint
 	upstreams        listFlag
 	resolvConf       string
@@ -76,15 +83,25 @@ type config struct {
 	gcPercent        int
 }
 
-func parseFlags(args []string) (*config, error) {
-	fs := flag.NewFlagSet("partition-dns", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	c := &config{zones: listFlag{vals: []string{"cluster.local"}}}
+// short is what --help says partition-dns is.
+const short = "partition-dns answers the cluster DNS zones from every tenant partition of an Arktos scale-out cluster, and forwards other names."
+
+// parseFlags parses partition-dns's command line; --help and --version
+// write to out and return flag.ErrHelp and cliflag.ErrVersion.
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	cmd := cliflag.NewCommand("partition-dns", short, out)
+	for _, name := range subcommandNames() {
+		cmd.Subcommands = append(cmd.Subcommands, cliflag.Subcommand{Name: name, Short: subcommands[name].short})
+	}
+	fs := cmd.Flags
+	klog.InitFlags(cmd.Logging)
+	c := &config{zones: listFlag{vals: []string{"cluster.local", "in-addr.arpa", "ip6.arpa"}}}
 	c.part.AddFlags(fs)
-	fs.Var(&c.zones, "zone", "Zone answered from the tenant partitions; repeatable or comma-separated, reverse zones (in-addr.arpa, ip6.arpa) included. The first use replaces the default.")
+	fs.Var(&c.zones, "zone", "Zone answered from the tenant partitions; repeatable or comma-separated. A reverse name (in-addr.arpa, ip6.arpa) of no cluster address goes to the upstreams, as kubeadm's CoreDNS does with fallthrough. The first use replaces the default.")
 	fs.StringVar(&c.listen, "listen", ":53", "Address for DNS over UDP and TCP.")
 	fs.StringVar(&c.metricsListen, "metrics-listen", ":9153", "Address of the Prometheus /metrics endpoint; empty disables it.")
-	fs.StringVar(&c.healthListen, "health-listen", ":8080", "Address of /healthz and /readyz; empty disables it.")
+	fs.StringVar(&c.healthListen, "health-listen", ":8080", "Address of /health (as CoreDNS's health plugin), /healthz, /livez and /readyz; empty disables it.")
+	fs.StringVar(&c.readyListen, "ready-listen", ":8181", "Address of /ready (as CoreDNS's ready plugin): 200 once every reachable partition has synced; empty disables it.")
 	fs.UintVar(&c.ttl, "ttl", 5, "TTL in seconds of cluster answers (0-3600); the SOA's TTL is min(ttl, 300).")
 	fs.Var(&c.upstreams, "upstream", "Upstream nameserver (host or host:port) for names outside the zones; repeatable. Default: the nameservers of --resolv-conf. \"none\" answers such names REFUSED.")
 	fs.StringVar(&c.resolvConf, "resolv-conf", "/etc/resolv.conf", "File whose nameservers are the default upstreams.")
@@ -105,11 +122,14 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
 	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if len(cmd.Args()) > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", cmd.Args())
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	if c.ttl > 3600 {
 		return nil, fmt.Errorf("--ttl %d: must be at most 3600", c.ttl)
@@ -145,11 +165,80 @@ func prefixStrings(ps []netip.Prefix) []string {
 	return out
 }
 
+// subcommand is a mode of the binary other than the cluster DNS server.
+type subcommand struct {
+	run   func(context.Context, []string) error
+	short string
+}
+
 // subcommands are the NodeLocal modes of the same binary, so one image
 // serves the cluster DNS, the per-node cache and its HA switch.
-var subcommands = map[string]func(context.Context, []string) error{
-	"node-cache":       nodelocal.RunCache,
-	"node-cache-watch": nodelocal.RunWatch,
+var subcommands = map[string]subcommand{
+	"node-cache":       {nodelocal.RunCache, "Node-local DNS cache in front of partition-dns (NodeLocal DNSCache's role)."},
+	"node-cache-watch": {nodelocal.RunWatch, "Switches a node's DNS between node-cache and partition-dns as node-cache's health changes."},
+}
+
+func subcommandNames() []string {
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// validate checks every address, zone, upstream and duration, so that a
+// bad value stops the program at start with the flag's name.
+func (c *config) validate() error {
+	for _, a := range []struct {
+		flag, addr string
+		optional   bool
+	}{{"--listen", c.listen, false}, {"--metrics-listen", c.metricsListen, true}, {"--health-listen", c.healthListen, true}, {"--ready-listen", c.readyListen, true}} {
+		if a.addr == "" && a.optional {
+			continue
+		}
+		if err := cliflag.ValidateListenAddress(a.addr); err != nil {
+			return fmt.Errorf("%s %q: %v", a.flag, a.addr, err)
+		}
+	}
+	for _, z := range c.zones.vals {
+		if err := validateZone(z); err != nil {
+			return fmt.Errorf("--zone %q: %v", z, err)
+		}
+	}
+	if !(len(c.upstreams.vals) == 1 && c.upstreams.vals[0] == "none") {
+		for _, u := range c.upstreams.vals {
+			if u == "none" {
+				return errors.New(`--upstream none: "none" stands alone, without other upstreams`)
+			}
+			if err := cliflag.ValidateHostPort(u, true); err != nil {
+				return fmt.Errorf("--upstream %q: %v (or \"none\" alone)", u, err)
+			}
+		}
+	}
+	for _, d := range []struct {
+		flag     string
+		v        time.Duration
+		positive bool
+	}{{"--publish-interval", c.publishInterval, true}, {"--forward-timeout", c.forwardTimeout, true}, {"--cache-max-ttl", c.cacheMaxTTL, false}, {"--cache-max-negative-ttl", c.cacheMaxNegative, false}} {
+		if d.v < 0 || (d.positive && d.v == 0) {
+			return fmt.Errorf("%s %v: must be positive", d.flag, d.v)
+		}
+	}
+	if c.udpSockets < 1 {
+		return fmt.Errorf("--udp-sockets %d: must be at least 1", c.udpSockets)
+	}
+	return nil
+}
+
+// validateZone accepts a domain name with no empty label; the root is not
+// a zone partition-dns can own.
+func validateZone(z string) error {
+	fq := dns.Fqdn(z)
+	if _, ok := dns.IsDomainName(fq); !ok || fq == "." || strings.Contains(fq, "..") || strings.HasPrefix(fq, ".") {
+		return errors.New("not a domain name such as cluster.local")
+	}
+	return nil
 }
 
 // exitCode maps a subcommand's result to the process status: 2 for a bad
@@ -157,7 +246,7 @@ var subcommands = map[string]func(context.Context, []string) error{
 func exitCode(err error) int {
 	var usage *nodelocal.UsageError
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp), errors.Is(err, cliflag.ErrVersion):
 		return 0
 	case errors.As(err, &usage):
 		return 2
@@ -169,7 +258,7 @@ func exitCode(err error) int {
 func runSubcommand(name string, args []string) int {
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
-	err := subcommands[name](ctx, args)
+	err := subcommands[name].run(ctx, args)
 	if code := exitCode(err); code != 0 {
 		fmt.Fprintf(os.Stderr, "partition-dns %s: %v\n", name, err)
 		klog.Flush()
@@ -180,11 +269,11 @@ func runSubcommand(name string, args []string) int {
 }
 
 func main() {
-	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
+	if len(os.Args) > 1 && subcommands[os.Args[1]].run != nil {
 		os.Exit(runSubcommand(os.Args[1], os.Args[2:]))
 	}
-	c, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
+	c, err := parseFlags(os.Args[1:], os.Stdout)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, cliflag.ErrVersion) {
 		os.Exit(0)
 	}
 	if err != nil {
@@ -325,15 +414,27 @@ func run(ctx context.Context, c *config) error {
 		m := ops.New(reg)
 		go func() { errc <- m.Serve(ctx, c.metricsListen) }()
 	}
-	if c.healthListen != "" {
-		hs := ops.New(nil)
-		hs.AddReadyz("partitions", src.CheckReady)
-		hs.AddReadyz("dns-synced", func() error {
+	addReadyChecks := func(s *ops.Server) {
+		s.AddReadyz("partitions", src.CheckReady)
+		s.AddReadyz("dns-synced", func() error {
 			if !h.Synced() {
 				return errors.New("waiting for the first sync of the tenant partitions")
 			}
 			return nil
 		})
+	}
+	if c.readyListen != "" {
+		// CoreDNS's ready plugin on its own port, so that a CoreDNS
+		// manifest's readinessProbe (/ready on 8181) works unchanged.
+		rs := ops.New(nil)
+		addReadyChecks(rs)
+		rs.Handle("/ready", rs.ReadinessHandler())
+		go func() { errc <- rs.Serve(ctx, c.readyListen) }()
+	}
+	if c.healthListen != "" {
+		hs := ops.New(nil)
+		addReadyChecks(hs)
+		hs.Handle("/health", hs.LivenessHandler()) // CoreDNS's health plugin
 		hs.Handle("/readyz/partitions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			for _, st := range src.States() {

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 )
 
@@ -34,23 +38,77 @@ func get(url string) (int, string) {
 }
 
 func TestFlags(t *testing.T) {
-	for _, bad := range [][]string{
-		{"--pods", "maybe"}, {"--ttl", "4000"}, {"--isolation-unknown-sources", "perhaps"}, {"extra"},
+	for _, tc := range []struct {
+		args []string
+		want string // the flag the error names
+	}{
+		{[]string{"--pods", "maybe"}, "--pods"},
+		{[]string{"--ttl", "4000"}, "--ttl"},
+		{[]string{"--isolation-unknown-sources", "perhaps"}, "--isolation-unknown-sources"},
+		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--upstream", "300.1.1.1"}, "--upstream"},
+		{[]string{"--upstream", "8.8.8.8:0"}, "--upstream"},
+		{[]string{"--upstream", "none", "--upstream", "8.8.8.8"}, "--upstream"},
+		{[]string{"--zone", ".."}, "--zone"},
+		{[]string{"--zone", "."}, "--zone"},
+		{[]string{"--listen", "53"}, "--listen"},
+		{[]string{"--health-listen", "300.0.0.1:8080"}, "--health-listen"},
+		{[]string{"--ready-listen", ":99999"}, "--ready-listen"},
+		{[]string{"--metrics-listen", "x"}, "--metrics-listen"},
+		{[]string{"--forward-timeout", "0s"}, "--forward-timeout"},
+		{[]string{"--publish-interval", "-1s"}, "--publish-interval"},
+		{[]string{"--cache-max-ttl", "-1s"}, "--cache-max-ttl"},
+		{[]string{"--udp-sockets", "0"}, "--udp-sockets"},
+		{[]string{"--allow-recursion", "10.0.0.0/33"}, "--allow-recursion"},
+		{[]string{"--no-such-flag"}, "-no-such-flag"},
 	} {
-		if _, err := parseFlags(bad); err == nil {
-			t.Errorf("%v accepted", bad)
+		_, err := parseFlags(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %s", tc.args, err, tc.want)
 		}
 	}
-	c, err := parseFlags([]string{"--zone", "cluster.local", "--zone", "in-addr.arpa,ip6.arpa", "--dns-namespace", "a", "--dns-namespace", "b"})
+	c, err := parseFlags([]string{"--zone", "cluster.local", "--zone", "in-addr.arpa,ip6.arpa", "--dns-namespace", "a", "--dns-namespace", "b",
+		"--upstream", "8.8.8.8", "--upstream", "[2001:db8::1]:53", "--upstream", "dns.example:5353"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(c.zones.vals, " ") != "cluster.local in-addr.arpa ip6.arpa" || strings.Join(c.dnsNamespaces.vals, " ") != "a b" {
 		t.Fatalf("zones %v namespaces %v", c.zones.vals, c.dnsNamespaces.vals)
 	}
-	c, _ = parseFlags(nil)
-	if c.listen != ":53" || c.metricsListen != ":9153" || c.healthListen != ":8080" || c.ttl != 5 || c.pods != "insecure" || strings.Join(c.zones.vals, "") != "cluster.local" {
+	c, _ = parseFlags(nil, io.Discard)
+	if c.listen != ":53" || c.metricsListen != ":9153" || c.healthListen != ":8080" || c.readyListen != ":8181" || c.ttl != 5 || c.pods != "insecure" ||
+		strings.Join(c.zones.vals, " ") != "cluster.local in-addr.arpa ip6.arpa" {
 		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestHelpAndVersion: --help looks like a Kubernetes component's (the
+// program's flags with "--", then the logging flags, then the
+// subcommands), and --version names the build.
+func TestHelpAndVersion(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseFlags([]string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	help := out.String()
+	for _, want := range []string{"Usage:\n  partition-dns [flags]", "Available Commands:", "node-cache ", "node-cache-watch ",
+		"\nFlags:\n", "--tenant-server-kubeconfig", "--zone strings", `(default "/etc/resolv.conf")`, "--version", "\nLogging flags:\n", "--v "} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q:\n%s", want, help)
+		}
+	}
+	if flags, logging := strings.Index(help, "--zone"), strings.Index(help, "Logging flags:"); flags > logging || strings.Index(help, "--vmodule") < logging {
+		t.Errorf("the program's flags must come first and klog's in their group:\n%s", help)
+	}
+	if strings.Contains(help, "\n  -zone") {
+		t.Errorf("Go-style single-dash flags in --help:\n%s", help)
+	}
+	out.Reset()
+	if _, err := parseFlags([]string{"--version"}, &out); !errors.Is(err, cliflag.ErrVersion) {
+		t.Fatalf("--version: %v", err)
+	}
+	if !strings.HasPrefix(out.String(), "partition-dns ") || !strings.Contains(out.String(), "commit ") || !strings.Contains(out.String(), runtime.Version()) {
+		t.Errorf("--version printed %q", out.String())
 	}
 }
 
@@ -64,9 +122,9 @@ func TestProgram(t *testing.T) {
 	dnsAddr, health, metrics := freePort(t), freePort(t), freePort(t)
 	c, err := parseFlags([]string{
 		"--tenant-server-kubeconfig", strings.Join(cl.KubeconfigPaths(), ","),
-		"--listen", dnsAddr, "--health-listen", health, "--metrics-listen", metrics,
+		"--listen", dnsAddr, "--health-listen", health, "--metrics-listen", metrics, "--ready-listen", "",
 		"--upstream", "none", "--dns-tenant", "acme", "--ttl", "30", "--system-partition", "tp2",
-	})
+	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,25 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tpkit-dev/tpkit/pkg/faketp"
 )
 
 const deployDir = "../../deploy/partition-dns"
@@ -68,7 +75,7 @@ func TestDeployManifests(t *testing.T) {
 		t.Fatalf("want one container, got %d", len(cs))
 	}
 	c := cs[0]
-	cfg, err := parseFlags(c.Args)
+	cfg, err := parseFlags(c.Args, io.Discard)
 	if err != nil {
 		t.Fatalf("deployment args %q: %v", c.Args, err)
 	}
@@ -86,6 +93,7 @@ func TestDeployManifests(t *testing.T) {
 		{"dns-tcp", port(t, cfg.listen), corev1.ProtocolTCP},
 		{"metrics", port(t, cfg.metricsListen), corev1.ProtocolTCP},
 		{"health", port(t, cfg.healthListen), corev1.ProtocolTCP},
+		{"ready", port(t, cfg.readyListen), corev1.ProtocolTCP},
 	}
 	for _, w := range want {
 		p, ok := ports[w.name]
@@ -93,13 +101,16 @@ func TestDeployManifests(t *testing.T) {
 			t.Errorf("container port %s = %+v, want %d/%s from the flags", w.name, p, w.port, w.proto)
 		}
 	}
-	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != "health" {
-			t.Errorf("%s probe must GET on the health port: %+v", name, p)
+	// The CoreDNS way: /health on the health port, /ready on the ready port.
+	for _, pr := range []struct {
+		name string
+		p    *corev1.Probe
+		path string
+		port int32
+	}{{"liveness", c.LivenessProbe, "/health", port(t, cfg.healthListen)}, {"readiness", c.ReadinessProbe, "/ready", port(t, cfg.readyListen)}} {
+		if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path || pr.p.HTTPGet.Port.IntValue() != int(pr.port) {
+			t.Errorf("%s probe %+v, want GET %s on port %d", pr.name, pr.p, pr.path, pr.port)
 		}
-	}
-	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Path != "/readyz" {
-		t.Errorf("readiness probe path %q, want /readyz", p.HTTPGet.Path)
 	}
 
 	if len(cfg.part.KubeconfigPaths) < 2 {
@@ -144,5 +155,59 @@ func TestDeployManifests(t *testing.T) {
 	}
 	if binding.RoleRef.Name != role.Name {
 		t.Errorf("binding refers to %q, the role is %q", binding.RoleRef.Name, role.Name)
+	}
+}
+
+// TestCoreDNSManifestProbes: kubeadm's CoreDNS Deployment with only its
+// image and arguments changed to partition-dns's passes its probes: the
+// liveness and readiness GETs, at the ports and paths the manifest names,
+// answer 200 once the TPs have synced. The probe ports are the program's
+// defaults, so this runs partition-dns on them (8080 and 8181).
+func TestCoreDNSManifestProbes(t *testing.T) {
+	var d appsv1.Deployment
+	b, err := os.ReadFile("testdata/coredns-deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	c := &d.Spec.Template.Spec.Containers[0]
+	cl := faketp.StartT(t, faketp.Options{Partitions: 2})
+	c.Image = "tpkit/partition-dns:latest"
+	c.Args = []string{"--tenant-server-kubeconfig=" + strings.Join(cl.KubeconfigPaths(), ","),
+		// Not the manifest's business: DNS and metrics on free loopback ports.
+		"--listen=" + freePort(t), "--metrics-listen=" + freePort(t), "--upstream=none"}
+	cfg, err := parseFlags(c.Args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		url := fmt.Sprintf("%s://127.0.0.1:%d%s", strings.ToLower(string(p.HTTPGet.Scheme)), p.HTTPGet.Port.IntValue(), p.HTTPGet.Path)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, body := get(url)
+			if code == http.StatusOK {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("partition-dns stopped before its %s probe passed: %v", name, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s probe %s: %d %q", name, url, code, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

@@ -50,12 +50,17 @@ type options struct {
 }
 
 func main() {
+	o, err := parseFlags(os.Args[1:], os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp), errors.Is(err, cliflag.ErrVersion):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "tp-admission-webhook:", err)
+		os.Exit(2)
+	}
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
+	if err := serve(ctx, o, nil); err != nil {
 		klog.ErrorS(err, "tp-admission-webhook failed")
 		klog.Flush()
 		os.Exit(1)
@@ -73,10 +78,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, listening func(ne
 	return serve(ctx, o, listening)
 }
 
-// parseFlags parses the command line; klog's flags are parsed too.
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("tp-admission-webhook", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// parseFlags parses the command line; klog's flags are parsed too. --help
+// and --version write to out.
+func parseFlags(args []string, out io.Writer) (options, error) {
+	cmd := cliflag.NewCommand("tp-admission-webhook", "tp-admission-webhook is a validating admission webhook for Arktos tenant partitions: only the system tenant may have DaemonSets, and tenant names are DNS-1123 labels other than \"all\".", out)
+	fs := cmd.Flags
 	var o options
 	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address for /validate, /healthz, /readyz and /metrics.")
 	fs.StringVar(&o.certFile, "tls-cert-file", "", "PEM serving certificate (with intermediates). Reloaded when the file changes.")
@@ -91,12 +97,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"so that API servers stop sending reviews to this replica first (failurePolicy Fail turns a refused connection into a refused write).")
 	fs.DurationVar(&o.idleTimeout, "http-idle-timeout", ops.DefaultTimeouts.Idle, "Close a keep-alive connection that sends no request for this long, "+
 		"so that idle clients cannot hold every file descriptor.")
-	klog.InitFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	klog.InitFlags(cmd.Logging)
+	if err := cmd.Parse(args); err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if len(cmd.Args()) > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", cmd.Args())
+	}
+	if err := cliflag.ValidateListenAddress(o.listen); err != nil {
+		return o, fmt.Errorf("--listen %q: %v", o.listen, err)
+	}
+	if o.shutdownDelay < 0 {
+		return o, fmt.Errorf("--shutdown-delay %v: must not be negative", o.shutdownDelay)
 	}
 	if o.idleTimeout <= 0 {
 		return o, fmt.Errorf("--http-idle-timeout must be positive, not %v", o.idleTimeout)

@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -224,7 +226,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--tls-cert-file", "x"}, "a serving certificate is required"},
 		{[]string{"--self-signed-dir", dir, "--tls-cert-file", "x"}, "excludes"},
 		{[]string{"--tls-cert-file", filepath.Join(dir, "no.crt"), "--tls-private-key-file", filepath.Join(dir, "no.key")}, "no such file"},
-		{[]string{"--self-signed-dir", dir, "--listen", "256.0.0.1:x"}, "listening on"},
+		{[]string{"--self-signed-dir", dir, "--listen", "256.0.0.1:x"}, "--listen"},
+		{[]string{"--self-signed-dir", dir, "--listen", "256.0.0.1:8443"}, "--listen"},
+		{[]string{"--self-signed-dir", dir, "--shutdown-delay", "-1s"}, "--shutdown-delay"},
 		{[]string{"--no-such-flag"}, "not defined"},
 		{[]string{"--self-signed-dir", dir, "stray"}, "unexpected arguments"},
 		{[]string{"--self-signed-dir", dir, "--http-idle-timeout", "0s"}, "must be positive"},
@@ -240,6 +244,39 @@ func TestFlagErrors(t *testing.T) {
 func TestMain(m *testing.M) {
 	testbin.AsMain("tp-admission-webhook", main)
 	os.Exit(m.Run())
+}
+
+// TestCommandLine runs the program: --help and --version exit 0 and print
+// in the Kubernetes style; a bad flag value exits 2 naming the flag.
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"--help"}, 0, []string{"Usage:\n  tp-admission-webhook [flags]", "\nFlags:\n", "--http-idle-timeout duration", "\nLogging flags:\n"}},
+		{[]string{"--version"}, 0, []string{"tp-admission-webhook ", "commit "}},
+		{[]string{"--listen", "300.1.1.1:8443"}, 2, []string{"--listen"}},
+		{[]string{"--http-idle-timeout", "-5s"}, 2, []string{"--http-idle-timeout"}},
+		{[]string{"--no-such-flag"}, 2, []string{"no-such-flag"}},
+	} {
+		out, err := testbin.Command(tc.args...).CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d\n%s", tc.args, code, tc.code, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
 }
 
 func TestGracefulSIGTERM(t *testing.T) {

@@ -116,6 +116,8 @@ func TestParseCacheFlags(t *testing.T) {
 		{[]string{"--upstream-svc-ip=10.0.0.50", "--resolv-conf=/nonexistent"}, nil, "resolv-conf"},
 		{[]string{"--upstream-svc-ip=10.0.0.50", "--no-such-flag"}, nil, "not defined"},
 		{[]string{"--upstream-svc-ip=10.0.0.50", "extra"}, nil, "unexpected"},
+		{[]string{"--upstream-svc-ip=10.0.0.50", "--metrics-listen-address=300.0.0.1:9253"}, nil, "--metrics-listen-address"},
+		{[]string{"--upstream-svc-ip=10.0.0.50", "--cluster-zones=a..b"}, nil, "--cluster-zones"},
 	} {
 		_, err := ParseCacheFlags(tc.args, env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
@@ -131,6 +133,9 @@ func TestParseCacheFlags(t *testing.T) {
 	}
 	if _, err := ParseWatchFlags([]string{"--failure-threshold=x"}, e); !errors.As(err, &ue) {
 		t.Errorf("bad watch flag: %T %v, want *UsageError", err, err)
+	}
+	if _, err := ParseWatchFlags([]string{"--metrics-listen-address=:99999"}, e); err == nil || !strings.Contains(err.Error(), "--metrics-listen-address") {
+		t.Errorf("bad watch metrics address: %v", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package nodelocal
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/netip"
@@ -62,9 +61,10 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	fs := flag.NewFlagSet("node-cache", flag.ContinueOnError)
+	cmd := cliflag.NewCommand("partition-dns node-cache", "Node-local DNS cache: answers pods on the node from a cache, forwarding cluster zones to partition-dns and other names to the host resolvers.", os.Stdout)
+	fs := cmd.Flags
 	// klog's flags (--v, --vmodule, ...) are accepted in every mode.
-	klog.InitFlags(fs)
+	klog.InitFlags(cmd.Logging)
 	def := cache.DefaultConfig()
 	host, _ := os.Hostname()
 	var (
@@ -95,11 +95,11 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		identity     = fs.String("identity", host, "Answer to CHAOS TXT id.server. (the watcher's probe).")
 		drain        = fs.Duration("drain-duration", 3*time.Second, "On SIGTERM (without --skip-teardown), how long to keep serving while failing the watcher's probe, so it moves the kube-dns traffic away first; longer than the watcher's failure-threshold x interval + probe-timeout.")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if len(cmd.Args()) > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", cmd.Args())
 	}
 	o := &CacheOptions{
 		DNSPort: *dnsPort, UpstreamSvcPort: *upSvcPort, UpstreamTimeout: *upTimeout,
@@ -161,6 +161,11 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 	}{{"dns-port", o.DNSPort, false}, {"upstream-svc-port", o.UpstreamSvcPort, false}, {"health-port", o.HealthPort, true}} {
 		if err := validPort(p.n, p.v, p.zero); err != nil {
 			return nil, err
+		}
+	}
+	if o.MetricsAddress != "" {
+		if err := cliflag.ValidateListenAddress(o.MetricsAddress); err != nil {
+			return nil, fmt.Errorf("--metrics-listen-address %q: %v", o.MetricsAddress, err)
 		}
 	}
 	switch {

@@ -3,10 +3,10 @@ package nodelocal
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"time"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/watch"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
@@ -38,9 +39,10 @@ func ParseWatchFlags(args []string, getenv func(string) string) (o *WatchOptions
 }
 
 func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, error) {
-	fs := flag.NewFlagSet("node-cache-watch", flag.ContinueOnError)
+	cmd := cliflag.NewCommand("partition-dns node-cache-watch", "Watches the node-local cache with DNS probes and switches the kube-dns service IP's traffic between it and partition-dns.", os.Stdout)
+	fs := cmd.Flags
 	// klog's flags (--v, --vmodule, ...) are accepted in every mode.
-	klog.InitFlags(fs)
+	klog.InitFlags(cmd.Logging)
 	def := watch.Defaults()
 	var (
 		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "The cache's --local-ip: the rule set covers each; the NOTRACK rules of the non-link-local ones (the kube-dns service IP) are the switch.")
@@ -57,11 +59,11 @@ func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, 
 		iptBin       = fs.String("iptables", "iptables", "iptables command: iptables, iptables-nft, iptables-legacy or a path.")
 		metricsAddr  = fs.String("metrics-listen-address", "0.0.0.0:9254", "Address for /metrics, /healthz and /readyz; empty disables.")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if len(cmd.Args()) > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", cmd.Args())
 	}
 	o := &WatchOptions{DNSPort: *dnsPort, HealthPort: *healthPort, IptablesBinary: *iptBin, MetricsAddress: *metricsAddr}
 	var err error
@@ -75,6 +77,11 @@ func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, 
 	}{{"dns-port", o.DNSPort, false}, {"health-port", o.HealthPort, true}} {
 		if err := validPort(p.n, p.v, p.zero); err != nil {
 			return nil, err
+		}
+	}
+	if o.MetricsAddress != "" {
+		if err := cliflag.ValidateListenAddress(o.MetricsAddress); err != nil {
+			return nil, fmt.Errorf("--metrics-listen-address %q: %v", o.MetricsAddress, err)
 		}
 	}
 	if *probeIP != "" {

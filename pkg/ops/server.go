@@ -78,6 +78,14 @@ func (s *Server) add(m map[string]Check, name string, c Check) {
 	m[name] = c
 }
 
+// LivenessHandler serves the liveness checks, as /healthz does, for
+// mounting under another path (CoreDNS's /health).
+func (s *Server) LivenessHandler() http.Handler { return s.serveChecks(s.healthz) }
+
+// ReadinessHandler serves the readiness checks, as /readyz does, for
+// mounting under another path (CoreDNS's /ready).
+func (s *Server) ReadinessHandler() http.Handler { return s.serveChecks(s.readyz) }
+
 // Handle mounts an extra handler (an admin endpoint, a webhook) on the mux.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 

@@ -93,7 +93,7 @@ func startDNS(t *testing.T, kubeconfig string, extra ...string) *dnsServer {
 		d.metrics = "http://" + metrics + "/metrics"
 		d.Proc = start(t, "partition-dns", "partition-dns", append([]string{
 			"--tenant-server-kubeconfig", kubeconfig,
-			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics}, extra...)...)
+			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics, "--ready-listen", ""}, extra...)...)
 		end := time.Now().Add(testbin.Deadline)
 		for !d.Exited() && time.Now().Before(end) {
 			if code, _ := httpGet("http://" + health + "/readyz"); code == http.StatusOK {

@@ -115,7 +115,7 @@ func startPartitionDNS(t, owner *testing.T, label, kubeconfigs string, extra ...
 		d.health, d.metrics = "http://"+health, "http://"+metrics
 		d.proc = startOwned(t, owner, label, "partition-dns", append([]string{
 			"--tenant-server-kubeconfig", kubeconfigs,
-			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics,
+			"--listen", d.addr, "--health-listen", health, "--metrics-listen", metrics, "--ready-listen", "",
 			"--upstream", "none", "--ttl", "5"}, extra...)...)
 		end := time.Now().Add(deadline)
 		for !d.Exited() && time.Now().Before(end) {

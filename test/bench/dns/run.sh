@@ -49,7 +49,7 @@ done
 
 start=$(date +%s.%N)
 "$work/partition-dns" --tenant-server-kubeconfig "$work/tp1.kubeconfig,$work/tp2.kubeconfig,$work/tp3.kubeconfig" \
-  --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --upstream none \
+  --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --ready-listen "" --upstream none \
   >"$work/pdns.log" 2>&1 &
 pdns=$!
 pids+=($pdns)
