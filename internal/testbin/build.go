@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -41,6 +42,15 @@ func Build(pkgs ...string) (dir string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("testbin: %w", err)
 	}
+	// Test binaries run in parallel (go test -p): one build at a time, so
+	// that the second finds the first one's packages in the build cache
+	// instead of compiling the same programs beside it.
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "tpkit-testbin-build.lock"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	defer unlock()
 	build := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
@@ -61,4 +71,18 @@ func ModuleRoot() (string, error) {
 		return "", errors.New("testbin: go env GOMOD: not inside the module")
 	}
 	return filepath.Dir(gomod), nil
+}
+
+// lockFile takes an exclusive flock on path, waiting for it, and returns
+// the function that releases it.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("testbin: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("testbin: locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
