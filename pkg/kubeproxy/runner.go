@@ -17,17 +17,23 @@ type RunnerOptions struct {
 	// meanwhile are batched into the next one. Zero means 1s, upstream
 	// kube-proxy's default.
 	MinInterval time.Duration
-	// RetryInterval is the wait before a full sync after a failed one.
-	// Zero means 5s.
+	// RetryInterval is the wait before a full sync after a failed one; it
+	// doubles with each failure in a row, up to MaxInterval. Zero means 5s.
 	RetryInterval time.Duration
+	// MaxInterval is the most time between two syncs: with no change for
+	// that long, the runner does a full sync anyway, which repairs a
+	// dataplane changed behind its back (kube-proxy's --iptables-sync-period).
+	// Zero means 30s, upstream kube-proxy's default; it is never below
+	// MinInterval.
+	MaxInterval time.Duration
 	// Clock replaces the wall clock (tests).
 	Clock Clock
 	// Logf, when set, receives the runner's log lines (failed syncs); nil
 	// discards them.
 	Logf func(format string, args ...interface{})
 	// OnSync, when set, is called after every sync, from the runner's
-	// goroutine: pkg/kubeproxy/k8s's Metrics.Observe publishes these as
-	// Prometheus metrics.
+	// goroutine, once the next sync is scheduled: pkg/kubeproxy/k8s's
+	// Metrics.Observe publishes these as Prometheus metrics.
 	OnSync func(SyncEvent)
 }
 
@@ -84,6 +90,12 @@ func NewRunner(v *View, fn SyncFunc, o RunnerOptions) *Runner {
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = 5 * time.Second
 	}
+	if o.MaxInterval <= 0 {
+		o.MaxInterval = 30 * time.Second
+	}
+	if o.MaxInterval < o.MinInterval {
+		o.MaxInterval = o.MinInterval
+	}
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
@@ -97,28 +109,32 @@ func (r *Runner) Stats() RunnerStats {
 	return r.stats
 }
 
-// Run syncs until ctx ends.
+// Run syncs until ctx ends. It waits for a change, for the retry after a
+// failure, or for MaxInterval after the last sync (then a full sync), and
+// never syncs twice within MinInterval: kube-proxy's BoundedFrequencyRunner
+// with exponential retries.
 func (r *Runner) Run(ctx context.Context) {
 	clk := r.opts.Clock
 	var last time.Time
-	failed := false
-	var retry Timer
+	failures := 0
+	var retry, periodic Timer
 	defer func() {
-		if retry != nil {
-			retry.Stop()
+		for _, t := range []Timer{retry, periodic} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 	}()
 	for {
-		var retryC <-chan time.Time
-		if retry != nil {
-			retryC = retry.C()
-		}
+		due := false // MaxInterval passed: sync in full even without a change
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.view.Changed():
-		case <-retryC:
+		case <-timerC(retry):
 			retry = nil
+		case <-timerC(periodic):
+			periodic, due = nil, true
 		}
 		if !r.view.Synced() {
 			continue // the first sync must see every TP
@@ -133,7 +149,7 @@ func (r *Runner) Run(ctx context.Context) {
 			}
 		}
 		c := r.view.Apply(r.snap)
-		if failed {
+		if failures > 0 || due {
 			c = Changes{Full: true}
 		}
 		if !c.Full && len(c.Services) == 0 {
@@ -144,22 +160,51 @@ func (r *Runner) Run(ctx context.Context) {
 		last = clk.Now()
 		ev := SyncEvent{Full: c.Full, ChangedServices: len(c.Services), ServicePorts: r.snap.Len(), Duration: last.Sub(start), End: last, Err: err}
 		r.record(ev)
+		// The timers are armed before OnSync, so that whoever hears of a
+		// sync can count on the next one being scheduled.
+		if periodic != nil {
+			periodic.Stop()
+		}
+		periodic = clk.NewTimer(r.opts.MaxInterval)
+		if retry != nil {
+			retry.Stop()
+			retry = nil
+		}
+		if err == nil {
+			failures = 0
+		} else {
+			failures++
+			wait := r.retryWait(failures)
+			if r.opts.Logf != nil {
+				r.opts.Logf("kubeproxy: dataplane sync failed (%d in a row); retrying with a full sync in %s: %v", failures, wait, err)
+			}
+			retry = clk.NewTimer(wait)
+		}
 		if r.opts.OnSync != nil {
 			r.opts.OnSync(ev)
 		}
-		if err != nil {
-			if r.opts.Logf != nil {
-				r.opts.Logf("kubeproxy: dataplane sync failed; retrying with a full sync in %s: %v", r.opts.RetryInterval, err)
-			}
-			failed = true
-			if retry != nil {
-				retry.Stop()
-			}
-			retry = clk.NewTimer(r.opts.RetryInterval)
-			continue
-		}
-		failed = false
 	}
+}
+
+// retryWait is RetryInterval doubled for each failure after the first, at
+// most MaxInterval.
+func (r *Runner) retryWait(failures int) time.Duration {
+	wait := r.opts.RetryInterval
+	for i := 1; i < failures && wait < r.opts.MaxInterval; i++ {
+		wait *= 2
+	}
+	if wait > r.opts.MaxInterval {
+		wait = r.opts.MaxInterval
+	}
+	return wait
+}
+
+// timerC is t's channel, or nil (never ready) without a timer.
+func timerC(t Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
 }
 
 func (r *Runner) record(ev SyncEvent) {

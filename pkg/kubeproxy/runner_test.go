@@ -14,6 +14,9 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	// newTimer is closed (and replaced) when a timer is made, so that
+	// waitTimer waits for the runner without polling.
+	newTimer chan struct{}
 }
 
 type fakeTimer struct {
@@ -23,7 +26,9 @@ type fakeTimer struct {
 	done     bool
 }
 
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Unix(1_700_000_000, 0), newTimer: make(chan struct{})}
+}
 
 func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
@@ -36,6 +41,8 @@ func (c *fakeClock) NewTimer(d time.Duration) Timer {
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: make(chan time.Time, 1), deadline: c.now.Add(d), clk: c}
 	c.timers = append(c.timers, t)
+	close(c.newTimer)
+	c.newTimer = make(chan struct{})
 	return t
 }
 
@@ -62,8 +69,9 @@ func (c *fakeClock) Step(d time.Duration) {
 	}
 }
 
-// waiting returns the durations until the pending timers fire.
-func (c *fakeClock) waiting() []time.Duration {
+// waiting returns the durations until the pending timers fire, and a
+// channel closed when the next timer is made.
+func (c *fakeClock) waiting() ([]time.Duration, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []time.Duration
@@ -72,23 +80,26 @@ func (c *fakeClock) waiting() []time.Duration {
 			out = append(out, t.deadline.Sub(c.now))
 		}
 	}
-	return out
+	return out, c.newTimer
 }
 
 // waitTimer waits until the runner waits on a timer of d.
 func (c *fakeClock) waitTimer(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // a hang guard only
+	hang := time.NewTimer(30 * time.Second) // a hang guard only
+	defer hang.Stop()
 	for {
-		for _, w := range c.waiting() {
+		pending, next := c.waiting()
+		for _, w := range pending {
 			if w == d {
 				return
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the runner never waited %s (timers %v)", d, c.waiting())
+		select {
+		case <-next:
+		case <-hang.C:
+			t.Fatalf("the runner never waited %s (timers %v)", d, pending)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -127,11 +138,8 @@ func TestRunner(t *testing.T) {
 	v.OnServiceSynced(tp0)
 	v.OnEndpointsSynced(tp0)
 	v.OnServiceSynced(tp1)
-	select {
-	case c := <-calls:
-		t.Fatalf("synced before tp1's endpoints: %+v", c)
-	case <-time.After(50 * time.Millisecond):
-	}
+	// A sync now would record synced=false: the first must wait for tp1's
+	// endpoints too.
 	v.OnEndpointsSynced(tp1)
 	first := <-calls
 	if !first.synced || !first.c.Full || first.ports != 2 {
@@ -179,7 +187,7 @@ func TestRunner(t *testing.T) {
 	if len(events) != 4 || events[1].Err == nil || events[1].Full || events[1].ChangedServices != 5 || !events[2].Full {
 		t.Errorf("sync events %+v", events)
 	}
-	if len(logged) != 1 || !contains(logged[0], "iptables-restore failed") {
+	if len(logged) != 1 || !contains(logged[0], "iptables-restore failed") || !contains(logged[0], "1 in a row") {
 		t.Errorf("log %q, want the failure", logged)
 	}
 }
@@ -191,6 +199,55 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestRunnerBackoffAndMaxInterval: failures in a row are retried after
+// RetryInterval doubling up to MaxInterval, a success resets it, and with
+// no change for MaxInterval the runner syncs in full anyway.
+func TestRunnerBackoffAndMaxInterval(t *testing.T) {
+	clk := newFakeClock()
+	v := NewView([]int{tp0}, Options{})
+	calls := make(chan Changes)
+	results := make(chan error)
+	fn := func(_ context.Context, s *Snapshot, c Changes) error {
+		calls <- c
+		return <-results
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		NewRunner(v, fn, RunnerOptions{MinInterval: time.Second, RetryInterval: 2 * time.Second, MaxInterval: 10 * time.Second, Clock: clk}).Run(ctx)
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	v.OnServiceAdd(svcRec("", "ns", "a", "10.0.0.1", port("p", 1)), tp0)
+	v.OnServiceSynced(tp0)
+	v.OnEndpointsSynced(tp0)
+	if c := <-calls; !c.Full {
+		t.Fatalf("first sync %+v", c)
+	}
+	// Four failures in a row: retries after 2s, 4s, 8s, then 10s (the cap).
+	for _, wait := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second} {
+		results <- errors.New("dataplane down")
+		clk.waitTimer(t, wait)
+		clk.Step(wait)
+		if c := <-calls; !c.Full {
+			t.Fatalf("retry after %s: %+v, want a full sync", wait, c)
+		}
+	}
+	// Success: no retry; MaxInterval later a full sync without any change.
+	results <- nil
+	clk.waitTimer(t, 10*time.Second)
+	clk.Step(10 * time.Second)
+	if c := <-calls; !c.Full {
+		t.Fatalf("periodic sync %+v, want a full one", c)
+	}
+	// After a success, the next failure waits RetryInterval again.
+	results <- errors.New("again")
+	clk.waitTimer(t, 2*time.Second)
+	clk.Step(2 * time.Second)
+	<-calls
+	results <- nil
 }
 
 // TestRunnerRealClock: the default clock works (no fake in sight).
