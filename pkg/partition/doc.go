@@ -7,6 +7,13 @@
 // pkg/informer (Arktos's /tenants/all/ paths, stores keyed by tenant) and
 // register what they read with Partition.TrackSynced.
 //
+// A TP's state changes are logged, one klog line each to Start's context's
+// logger, and counted in tpkit_partition_transitions_total{partition,to}:
+// synced (the first time every consumer has listed it), stale (synced, and
+// then a request failed: the line carries that error) and recovered (a
+// stale TP answered again). Failing retries while a TP is stale log
+// nothing more.
+//
 // Invariants:
 //   - A Set's partitions never change after New; each has a unique Name and its
 //     Index is its position in the flag.

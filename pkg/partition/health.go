@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // Status is one TP's health, as served by /readyz and metrics.
@@ -18,6 +20,9 @@ type Status struct {
 	// Reachable is true when the last request to the TP got an answer that
 	// was not a server-side failure. False until the first answer.
 	Reachable bool
+	// Stale is true while the TP, synced once, is unreachable: its
+	// consumers serve what they last read from it.
+	Stale bool
 	// LastError is the most recent failure talking to the TP, or "".
 	LastError     string
 	LastErrorTime time.Time
@@ -25,34 +30,107 @@ type Status struct {
 	LastEvent time.Time
 	// Errors counts failed requests since start.
 	Errors uint64
+	// Transitions counts the TP's state changes since start.
+	Transitions Transitions
 }
 
-// health is updated by every request through the TP's transport.
+// Transitions counts a TP's changes of state. Each change is logged once,
+// when it happens, and exported as tpkit_partition_transitions_total.
+type Transitions struct {
+	// Synced is 1 once every consumer has listed the TP; a TP syncs once.
+	Synced uint64
+	// Stale counts the times the synced TP became unreachable.
+	Stale uint64
+	// Recovered counts the times a stale TP answered again.
+	Recovered uint64
+}
+
+// health is updated by every request through the TP's transport, and holds
+// the TP's state: synced (once), then stale or not as requests fail or get
+// answers. State changes are logged under mu, so the log follows the order
+// of the changes.
 type health struct {
-	reachable atomic.Bool
+	name      string
+	index     int
 	lastEvent atomic.Int64 // unix nanoseconds
 	errors    atomic.Uint64
 
 	mu          sync.Mutex
-	lastError   string
+	log         klog.Logger
+	reachable   bool
+	synced      bool
+	stale       bool
+	staleSince  time.Time
+	lastErr     error
 	lastErrorAt time.Time
+	transitions Transitions
 }
 
-func (h *health) fail(err error) {
-	h.reachable.Store(false)
-	h.errors.Add(1)
+func newHealth(name string, index int) *health {
+	return &health{name: name, index: index, log: klog.Background()}
+}
+
+// setLogger makes the TP's transitions go to l (Set.Start's context's).
+func (h *health) setLogger(l klog.Logger) {
 	h.mu.Lock()
-	h.lastError, h.lastErrorAt = err.Error(), time.Now()
+	h.log = l
 	h.mu.Unlock()
 }
 
-func (h *health) status(name string, index int, synced bool) Status {
-	s := Status{Name: name, Index: index, Synced: synced, Reachable: h.reachable.Load(), Errors: h.errors.Load()}
+func (h *health) fail(err error) {
+	h.errors.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reachable = false
+	h.lastErr, h.lastErrorAt = err, time.Now()
+	h.update()
+}
+
+func (h *health) answered() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reachable = true
+	h.update()
+}
+
+// markSynced records the TP's first sync, which took d.
+func (h *health) markSynced(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.synced = true
+	h.transitions.Synced++
+	h.log.Info("Tenant partition synced", "partition", h.name, "index", h.index, "duration", d.Round(time.Millisecond))
+	h.update()
+}
+
+// update logs and counts a change of staleness: a synced TP is stale while
+// its last request failed. Callers hold mu.
+func (h *health) update() {
+	stale := h.synced && !h.reachable
+	if stale == h.stale {
+		return
+	}
+	h.stale = stale
+	if stale {
+		h.transitions.Stale++
+		h.staleSince = time.Now()
+		h.log.Info("Tenant partition is stale: unreachable, its last known state is served", "partition", h.name, "index", h.index, "err", h.lastErr)
+		return
+	}
+	h.transitions.Recovered++
+	h.log.Info("Tenant partition recovered", "partition", h.name, "index", h.index, "staleFor", time.Since(h.staleSince).Round(time.Millisecond))
+}
+
+func (h *health) status(synced bool) Status {
+	s := Status{Name: h.name, Index: h.index, Synced: synced, Errors: h.errors.Load()}
 	if t := h.lastEvent.Load(); t != 0 {
 		s.LastEvent = time.Unix(0, t)
 	}
 	h.mu.Lock()
-	s.LastError, s.LastErrorTime = h.lastError, h.lastErrorAt
+	s.Reachable, s.Stale, s.Transitions = h.reachable, h.stale, h.transitions
+	if h.lastErr != nil {
+		s.LastError, s.LastErrorTime = h.lastErr.Error(), h.lastErrorAt
+	}
 	h.mu.Unlock()
 	return s
 }
@@ -78,7 +156,7 @@ func (t *healthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.h.fail(fmt.Errorf("%s %s: %s", req.Method, req.URL.Path, resp.Status))
 		return resp, nil
 	}
-	t.h.reachable.Store(true)
+	t.h.answered()
 	if resp.Body != nil {
 		resp.Body = &eventBody{ReadCloser: resp.Body, h: t.h}
 	}

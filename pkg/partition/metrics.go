@@ -6,9 +6,11 @@ import (
 
 // Collector returns a prometheus.Collector for the Set's per-TP health:
 // tpkit_partition_synced, tpkit_partition_reachable,
-// tpkit_partition_last_event_timestamp_seconds and
-// tpkit_partition_request_errors_total, each labelled by partition.
-// Register it on the program's own registry.
+// tpkit_partition_last_event_timestamp_seconds,
+// tpkit_partition_request_errors_total, each labelled by partition, and
+// tpkit_partition_transitions_total, labelled by partition and the state
+// entered (to: synced, stale or recovered). Register it on the program's own
+// registry.
 func (s *Set) Collector() prometheus.Collector { return &collector{s: s} }
 
 var (
@@ -20,6 +22,9 @@ var (
 		"Unix time when data last arrived from the tenant partition.", []string{"partition"}, nil)
 	errorsDesc = prometheus.NewDesc("tpkit_partition_request_errors_total",
 		"Requests to the tenant partition that failed or got a server-side error.", []string{"partition"}, nil)
+	transitionsDesc = prometheus.NewDesc("tpkit_partition_transitions_total",
+		"Changes of the tenant partition's state, by the state entered: synced (the first time), stale (synced, then unreachable) or recovered (answering again).",
+		[]string{"partition", "to"}, nil)
 )
 
 type collector struct{ s *Set }
@@ -29,6 +34,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reachableDesc
 	ch <- lastEventDesc
 	ch <- errorsDesc
+	ch <- transitionsDesc
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -41,6 +47,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, ts, st.Name)
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(st.Errors), st.Name)
+		for _, t := range []struct {
+			to string
+			n  uint64
+		}{{"synced", st.Transitions.Synced}, {"stale", st.Transitions.Stale}, {"recovered", st.Transitions.Recovered}} {
+			ch <- prometheus.MustNewConstMetric(transitionsDesc, prometheus.CounterValue, float64(t.n), st.Name, t.to)
+		}
 	}
 }
 

@@ -79,7 +79,7 @@ func (p *Partition) EndpointsListWatch(s informer.Scope) (*informer.EndpointsLis
 }
 
 // Status returns the TP's current health.
-func (p *Partition) Status() Status { return p.health.status(p.Name, p.Index, p.Synced()) }
+func (p *Partition) Status() Status { return p.health.status(p.Synced()) }
 
 // Synced reports whether every check registered with TrackSynced is true
 // (and at least one is registered).
@@ -168,7 +168,7 @@ func NewFromConfigs(names []string, cfgs []*rest.Config, o Options) (*Set, error
 }
 
 func newPartition(name string, index int, cfg *rest.Config, o Options) (*Partition, error) {
-	h := &health{}
+	h := newHealth(name, index)
 	c := tenancyk8s.WrapConfig(cfg)
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &healthTransport{h: h, base: rt} })
 	if c.QPS == 0 {
@@ -219,9 +219,14 @@ const syncPoll = 50 * time.Millisecond
 
 // Start watches every TP's tracked checks until each TP has synced or ctx
 // ends. The consumers run their own feeds. Calling it again does nothing.
+//
+// From then on each TP's changes of state (synced, stale, recovered) are
+// logged to ctx's logger (klog.FromContext), one line per change.
 func (s *Set) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
+		logger := klog.FromContext(ctx)
 		for _, p := range s.partitions {
+			p.health.setLogger(logger)
 			go s.awaitSync(ctx, p)
 		}
 	})
@@ -241,8 +246,9 @@ func (s *Set) awaitSync(ctx context.Context, p *Partition) {
 		case <-t.C:
 		}
 	}
+	// Logged first, so that whoever sees the TP synced finds the line.
+	p.health.markSynced(time.Since(start))
 	close(p.synced)
-	klog.InfoS("Tenant partition synced", "partition", p.Name, "index", p.Index, "duration", time.Since(start).Round(time.Millisecond))
 }
 
 // WaitForSync waits until every TP has synced, timeout passes, or ctx ends,
