@@ -71,6 +71,8 @@ check-arktos-vendor:
 	@test -n "$(ARKTOS_SRC)" || { echo "set ARKTOS_SRC to an Arktos source tree (../shared/arktos/BUILD.md)"; exit 2; }
 	./hack/arktos-vendor/check.sh $(abspath $(ARKTOS_SRC))
 
+# The demo's ports and timeout are DEMO_* variables (README.md, Quickstart);
+# it fails, keeping its logs, when a port is taken or a program fails.
 demo:
 	./hack/demo.sh
 
