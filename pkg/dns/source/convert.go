@@ -207,13 +207,13 @@ func (st *store) apply(obj any, deleted bool) error {
 	b, tp := st.s.b, st.tp
 	switch o := obj.(type) {
 	case *corev1.Namespace:
-		if t := tenantOf(o); st.s.exposed(t, o.Name) {
+		if t := tenantOf(o); st.s.exposed(t, o.Name, "") {
 			b.SetNamespace(tp, t, o.Name, !deleted)
 		}
 	case *corev1.Service:
 		t, ns := tenantOf(o), o.Namespace
 		switch {
-		case !st.s.exposed(t, ns):
+		case !st.s.exposed(t, ns, o.Name):
 		case deleted:
 			b.DeleteService(tp, t, ns, o.Name)
 		default:
@@ -222,7 +222,7 @@ func (st *store) apply(obj any, deleted bool) error {
 	case *corev1.Endpoints, *discoveryv1.EndpointSlice:
 		m := o.(metav1.Object)
 		t, ns := tenantOf(m), m.GetNamespace()
-		if !st.s.exposed(t, ns) {
+		if !st.s.exposed(t, ns, serviceOf(m)) {
 			return nil
 		}
 		var rec *index.EndpointSlice
@@ -261,18 +261,18 @@ func (st *store) Replace(list []any, _ string) error {
 	case namespaces:
 		b.ReplaceNamespaces(tp, records(list, &bad, func(o *corev1.Namespace) (index.NamespaceKey, bool) {
 			t := tenantOf(o)
-			return index.NamespaceKey{Tenant: t, Name: o.Name}, s.exposed(t, o.Name)
+			return index.NamespaceKey{Tenant: t, Name: o.Name}, s.exposed(t, o.Name, "")
 		}))
 	case services:
 		b.ReplaceServices(tp, records(list, &bad, func(o *corev1.Service) (*index.Service, bool) {
-			if !s.exposed(tenantOf(o), o.Namespace) {
+			if !s.exposed(tenantOf(o), o.Namespace, o.Name) {
 				return nil, false
 			}
 			return toService(o), true
 		}))
 	case endpoints:
 		b.ReplaceEndpointSlices(tp, records(list, &bad, func(o metav1.Object) (*index.EndpointSlice, bool) {
-			if !s.exposed(tenantOf(o), o.GetNamespace()) {
+			if !s.exposed(tenantOf(o), o.GetNamespace(), serviceOf(o)) {
 				return nil, false
 			}
 			rec, ok := endpointsRecord(o)

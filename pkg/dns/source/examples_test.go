@@ -28,6 +28,13 @@ func startExamples(t *testing.T, o source.Options) *index.Builder {
 		names = append(names, tp.Name())
 		cfgs = append(cfgs, tp.RESTConfig())
 	}
+	return runSource(t, names, cfgs, o)
+}
+
+// runSource runs the source with o, and its index's publisher, over the TPs
+// of cfgs, and returns the index once every TP has synced and that is
+// published.
+func runSource(t *testing.T, names []string, cfgs []*rest.Config, o source.Options) *index.Builder {
 	set, err := partition.NewFromConfigs(names, cfgs, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -40,10 +47,12 @@ func startExamples(t *testing.T, o source.Options) *index.Builder {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	src.Start(ctx)
+	go b.Run(ctx, 10*time.Millisecond)
 	if !src.WaitForSync(ctx, time.Minute) {
-		t.Fatal("no sync")
+		t.Fatal("partitions did not sync")
 	}
-	b.Publish()
+	for b.Publish() {
+	}
 	return b
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
@@ -20,9 +19,12 @@ import (
 // Options scope what is served, after seed 000's --dns-namespace.
 type Options struct {
 	// Namespaces, when not empty, limits the served namespaces to these
-	// plus "default".
+	// plus "default". Their services and endpoints are read one namespace
+	// at a time, so a TP never sends those of the other namespaces.
 	Namespaces []string
-	// Tenant, when set, limits the served tenant to this one.
+	// Tenant, when set, limits the served tenant to this one, and to the
+	// system tenant's default/kubernetes, the API server's service that
+	// every pod reaches it by (kubernetes.default).
 	Tenant string
 	// Resync is the feeds' resync period; 0 disables it. The sinks
 	// keep no objects, so a resync changes nothing in the index.
@@ -60,7 +62,8 @@ type Source struct {
 	b      *index.Builder
 	parts  []Partition
 	opts   Options
-	ns     map[string]bool
+	ns     map[string]bool // --dns-namespace and default; nil serves all
+	nsList []string        // the keys of ns, default first
 	feeds  [][]*informer.Feed
 	stores [][]*store
 	eps    []*informer.EndpointsListWatch // per partition
@@ -75,12 +78,15 @@ func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 		}
 	}
 	if len(o.Namespaces) > 0 {
-		s.ns = map[string]bool{"default": true}
+		s.ns, s.nsList = map[string]bool{"default": true}, []string{"default"}
 		for _, n := range o.Namespaces {
 			if err := tenancy.ValidateLabel("namespace", n); err != nil {
 				return nil, fmt.Errorf("--dns-namespace: %w", err)
 			}
-			s.ns[n] = true
+			if !s.ns[n] {
+				s.ns[n] = true
+				s.nsList = append(s.nsList, n)
+			}
 		}
 	}
 	for i, p := range parts {
@@ -98,22 +104,11 @@ func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 	return s, nil
 }
 
-// exposed applies the scope options.
-func (s *Source) exposed(tenant, ns string) bool {
-	if s.opts.Tenant != "" && tenant != s.opts.Tenant {
-		return false
-	}
-	return s.ns == nil || s.ns[ns]
-}
-
-// newFeeds makes p's feeds. Namespaces, services and endpoints are read in
-// the --dns-tenant scope; pods of every tenant, since they say which TP and
-// tenant a querier belongs to.
+// newFeeds makes p's feeds, one per kind, each over the kind's scopes.
 func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.EndpointsListWatch, error) {
-	scope := informer.Scope{Tenant: s.opts.Tenant}
 	var feeds []*informer.Feed
 	var stores []*store
-	mk := func(k kind, lw cache.ListerWatcher, expected runtime.Object) {
+	mk := func(k kind, lw listWatcher, expected runtime.Object) {
 		st := &store{s: s, tp: p.Index, kind: k}
 		feeds = append(feeds, informer.NewFeed(lw, expected, st, informer.FeedOptions{
 			Name: "partition-dns " + k.String() + " of " + p.Name, Resync: s.opts.Resync,
@@ -121,31 +116,39 @@ func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.En
 		stores = append(stores, st)
 	}
 	for _, r := range []struct {
-		k     kind
-		res   informer.Resource
-		scope informer.Scope
+		k   kind
+		res informer.Resource
 	}{
-		{namespaces, informer.Namespaces, scope},
-		{services, informer.Services, scope},
-		{pods, informer.Pods, informer.Scope{}},
+		{namespaces, informer.Namespaces},
+		{services, informer.Services},
+		{pods, informer.Pods},
 	} {
-		lw, err := informer.NewListWatch(p.Client, r.res, r.scope)
-		if err != nil {
-			return nil, nil, nil, err
+		var lws []listWatcher
+		for _, sc := range s.scopes(r.k) {
+			lw, err := informer.NewListWatch(p.Client, r.res, sc)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			lws = append(lws, lw)
 		}
-		mk(r.k, lw, r.res.New())
+		mk(r.k, merge(lws), r.res.New())
 	}
+	scopes := s.scopes(endpoints)
 	var eps *informer.EndpointsListWatch
 	var err error
 	if p.Endpoints != nil {
-		eps, err = p.Endpoints(scope)
+		eps, err = p.Endpoints(scopes[0])
 	} else {
-		eps, err = informer.NewEndpointsListWatch(p.Client, p.Name, informer.EndpointsAuto, scope)
+		eps, err = informer.NewEndpointsListWatch(p.Client, p.Name, informer.EndpointsAuto, scopes[0])
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mk(endpoints, eps, nil)
+	lws := []listWatcher{eps}
+	for _, sc := range scopes[1:] {
+		lws = append(lws, &followEndpoints{first: eps, client: p.Client, name: p.Name, scope: sc})
+	}
+	mk(endpoints, merge(lws), nil)
 	return feeds, stores, eps, nil
 }
 
