@@ -166,18 +166,22 @@ func TestProgram(t *testing.T) {
 	if r := q("kube-dns.kube-system.svc.cluster.local."); r.Rcode != dns.RcodeNameError {
 		t.Errorf("system in scope: %v", r)
 	}
+	// ... except the API server's own service, which every pod uses.
+	if r := q("kubernetes.default.svc.cluster.local."); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Errorf("kubernetes.default with --dns-tenant: %v", r)
+	}
 	if r := q("example.org."); r.Rcode != dns.RcodeRefused {
 		t.Errorf("--upstream none: %v", r)
 	}
 	// A UDP answer is sent before its request is counted, so the counters
 	// may lag the answers by a moment: scrape until they all show, or 5s.
 	wants := []string{
-		`tpkit_dns_requests_total{rcode="NOERROR",type="A",zone="cluster.local."} 1`,
+		`tpkit_dns_requests_total{rcode="NOERROR",type="A",zone="cluster.local."} 2`,
 		`tpkit_dns_requests_total{rcode="NXDOMAIN",type="A",zone="cluster.local."} 2`,
 		`tpkit_dns_requests_total{rcode="REFUSED",type="A",zone="."} 1`,
 		`tpkit_dns_partition_synced{partition="tp1"} 1`,
 		`tpkit_dns_partition_stale{partition="tp2"} 0`,
-		`tpkit_dns_partition_objects{kind="services",partition="tp1"} 3`,
+		`tpkit_dns_partition_objects{kind="services",partition="tp1"} 4`, // acme's and system's default/kubernetes
 		`tpkit_dns_programming_latency_seconds_count`,
 		`tpkit_dns_request_duration_seconds_bucket`,
 		`tpkit_partition_reachable{partition="tp3"} 1`,
