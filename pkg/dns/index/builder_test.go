@@ -362,3 +362,25 @@ func TestDistinctAddrs(t *testing.T) {
 		}
 	}
 }
+
+// A PTR tells a cluster IP from an endpoint and leads to its service, which
+// is how the server finds the services in front of its own address.
+func TestPTROwners(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.SetService(0, svc("system", "kube-system", "kube-dns", "10.0.0.10"))
+	b.SetEndpointSlice(0, &EndpointSlice{Tenant: "system", Namespace: "kube-system", Name: "kube-dns-x", Service: "kube-dns",
+		Ports: []Port{{Port: NoPort}}, Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.244.0.20")}}}})
+	b.Publish()
+	s := b.Current()
+	vip := s.PTRs(a("10.0.0.10"))
+	ep := s.PTRs(a("10.244.0.20"))
+	if len(vip) != 1 || vip[0].IsEndpoint() || vip[0].Spec().Name != "kube-dns" {
+		t.Fatalf("cluster IP owner: %+v", vip)
+	}
+	if len(ep) != 1 || !ep[0].IsEndpoint() || ep[0].Spec().Name != "kube-dns" || ep[0].Spec().ClusterIPs[0] != a("10.0.0.10") || ep[0].Host() != "10-244-0-20" {
+		t.Fatalf("endpoint owner: %+v", ep)
+	}
+	if v := s.ServiceOf(&ep[0]); v == nil || v.AddrCount() != 1 || v.Addr(0) != a("10.244.0.20") {
+		t.Fatalf("the endpoint's service view: %+v", v)
+	}
+}

@@ -31,8 +31,8 @@ type Service struct {
 	Type                    ServiceType
 	// ClusterIPs are the service's addresses, both families, primary first.
 	ClusterIPs []netip.Addr
-	// ExternalName is the CNAME target of an ExternalName service, fully
-	// qualified and lowercase.
+	// ExternalName is the CNAME target of an ExternalName service, as the
+	// API has it; a trailing dot is optional (pkg/dns/source adds one).
 	ExternalName string
 	// Ports holds one Port{Port: NoPort} when the service has none.
 	Ports []Port

@@ -147,6 +147,13 @@ func (p *PTR) Host() string {
 	return p.ep.Host
 }
 
+// IsEndpoint reports whether the owner is an endpoint of the service rather
+// than one of its cluster IPs.
+func (p *PTR) IsEndpoint() bool { return p.ep != nil }
+
+// Spec is the owning service.
+func (p *PTR) Spec() *ServiceSpec { return p.svc }
+
 // Source is what a client address says about the querier: the partition and
 // tenant of the pod that has the address.
 type Source struct {
@@ -180,6 +187,22 @@ func (s *Snapshot) Home(tenant []byte) (int, bool) {
 // PTRs returns the owners of address a.
 func (s *Snapshot) PTRs(a netip.Addr) []PTR {
 	return s.rev.get(a)
+}
+
+// ServiceOf returns the view of the service that owns p, or nil.
+func (s *Snapshot) ServiceOf(p *PTR) *ServiceView {
+	if p.TP < 0 || p.TP >= len(s.TPs) {
+		return nil
+	}
+	t := s.TPs[p.TP].Tenants[p.Tenant]
+	if t == nil {
+		return nil
+	}
+	n := t.Namespaces[p.Namespace]
+	if n == nil {
+		return nil
+	}
+	return n.Services[p.svc.Name]
 }
 
 // Source returns the partition and tenant of the pod with address a. When

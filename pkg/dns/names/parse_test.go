@@ -122,3 +122,61 @@ func TestParseAllocatesNothing(t *testing.T) {
 		t.Fatalf("Parse allocates %v times", a)
 	}
 }
+
+func TestFromDotted(t *testing.T) {
+	cases := []struct {
+		in   string
+		want string // dotted form of the result, "" for -1
+	}{
+		{"ext.interwebs.test", "ext.interwebs.test."},
+		{"Ext.Interwebs.TEST.", "ext.interwebs.test."},
+		{"svc1.testns.svc.cluster.local.", "svc1.testns.svc.cluster.local."},
+		{".", "."},
+		{"a..b", ""},
+		{"a..", ""},
+		{".a", ""},
+		{strings.Repeat("x", 64) + ".test", ""},
+		{strings.Repeat("abcdefghi.", 25) + "abcd", "" /* 254 bytes of text: 256 on the wire */},
+		{strings.Repeat("abcdefghi.", 25) + "abc", strings.Repeat("abcdefghi.", 25) + "abc."},
+	}
+	for _, c := range cases {
+		var dst [MaxWire]byte
+		n := FromDotted(dst[:], c.in)
+		got := ""
+		if n >= 0 {
+			if n < 1 || dst[n-1] != 0 || Lower(make([]byte, MaxWire), dst[:n]) != n {
+				t.Errorf("FromDotted(%q) wrote a malformed name %v", c.in, dst[:n])
+				continue
+			}
+			got = dotted(dst[:n])
+		}
+		if got != c.want {
+			t.Errorf("FromDotted(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// dotted reads a wire name back into dotted form.
+func dotted(w []byte) string {
+	var b strings.Builder
+	for i := 0; w[i] != 0; i += 1 + int(w[i]) {
+		b.Write(w[i+1 : i+1+int(w[i])])
+		b.WriteByte('.')
+	}
+	if b.Len() == 0 {
+		return "."
+	}
+	return b.String()
+}
+
+func TestIsAddress(t *testing.T) {
+	for s, want := range map[string]bool{
+		"10.0.0.1": true, "10.0.0.1.": true, "fd00::1": true,
+		"ext.interwebs.test": false, "cafe.de": false, "10.0.0": false, "10.0.0.256": false,
+		"010.0.0.1": false, "fe80::1%eth0": false, "": false, ".": false, "1234": false,
+	} {
+		if got := IsAddress(s); got != want {
+			t.Errorf("IsAddress(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

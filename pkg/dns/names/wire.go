@@ -1,6 +1,9 @@
 package names
 
-import "net/netip"
+import (
+	"net/netip"
+	"strings"
+)
 
 // MaxWire is the longest a wire-format name can be.
 const MaxWire = 255
@@ -165,4 +168,58 @@ func nibble(c byte) (byte, bool) {
 		return c - 'a' + 10, true
 	}
 	return 0, false
+}
+
+// FromDotted writes the dotted name s (such as an ExternalName target; the
+// trailing dot is optional) into dst as a lowercase wire-format name and
+// returns its length, or -1 when s is not a name: an empty label, a label
+// over 63 bytes, or more than MaxWire bytes in all. dst must hold MaxWire
+// bytes.
+func FromDotted(dst []byte, s string) int {
+	if len(s) > 0 && s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	room := min(len(dst), MaxWire)
+	i := 0
+	for rest := s; rest != ""; {
+		l, more, dot := strings.Cut(rest, ".")
+		if l == "" || len(l) > 63 || i+1+len(l)+1 > room || (dot && more == "") {
+			return -1
+		}
+		dst[i] = byte(len(l))
+		for k := 0; k < len(l); k++ {
+			c := l[k]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst[i+1+k] = c
+		}
+		i += 1 + len(l)
+		rest = more
+	}
+	if i >= room {
+		return -1
+	}
+	dst[i] = 0
+	return i + 1
+}
+
+// IsAddress reports whether the dotted name s (trailing dot optional) is an
+// IP address literal, such as an ExternalName of "10.0.0.1". Only strings
+// made of address characters are parsed, so a host name costs a scan.
+func IsAddress(s string) bool {
+	if len(s) > 0 && s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || c == '.' || c == ':' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
