@@ -97,7 +97,7 @@ func BenchmarkServeDNS(b *testing.B) {
 	h.MarkSynced()
 	m := new(dns.Msg)
 	m.SetQuestion("svc500.ns0.tenant1.svc.cluster.local.", dns.TypeA)
-	w := &discardWriter{}
+	w := newDiscardWriter()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
