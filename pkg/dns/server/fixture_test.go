@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sort"
@@ -18,6 +19,14 @@ var (
 	tcp = "TCP"
 	udp = "UDP"
 )
+
+func prefixes(s ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, x := range s {
+		out = append(out, netip.MustParsePrefix(x))
+	}
+	return out
+}
 
 func ips(s ...string) []netip.Addr {
 	var out []netip.Addr
@@ -163,38 +172,101 @@ type dnsCase struct {
 	Answer []string
 	Ns     []string
 	Extra  []string
+	// Forwarded, for checkDirect only, says the name goes to the
+	// forwarder: Respond gives no answer of its own.
+	Forwarded bool
 }
 
 func (c dnsCase) check(t *testing.T, addr string, serial uint32) {
 	t.Helper()
 	for _, network := range []string{"udp", "tcp"} {
 		r := ask(t, addr, network, c.From, c.Qname, c.Qtype, 0)
-		name := network + " " + c.Qname + " " + dns.TypeToString[c.Qtype] + " from " + c.From
-		if r.Rcode != c.Rcode {
-			t.Errorf("%s: rcode %s, want %s\n%v", name, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.Rcode], r)
-			continue
-		}
-		ns := c.Ns
-		if ns == nil && (c.Rcode == dns.RcodeNameError || (c.Rcode == dns.RcodeSuccess && len(c.Answer) == 0)) {
-			ns = []string{soa(serial)}
-		}
-		if got, want := rrStrings(t, r.Answer), parseRRs(t, c.Answer); !equal(got, want) {
-			t.Errorf("%s: answer\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		if got, want := rrStrings(t, r.Ns), parseRRs(t, ns); !equal(got, want) {
-			t.Errorf("%s: authority\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		if got, want := rrStrings(t, r.Extra), parseRRs(t, c.Extra); !equal(got, want) {
-			t.Errorf("%s: extra\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		if !r.Authoritative {
-			t.Errorf("%s: not authoritative", name)
-		}
+		c.verify(t, network, r, serial)
 	}
 }
 
-func soa(serial uint32) string {
-	return "cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. " + itoa(serial) + " 7200 1800 86400 5"
+// checkDirect is check without sockets: the answers h.Respond gives over
+// UDP and over TCP.
+func (c dnsCase) checkDirect(t *testing.T, h *Handler, serial uint32) {
+	t.Helper()
+	from := c.From
+	if from == "" {
+		from = "127.0.0.1"
+	}
+	for _, tcp := range []bool{false, true} {
+		m := new(dns.Msg)
+		m.SetQuestion(c.Qname, c.Qtype)
+		network := map[bool]string{false: "udp", true: "tcp"}[tcp]
+		out := h.Respond(m, ip(from), tcp)
+		if (out == nil) != c.Forwarded {
+			t.Errorf("%s %s %s from %s: forwarded %v, want %v", network, c.Qname, dns.TypeToString[c.Qtype], from, out == nil, c.Forwarded)
+			continue
+		}
+		if out == nil {
+			continue
+		}
+		r := new(dns.Msg)
+		if err := r.Unpack(out); err != nil {
+			t.Fatalf("%s %s: unpacking the answer: %v", network, c.Qname, err)
+		}
+		if r.Id != m.Id {
+			t.Fatalf("%s %s: id mismatch", network, c.Qname)
+		}
+		c.verify(t, network, r, serial)
+	}
+}
+
+// verify compares the answer r that came over network with the case.
+func (c dnsCase) verify(t *testing.T, network string, r *dns.Msg, serial uint32) {
+	t.Helper()
+	name := network + " " + c.Qname + " " + dns.TypeToString[c.Qtype] + " from " + c.From
+	if r.Rcode != c.Rcode {
+		t.Errorf("%s: rcode %s, want %s\n%v", name, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.Rcode], r)
+		return
+	}
+	ns := c.Ns
+	if ns == nil && (c.Rcode == dns.RcodeNameError || (c.Rcode == dns.RcodeSuccess && len(c.Answer) == 0)) {
+		ns = []string{soa(serial)}
+	}
+	if got, want := rrStrings(t, r.Answer), parseRRs(t, c.Answer); !equal(got, want) {
+		t.Errorf("%s: answer\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, want := rrStrings(t, r.Ns), parseRRs(t, ns); !equal(got, want) {
+		t.Errorf("%s: authority\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, want := rrStrings(t, r.Extra), parseRRs(t, c.Extra); !equal(got, want) {
+		t.Errorf("%s: extra\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !r.Authoritative {
+		t.Errorf("%s: not authoritative", name)
+	}
+	if err := cnameOrder(r.Answer); err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+}
+
+// cnameOrder checks that no record comes before the CNAME that leads to
+// its owner, as CoreDNS's test.CNAMEOrder does.
+func cnameOrder(rrs []dns.RR) error {
+	for i, rr := range rrs {
+		c, ok := rr.(*dns.CNAME)
+		if !ok {
+			continue
+		}
+		for _, before := range rrs[:i] {
+			if strings.EqualFold(before.Header().Name, c.Target) {
+				return fmt.Errorf("%v comes before the CNAME to it", before)
+			}
+		}
+	}
+	return nil
+}
+
+func soa(serial uint32) string { return soaOf("cluster.local.", serial) }
+
+// soaOf is the SOA record of zone, as the authority of negative answers.
+func soaOf(zone string, serial uint32) string {
+	return zone + " 5 IN SOA ns.dns." + zone + " hostmaster." + zone + " " + itoa(serial) + " 7200 1800 86400 5"
 }
 
 func itoa(v uint32) string {

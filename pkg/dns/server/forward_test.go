@@ -1,7 +1,8 @@
 package server
 
 import (
-	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -10,29 +11,75 @@ import (
 )
 
 // startUpstream runs a real DNS server on loopback that knows example.com.
-// and nothing else.
+// and 1.0.0.192.in-addr.arpa. and nothing else.
 func startUpstream(t *testing.T) string {
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	return serveUpstream(t, "example.com. 60 IN A 192.0.2.80", "1.0.0.192.in-addr.arpa. 60 IN PTR upstream.example.").addr
+}
+
+// upstream is a real DNS server on loopback, over UDP and TCP on one port.
+type upstream struct {
+	addr string
+	// queries counts the questions that reached it.
+	queries atomic.Int64
+}
+
+// serveUpstream runs an upstream that answers from rrs: the records of the
+// asked name and type, NODATA for a name it has records of another type
+// for, NXDOMAIN for others. Answers for names whose first label is
+// "truncated" have TC set, over TCP too, as a broken upstream's would.
+func serveUpstream(t *testing.T, rrs ...string) *upstream {
+	t.Helper()
+	var zone []dns.RR
+	for _, s := range rrs {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zone = append(zone, rr)
+	}
+	u := &upstream{}
+	u.addr = runUpstream(t, dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		u.queries.Add(1)
 		m := new(dns.Msg)
 		m.SetReply(r)
-		switch q := r.Question[0]; {
-		case dns.CanonicalName(q.Name) == "example.com." && q.Qtype == dns.TypeA:
-			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP("192.0.2.80")}}
-		case dns.CanonicalName(q.Name) == "1.0.0.192.in-addr.arpa." && q.Qtype == dns.TypePTR:
-			m.Answer = []dns.RR{&dns.PTR{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 60}, Ptr: "upstream.example."}}
-		default:
-			m.Rcode = dns.RcodeNameError
+		q := r.Question[0]
+		m.Rcode = dns.RcodeNameError
+		for _, rr := range zone {
+			if !strings.EqualFold(rr.Header().Name, q.Name) {
+				continue
+			}
+			m.Rcode = dns.RcodeSuccess
+			if rr.Header().Rrtype == q.Qtype {
+				m.Answer = append(m.Answer, dns.Copy(rr))
+			}
 		}
+		m.Truncated = strings.HasPrefix(dns.CanonicalName(q.Name), "truncated.")
 		_ = w.WriteMsg(m)
-	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	}))
+	return u
+}
+
+// runUpstream serves h on a loopback UDP and TCP port until the test ends
+// and returns the address.
+func runUpstream(t *testing.T, h dns.Handler) string {
+	t.Helper()
+	l, err := Listen("127.0.0.1:0", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &dns.Server{PacketConn: pc, Handler: h}
-	go func() { _ = s.ActivateAndServe() }()
-	t.Cleanup(func() { _ = s.Shutdown() })
-	return pc.LocalAddr().String()
+	servers := []*dns.Server{{PacketConn: l.udp[0], Handler: h}, {Listener: l.tcp, Handler: h}}
+	for _, s := range servers {
+		started := make(chan struct{})
+		s.NotifyStartedFunc = func() { close(started) }
+		go func() { _ = s.ActivateAndServe() }()
+		<-started
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			_ = s.Shutdown()
+		}
+	})
+	return l.Addr()
 }
 
 func TestForwarding(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,9 @@ type Snapshots interface {
 type Options struct {
 	// Zones are the zones answered from the index, forward and reverse
 	// ("cluster.local", "in-addr.arpa", "10.in-addr.arpa", "ip6.arpa").
+	// In a reverse zone, a name that is no service or endpoint address
+	// goes to the Forwarder, as CoreDNS's "fallthrough in-addr.arpa
+	// ip6.arpa" does (once synced: before, it is SERVFAIL).
 	Zones []string
 	// TTL of every answer; the SOA's TTL is min(TTL, 300).
 	TTL uint32
@@ -98,7 +102,11 @@ type Options struct {
 	// SystemPartition answers system-tenant names for queriers that are
 	// not a known pod.
 	SystemPartition int
-	// NSAddrs are the addresses of ns.dns.<zone>, the server itself.
+	// NSAddrs are the server's own addresses (CoreDNS's local IPs).
+	// ns.dns.<zone> answers the cluster IPs of the services whose ready
+	// endpoints hold one of them (the kube-dns service in front of the
+	// server), in the querier's partition first; these addresses
+	// themselves when no such service is known.
 	NSAddrs []netip.Addr
 	// Forwarder resolves other names; nil answers them REFUSED.
 	Forwarder Forwarder
@@ -201,6 +209,13 @@ type state struct {
 	// needSlow and is redone on the ordinary path.
 	mayBlock bool
 	needSlow bool
+	// src is the querier's address; source and known what the index says
+	// of it (see answer).
+	src    netip.Addr
+	source index.Source
+	known  bool
+	// addrs is scratch space for the addresses of ns.dns.<zone>.
+	addrs []netip.Addr
 }
 
 // ServeDNS implements dns.Handler.
@@ -416,6 +431,7 @@ func (h *Handler) answer(st *state, zi int, qtype, qclass uint16, src netip.Addr
 		return dns.RcodeRefused
 	}
 	snap := h.snaps.Current()
+	st.src = src
 	nrel := st.nl - z.nlabels
 	lw := st.lw[:]
 	for i := 0; i < nrel; i++ {
@@ -428,19 +444,21 @@ func (h *Handler) answer(st *state, zi int, qtype, qclass uint16, src netip.Addr
 			h.soa(e, z, snap, answerSection, true)
 			return dns.RcodeSuccess
 		case dns.TypeNS:
-			h.ns(e, z)
+			h.querier(st, snap)
+			h.ns(st, z, snap)
 			if e.counts[answerSection] > 0 {
 				return dns.RcodeSuccess
 			}
 		}
 		return h.nodata(e, z, snap)
 	}
-	if z.reverse {
-		return h.reverse(st, z, snap, qtype, src)
-	}
 	if qtype == dns.TypeSOA {
 		// CoreDNS answers SOA only at the apex and NODATA for any name below.
 		return h.nodata(e, z, snap)
+	}
+	if z.reverse {
+		h.querier(st, snap)
+		return h.reverse(st, z, snap, qtype)
 	}
 	req := names.Parse(labels)
 	switch req.Kind {
@@ -448,40 +466,130 @@ func (h *Handler) answer(st *state, zi int, qtype, qclass uint16, src netip.Addr
 		return h.nxdomain(e, z, snap)
 	case names.Apex:
 		return h.nodata(e, z, snap)
-	case names.DNSVersion:
-		if qtype != dns.TypeTXT {
+	case names.DNSVersion, names.NameServer:
+		h.querier(st, snap)
+		if !h.special(st, snap, req.Kind, qtype) {
 			return h.nxdomain(e, z, snap)
-		}
-		r := e.begin(answerSection)
-		e.ownerQ()
-		rd := e.typ(typeTXT, dnsVersionTTL)
-		e.label(DNSSchemaVersion)
-		e.end(r, rd)
-		return dns.RcodeSuccess
-	case names.NameServer:
-		for _, a := range h.opts.NSAddrs {
-			if (qtype == dns.TypeA && a.Is4()) || (qtype == dns.TypeAAAA && a.Is6()) {
-				r := e.begin(answerSection)
-				e.ownerQ()
-				e.addr(r, a, h.opts.TTL)
-			}
 		}
 		return h.finishAnswer(e, z, snap)
 	}
-	source, known := snap.Source(src)
+	// The querier is looked up only now: doing it before Parse costs the
+	// fast path about 10% (measured with BenchmarkLookupLegacyA).
+	source, known := h.querier(st, snap)
+	for i := 0; i < req.N; i++ {
+		if f, ok := h.find(snap, &req.Readings[i], source, known); ok {
+			h.records(st, z, snap, &f, qtype, 0)
+			return h.finishAnswer(e, z, snap)
+		}
+	}
+	return h.nxdomain(e, z, snap)
+}
+
+// querier reads what the index says of the querier at st.src into
+// st.source and st.known, and returns them: an unknown source counts as
+// one in the system partition.
+func (h *Handler) querier(st *state, snap *index.Snapshot) (index.Source, bool) {
+	source, known := snap.Source(st.src)
 	if !known {
 		source = index.Source{TP: h.opts.SystemPartition}
 	}
+	st.source, st.known = source, known
+	return source, known
+}
+
+// lookup returns the first reading of req that names something that
+// exists (see find).
+func (h *Handler) lookup(snap *index.Snapshot, req *names.Request, src index.Source, known bool) (found, bool) {
 	for i := 0; i < req.N; i++ {
-		rd := &req.Readings[i]
-		f, ok := h.find(snap, rd, source, known)
-		if !ok {
+		if f, ok := h.find(snap, &req.Readings[i], src, known); ok {
+			return f, true
+		}
+	}
+	return found{}, false
+}
+
+// special answers dns-version.<zone> and ns.dns.<zone>, which CoreDNS
+// answers in every zone it serves, reverse ones too. It returns false when
+// CoreDNS reads the query as one for a service name, which does not exist:
+// dns-version for any type but TXT, ns.dns for TXT and PTR.
+func (h *Handler) special(st *state, snap *index.Snapshot, k names.Kind, qtype uint16) bool {
+	e := &st.enc
+	if k == names.DNSVersion {
+		if qtype != dns.TypeTXT {
+			return false
+		}
+		r := e.begin(answerSection)
+		e.owner()
+		rd := e.typ(typeTXT, dnsVersionTTL)
+		e.label(DNSSchemaVersion)
+		e.end(r, rd)
+		return true
+	}
+	switch qtype {
+	case dns.TypeTXT, dns.TypePTR:
+		return false
+	case dns.TypeA, dns.TypeAAAA:
+		st.addrs = h.nsAddrs(st.addrs[:0], snap, st.source, st.known)
+		for _, a := range st.addrs {
+			if a.Is6() == (qtype == dns.TypeAAAA) {
+				r := e.begin(answerSection)
+				e.owner()
+				e.addr(r, a, h.opts.TTL)
+			}
+		}
+	}
+	return true
+}
+
+// nsAddrs appends the addresses of ns.dns.<zone> to dst. CoreDNS answers
+// the cluster IPs of the services whose endpoints are its own addresses
+// (the kube-dns service), the endpoint addresses for a headless one, and
+// its own addresses when it finds no such endpoint. Here each partition
+// may have its own kube-dns service in front of the server: the querier's
+// partition is tried first, then the system partition, then the rest, and
+// the first with such a service (visible to the querier) answers, so that
+// a pod gets the address it reaches the server at.
+func (h *Handler) nsAddrs(dst []netip.Addr, snap *index.Snapshot, src index.Source, known bool) []netip.Addr {
+	ntp := len(snap.TPs)
+	for k := 0; k < ntp; k++ {
+		tp := partitionAt(k, ntp, src, h.opts.SystemPartition)
+		if tp < 0 || tp >= ntp {
 			continue
 		}
-		h.records(st, z, snap, &f, qtype)
-		return h.finishAnswer(e, z, snap)
+		for _, own := range h.opts.NSAddrs {
+			owners := snap.PTRs(own)
+			for i := range owners {
+				o := &owners[i]
+				if o.TP != tp || !o.IsEndpoint() || !h.ptrVisible(snap, o, src, known) {
+					continue
+				}
+				svc := o.Spec()
+				if svc.Type != index.Headless {
+					dst = appendNew(dst, svc.ClusterIPs...)
+					continue
+				}
+				if v := snap.ServiceOf(o); v != nil {
+					for j, n := 0, v.AddrCount(); j < n; j++ {
+						dst = appendNew(dst, v.Addr(j))
+					}
+				}
+			}
+		}
+		if len(dst) > 0 {
+			return dst
+		}
 	}
-	return h.nxdomain(e, z, snap)
+	return appendNew(dst, h.opts.NSAddrs...)
+}
+
+// appendNew appends the addresses of as that dst does not hold yet.
+func appendNew(dst []netip.Addr, as ...netip.Addr) []netip.Addr {
+	for _, a := range as {
+		if !slices.Contains(dst, a) {
+			dst = append(dst, a)
+		}
+	}
+	return dst
 }
 
 func (h *Handler) finishAnswer(e *encoder, z *zone, snap *index.Snapshot) int {
@@ -508,7 +616,7 @@ func (h *Handler) soa(e *encoder, z *zone, snap *index.Snapshot, sec section, ow
 	ttl := min(h.opts.TTL, maxSOATTL)
 	r := e.begin(sec)
 	if ownerQ {
-		e.ownerQ()
+		e.owner()
 	} else {
 		e.buf = append(e.buf, z.wire...)
 	}
@@ -526,18 +634,22 @@ func (h *Handler) soa(e *encoder, z *zone, snap *index.Snapshot, sec section, ow
 	e.end(r, rd)
 }
 
-func (h *Handler) ns(e *encoder, z *zone) {
+// ns answers the NS query at the apex: ns.dns.<zone>, with the addresses
+// ns.dns.<zone> has for the querier as glue.
+func (h *Handler) ns(st *state, z *zone, snap *index.Snapshot) {
+	e := &st.enc
 	if len(h.opts.NSAddrs) == 0 {
 		return
 	}
 	r := e.begin(answerSection)
-	e.ownerQ()
+	e.owner()
 	rd := e.typ(typeNS, h.opts.TTL)
 	e.label("ns")
 	e.label("dns")
 	e.buf = append(e.buf, z.wire...)
 	e.end(r, rd)
-	for _, a := range h.opts.NSAddrs {
+	st.addrs = h.nsAddrs(st.addrs[:0], snap, st.source, st.known)
+	for _, a := range st.addrs {
 		r := e.begin(extraSection)
 		e.label("ns")
 		e.label("dns")
@@ -676,12 +788,14 @@ func anyPort(rd *names.Reading, ports []index.Port) bool {
 }
 
 // hasRecords is CoreDNS's rule for whether a service name exists: an
-// ExternalName always (but has no endpoints), a headless service or an
-// endpoint name when a ready endpoint matches, a ClusterIP service when a
-// port matches.
+// ExternalName by its bare name only (it has no endpoints, and CoreDNS
+// 1.11 takes no port or protocol labels either) and only when its target
+// is a name (CoreDNS makes no CNAME to an IP address), a headless service
+// or an endpoint name when a ready endpoint matches, a ClusterIP service
+// when a port matches.
 func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
 	if svc.Type == index.ExternalName {
-		return rd.Form != names.EndpointName
+		return rd.Form == names.ServiceName && len(rd.Port) == 0 && len(rd.Protocol) == 0 && !names.IsAddress(svc.ExternalName)
 	}
 	if svc.Type == index.Headless || rd.Form == names.EndpointName {
 		for i := range svc.Endpoints {
@@ -698,8 +812,9 @@ func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
 	return anyPort(rd, svc.Ports)
 }
 
-// records writes the answer records of a found name for qtype.
-func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qtype uint16) {
+// records writes the answer records of a found name for qtype; depth is
+// the number of CNAMEs followed to reach it.
+func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qtype uint16, depth int) {
 	e := &st.enc
 	ttl := h.opts.TTL
 	switch f.rd.Form {
@@ -708,7 +823,7 @@ func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qt
 	case names.PodName:
 		if (qtype == dns.TypeA && f.pod.Is4()) || (qtype == dns.TypeAAAA && f.pod.Is6()) {
 			r := e.begin(answerSection)
-			e.ownerQ()
+			e.owner()
 			e.addr(r, f.pod, ttl)
 		}
 		return
@@ -719,13 +834,13 @@ func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qt
 		want6 := qtype == dns.TypeAAAA
 		switch {
 		case svc.Type == index.ExternalName:
-			h.cname(st, svc, qtype)
+			h.cname(st, snap, svc.ExternalName, qtype, depth)
 		case svc.Type == index.Headless || f.rd.Form == names.EndpointName:
 			if f.rd.Form != names.EndpointName && len(f.rd.Port) == 0 && len(f.rd.Protocol) == 0 {
 				for i, n := 0, svc.AddrCount(); i < n; i++ {
 					if a := svc.Addr(i); a.Is6() == want6 {
 						r := e.begin(answerSection)
-						e.ownerQ()
+						e.owner()
 						e.addr(r, a, ttl)
 					}
 				}
@@ -737,14 +852,14 @@ func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qt
 					continue
 				}
 				r := e.begin(answerSection)
-				e.ownerQ()
+				e.owner()
 				e.addr(r, ep.Addr, ttl)
 			}
 		default:
 			for _, a := range svc.ClusterIPs {
 				if a.Is6() == want6 {
 					r := e.begin(answerSection)
-					e.ownerQ()
+					e.owner()
 					e.addr(r, a, ttl)
 				}
 			}
@@ -752,7 +867,7 @@ func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qt
 	case dns.TypeCNAME:
 		if svc.Type == index.ExternalName {
 			r := e.begin(answerSection)
-			e.ownerQ()
+			e.owner()
 			rd := e.typ(typeCNAME, ttl)
 			e.fqdn(svc.ExternalName)
 			e.end(r, rd)
@@ -799,7 +914,7 @@ func (e *encoder) target(z *zone, f *found, host string) {
 // 0, weight w, port and the target host (see target).
 func (e *encoder) srv(z *zone, f *found, ttl uint32, w uint16, port int32, host string) {
 	r := e.begin(answerSection)
-	e.ownerQ()
+	e.owner()
 	d := e.typ(typeSRV, ttl)
 	e.u16(0)
 	e.u16(w)
@@ -940,16 +1055,96 @@ func dupEndpointAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	return false
 }
 
-// cname writes the CNAME of an ExternalName service and, when a forwarder
-// is set, the target's records of the queried type, as CoreDNS does with
-// its upstream.
-func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
+// maxCNAMEs bounds a chain of ExternalName services answered from the
+// index, as CoreDNS's does (it follows at most 8 CNAMEs).
+const maxCNAMEs = 8
+
+// cname writes the CNAME of an ExternalName service to target and then the
+// target's records of type qtype, as CoreDNS's kubernetes plugin does. A
+// target in a served forward zone is answered from the index, and when it
+// has no such records the CNAME is taken back too (NODATA, as CoreDNS). Any
+// other target is asked of the forwarder (see resolveTarget). depth is the
+// number of CNAMEs already written; past maxCNAMEs nothing is written and
+// the chain above is taken back.
+func (h *Handler) cname(st *state, snap *index.Snapshot, target string, qtype uint16, depth int) {
 	e := &st.enc
+	if depth >= maxCNAMEs {
+		return
+	}
+	before := e.mark()
 	r := e.begin(answerSection)
-	e.ownerQ()
+	e.owner()
 	rd := e.typ(typeCNAME, h.opts.TTL)
-	e.fqdn(svc.ExternalName)
-	if !e.end(r, rd) || h.opts.Forwarder == nil {
+	e.fqdn(target)
+	// A CNAME that does not fit is dropped (and TC set), but the chain is
+	// still followed: if it leads nowhere, the answer is NODATA, not TC.
+	e.end(r, rd)
+	zi := h.targetZone(st, target)
+	if zi < 0 {
+		h.resolveTarget(st, target, qtype)
+		return
+	}
+	if !h.chase(st, snap, zi, rd, qtype, depth+1) {
+		e.rollback(before)
+	}
+}
+
+// targetZone reads target into st.lw and st.offs and returns the served
+// forward zone that holds it, or -1. A reverse zone holds no address
+// records, so a target there goes upstream, as CoreDNS's would.
+func (h *Handler) targetZone(st *state, target string) int {
+	n := names.FromDotted(st.lw[:], target)
+	if n < 0 {
+		return -1
+	}
+	if st.nl = names.Split(st.lw[:n], st.offs[:]); st.nl < 0 {
+		return -1
+	}
+	zi := h.zoneOf(st.lw[:n], st.offs[:st.nl])
+	if zi < 0 || h.zones[zi].reverse {
+		return -1
+	}
+	return zi
+}
+
+// chase writes the qtype records of the name in st.lw, in zone zi, owned by
+// the CNAME target written at offset at; depth CNAMEs lead to it. It
+// reports whether the name has such records, written or dropped for want
+// of room.
+func (h *Handler) chase(st *state, snap *index.Snapshot, zi, at int, qtype uint16, depth int) bool {
+	e := &st.enc
+	owner, ok := pointerTo(at)
+	if !ok {
+		return false
+	}
+	z := &h.zones[zi]
+	nrel := st.nl - z.nlabels
+	for i := 0; i < nrel; i++ {
+		st.labels[i] = names.Label(st.lw[:], st.offs[:], i)
+	}
+	req := names.Parse(st.labels[:nrel])
+	saved, n := e.ownerPtr, e.tried(answerSection)
+	e.ownerPtr = owner
+	switch req.Kind {
+	case names.NameServer:
+		h.special(st, snap, req.Kind, qtype)
+	case names.Service, names.Pod:
+		if f, ok := h.lookup(snap, &req, st.source, st.known); ok {
+			h.records(st, z, snap, &f, qtype, depth)
+		}
+	}
+	e.ownerPtr = saved
+	return e.tried(answerSection) > n
+}
+
+// resolveTarget asks the forwarder for an ExternalName's target outside the
+// zones and appends the answer's records. Without a forwarder, for a
+// source not allowed recursion, over MaxConcurrentForwards or when the
+// upstream fails, the CNAME stands alone and the client resolves the target
+// itself.
+func (h *Handler) resolveTarget(st *state, target string, qtype uint16) {
+	e := &st.enc
+	if h.opts.Forwarder == nil || !h.recursionAllowed(st.src) || e.full[answerSection] {
 		return
 	}
 	if !st.mayBlock {
@@ -957,11 +1152,11 @@ func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
 		return
 	}
 	if !h.acquireForward() {
-		return // the CNAME alone: the client resolves the target itself
+		return
 	}
 	defer h.releaseForward()
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(svc.ExternalName), qtype)
+	m.SetQuestion(dns.Fqdn(target), qtype)
 	m.RecursionDesired = true
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
 	defer cancel()
@@ -969,11 +1164,11 @@ func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
 	if err != nil || resp == nil {
 		return
 	}
+	if resp.Truncated {
+		e.tc = true // as CoreDNS: the client retries over TCP
+	}
 	for _, rr := range resp.Answer {
 		start := len(e.buf)
-		if e.full[answerSection] {
-			return
-		}
 		off, err := dns.PackRR(rr, e.buf[:cap(e.buf)], start, nil, false)
 		if err != nil || off > e.limit {
 			e.buf = e.buf[:start]
@@ -986,26 +1181,30 @@ func (h *Handler) cname(st *state, svc *index.ServiceView, qtype uint16) {
 }
 
 // reverse answers names in a reverse zone: PTR for service and endpoint
-// addresses, the rest NXDOMAIN (or forwarded, when a forwarder is set, as
-// CoreDNS's usual "fallthrough in-addr.arpa ip6.arpa" does).
-func (h *Handler) reverse(st *state, z *zone, snap *index.Snapshot, qtype uint16, src netip.Addr) int {
+// addresses, dns-version and ns.dns as in any zone. Any other name goes to
+// the forwarder, as CoreDNS's usual "fallthrough in-addr.arpa ip6.arpa"
+// does, or is NXDOMAIN without one.
+func (h *Handler) reverse(st *state, z *zone, snap *index.Snapshot, qtype uint16) int {
 	e := &st.enc
-	labels := st.labels[:0]
-	for i := 0; i < st.nl; i++ {
-		labels = append(labels, names.Label(st.lw[:], st.offs[:], i))
-	}
-	if qtype == dns.TypePTR && h.primary >= 0 {
-		if a, ok := names.ParseReverse(labels); ok {
-			source, known := snap.Source(src)
-			if !known {
-				source = index.Source{TP: h.opts.SystemPartition}
-			}
-			if h.ptr(e, snap, a, source, known) {
-				return dns.RcodeSuccess
+	if nrel := st.nl - z.nlabels; nrel <= 2 {
+		if k := names.Parse(st.labels[:nrel]).Kind; k == names.DNSVersion || k == names.NameServer {
+			if h.special(st, snap, k, qtype) {
+				return h.finishAnswer(e, z, snap)
 			}
 		}
 	}
-	if h.opts.Forwarder != nil {
+	if qtype == dns.TypePTR && h.primary >= 0 {
+		for i := st.nl - z.nlabels; i < st.nl; i++ {
+			st.labels[i] = names.Label(st.lw[:], st.offs[:], i)
+		}
+		if a, ok := names.ParseReverse(st.labels[:st.nl]); ok && h.ptr(e, snap, a, st.source, st.known) {
+			return dns.RcodeSuccess
+		}
+	}
+	// Before the first sync the miss may be a cluster address not indexed
+	// yet: SERVFAIL (see nxdomain), not an upstream NXDOMAIN that clients
+	// would cache.
+	if h.opts.Forwarder != nil && h.synced.Load() {
 		return rcodeForward
 	}
 	return h.nxdomain(e, z, snap)
@@ -1048,7 +1247,7 @@ func (h *Handler) ptr(e *encoder, snap *index.Snapshot, a netip.Addr, src index.
 				continue
 			}
 			r := e.begin(answerSection)
-			e.ownerQ()
+			e.owner()
 			d := e.typ(typePTR, h.opts.TTL)
 			if host := o.Host(); host != "" {
 				e.label(host)

@@ -40,13 +40,46 @@ type encoder struct {
 	buf    []byte
 	limit  int
 	counts [3]uint16
-	full   [3]bool
-	tc     bool
+	// dropped counts the records of each section that did not fit.
+	dropped [3]uint16
+	full    [3]bool
+	tc      bool
+	// ownerPtr is the compression pointer that owner writes: the question
+	// name, or the target of the CNAME being followed.
+	ownerPtr uint16
 }
 
 func (e *encoder) reset(buf []byte, limit int) {
 	e.buf, e.limit = buf[:0], limit
-	e.counts, e.full, e.tc = [3]uint16{}, [3]bool{}, false
+	e.counts, e.dropped, e.full, e.tc = [3]uint16{}, [3]uint16{}, [3]bool{}, false
+	e.ownerPtr = qPointer
+}
+
+// mark is what rollback needs to take back the records written (or
+// dropped) after it.
+type mark struct {
+	n               int
+	counts, dropped [3]uint16
+	full            [3]bool
+	tc              bool
+}
+
+func (e *encoder) mark() mark { return mark{len(e.buf), e.counts, e.dropped, e.full, e.tc} }
+
+func (e *encoder) rollback(m mark) {
+	e.buf, e.counts, e.dropped, e.full, e.tc = e.buf[:m.n], m.counts, m.dropped, m.full, m.tc
+}
+
+// tried is the number of records of section sec written or dropped.
+func (e *encoder) tried(sec section) int { return int(e.counts[sec]) + int(e.dropped[sec]) }
+
+// pointerTo is the compression pointer to offset off, if a pointer can
+// reach it.
+func pointerTo(off int) (uint16, bool) {
+	if off >= 0x4000 {
+		return 0, false
+	}
+	return uint16(0xC000 | off), true
 }
 
 func (e *encoder) u16(v uint16) { e.buf = binary.BigEndian.AppendUint16(e.buf, v) }
@@ -112,7 +145,9 @@ func (e *encoder) begin(sec section) rr {
 	return rr{start: len(e.buf), sec: sec, ok: !e.full[sec]}
 }
 
-func (e *encoder) ownerQ() { e.u16(qPointer) }
+// owner writes the owner name of the record being written: the question
+// name unless a CNAME is being followed (ownerPtr).
+func (e *encoder) owner() { e.u16(e.ownerPtr) }
 
 func (e *encoder) typ(t uint16, ttl uint32) int {
 	e.u16(t)
@@ -123,21 +158,27 @@ func (e *encoder) typ(t uint16, ttl uint32) int {
 }
 
 func (e *encoder) end(r rr, rdStart int) bool {
-	if !r.ok {
-		e.buf = e.buf[:r.start]
-		return false
-	}
-	if len(e.buf) > e.limit || len(e.buf)-rdStart > 0xFFFF {
-		e.buf = e.buf[:r.start]
-		e.full[r.sec] = true
-		if r.sec != extraSection {
-			e.tc = true
-		}
+	if !r.ok || len(e.buf) > e.limit || len(e.buf)-rdStart > 0xFFFF {
+		e.drop(r)
 		return false
 	}
 	binary.BigEndian.PutUint16(e.buf[rdStart-2:], uint16(len(e.buf)-rdStart))
 	e.counts[r.sec]++
 	return true
+}
+
+// drop takes back the open record r, which does not fit (or its section is
+// full already): the section is full from then on, and a dropped answer or
+// authority record sets TC.
+func (e *encoder) drop(r rr) {
+	e.buf = e.buf[:r.start]
+	e.dropped[r.sec]++
+	if r.ok {
+		e.full[r.sec] = true
+		if r.sec != extraSection {
+			e.tc = true
+		}
+	}
 }
 
 // addr writes an A or AAAA record for a.
