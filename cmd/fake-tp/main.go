@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 type config struct {
 	opts        faketp.Options
 	names       string
+	serviceCIDR string
 	disable     string
 	seed        string
 	generate    int
@@ -34,7 +36,8 @@ func parseFlags(args []string) (*config, error) {
 	klog.InitFlags(fs)
 	c := &config{}
 	fs.IntVar(&c.opts.Partitions, "partitions", 1, "Number of tenant partitions to serve, named tp1..tpN.")
-	fs.StringVar(&c.names, "partition-names", "", "Comma-separated TP names, overriding --partitions.")
+	fs.StringVar(&c.names, "partition-names", "", "Comma-separated TP names, distinct, overriding --partitions.")
+	fs.StringVar(&c.serviceCIDR, "service-cidr", "", "Comma-separated service cluster IP ranges, as each TP's --service-cluster-ip-range: one IPv4 CIDR (/12 to /28) per TP, in the order of --partition-names (or tp1..tpN); ranges must not overlap. Empty: the TPs get 10.96.0.0/16, 10.97.0.0/16, ... in order (up to "+strconv.Itoa(faketp.MaxDefaultServiceCIDRs)+" TPs). A service without a cluster IP gets the next free one from its TP's range, from the 11th address on (10.96.0.11); an address a service asks for is kept, in the range or not.")
 	fs.StringVar(&c.opts.Listen, "listen", "127.0.0.1:6443", "Address of the first TP; the others use the following ports. Port 0 picks free ports.")
 	fs.StringVar(&c.opts.KubeconfigDir, "kubeconfig-dir", ".", "Directory that receives NAME.kubeconfig for every TP.")
 	fs.StringVar(&c.opts.DataDir, "data-dir", "", "Directory of the TPs' bbolt files (NAME.db); empty keeps everything in memory.")
@@ -59,6 +62,12 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.names != "" {
 		c.opts.Names = splitList(c.names)
+		if _, err := c.opts.PartitionNames(); err != nil {
+			return nil, fmt.Errorf("--partition-names: %w", err)
+		}
+	}
+	if c.opts.ServiceCIDRs, err = faketp.ParseServiceCIDRs(c.serviceCIDR); err != nil {
+		return nil, fmt.Errorf("--service-cidr: %w", err)
 	}
 	c.opts.DisablePlugins = splitList(c.disable)
 	c.opts.Controllers = append([]string{}, splitList(c.controllers)...) // empty, not nil: none
@@ -69,6 +78,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.opts.Partitions < 1 && len(c.opts.Names) == 0 {
 		return nil, errors.New("--partitions must be at least 1")
+	}
+	if _, err := c.opts.ServiceCIDRsOfTPs(); err != nil {
+		return nil, fmt.Errorf("--service-cidr: %w", err)
 	}
 	if c.generate < 0 {
 		return nil, errors.New("--generate must not be negative")
@@ -183,7 +195,7 @@ func run(ctx context.Context, c *config) error {
 		close(adminDone)
 	}
 	for _, tp := range cluster.TPs() {
-		klog.InfoS("Serving tenant partition", "tp", tp.Name(), "url", tp.URL(), "kubeconfig", tp.KubeconfigPath())
+		klog.InfoS("Serving tenant partition", "tp", tp.Name(), "url", tp.URL(), "kubeconfig", tp.KubeconfigPath(), "serviceCIDR", tp.ServiceCIDR())
 	}
 	select {
 	case <-ctx.Done():

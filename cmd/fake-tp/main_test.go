@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -50,6 +51,12 @@ func TestParseFlags(t *testing.T) {
 		{"--no-such-flag"},
 		{"--watch-list", "sometimes"},
 		{"--controllers", "tenant,scheduler"},
+		{"--partition-names", "a,b,a"},
+		{"--partitions", "2", "--service-cidr", "10.0.0.0/16"},
+		{"--service-cidr", "10.0.0.0/16,10.1.0.0/16"},
+		{"--partitions", "2", "--service-cidr", "10.0.0.0/16,10.0.255.0/24"},
+		{"--service-cidr", "10.0.0.0"},
+		{"--partitions", "161"}, // beyond the default ranges
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -57,6 +64,20 @@ func TestParseFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--partitions", "0", "--partition-names", "a,b"}); err != nil {
 		t.Errorf("--partition-names without --partitions: %v", err)
+	}
+	// Service ranges: one per TP in order, or the defaults (none).
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "[]"},
+		{[]string{"--service-cidr", "10.0.0.0/16"}, "[10.0.0.0/16]"},
+		{[]string{"--partition-names", "b,a", "--service-cidr", "10.1.0.0/16, 10.0.0.0/16"}, "[10.1.0.0/16 10.0.0.0/16]"},
+	} {
+		c, err := parseFlags(tc.args)
+		if err != nil || fmt.Sprint(c.opts.ServiceCIDRs) != tc.want {
+			t.Errorf("%v: %v %v, want %s", tc.args, err, c, tc.want)
+		}
 	}
 	// Controllers: the default set, a chosen one, or none.
 	for _, tc := range []struct {
@@ -389,4 +410,49 @@ func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
 		t.Fatal("--generate brought back a deleted pod")
 	}
 	p2.stop(t)
+}
+
+// Bad command lines exit with status 2 and a message naming the flag,
+// before any TP starts.
+func TestBadCommandLinesExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--partition-names", "a,a"}, `fake-tp: --partition-names: the TP name "a" is given twice: TP names must be distinct`},
+		{[]string{"--service-cidr", "nonsense"}, `fake-tp: --service-cidr: "nonsense" is not a CIDR`},
+		{[]string{"--partition-names", "a,b", "--service-cidr", "10.0.0.0/16"}, "fake-tp: --service-cidr: ranges given: 1, TPs: 2 (a, b); give one range per TP, in their order"},
+		{[]string{"--partitions", "2", "--service-cidr", "10.0.0.0/16,10.0.0.0/24"}, "fake-tp: --service-cidr: the ranges of TPs tp1 (10.0.0.0/16) and tp2 (10.0.0.0/24) overlap"},
+	} {
+		kc := t.TempDir()
+		cmd := exec.Command(binary(t), append(tc.args, "--listen", "127.0.0.1:0", "--admin-listen", "", "--kubeconfig-dir", kc)...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: %v\n%s\nwant exit status 2 and %q", tc.args, err, out, tc.want)
+		}
+		if m, _ := filepath.Glob(filepath.Join(kc, "*")); len(m) != 0 {
+			t.Errorf("%v: wrote %v", tc.args, m)
+		}
+	}
+}
+
+// --service-cidr gives each TP its range: the first service of each TP
+// gets the 11th address of its own.
+func TestServiceCIDRFlag(t *testing.T) {
+	kc := t.TempDir()
+	p := start(t, "--partition-names", "a,b", "--service-cidr", "10.0.0.0/16,10.1.0.0/16", "--listen", "127.0.0.1:0", "--admin-listen", "", "--kubeconfig-dir", kc)
+	ready := p.waitLog(t, `"Serving tenant partition"`, 2)
+	for i, want := range []struct{ name, cidr, ip string }{{"a", "10.0.0.0/16", "10.0.0.11"}, {"b", "10.1.0.0/16", "10.1.0.11"}} {
+		if !strings.Contains(ready[i], `serviceCIDR="`+want.cidr+`"`) {
+			t.Errorf("ready line %d: %s, want serviceCIDR %s", i, ready[i], want.cidr)
+		}
+		cs := clientFor(t, filepath.Join(kc, want.name+".kubeconfig"))
+		svc, err := cs.CoreV1().Services("default").Create(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+		if err != nil || svc.Spec.ClusterIP != want.ip {
+			t.Errorf("%s: %v, cluster IP %v, want %s", want.name, err, svc, want.ip)
+		}
+	}
+	p.stop(t)
 }

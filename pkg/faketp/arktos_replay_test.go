@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,7 +42,7 @@ func TestArktosReplay(t *testing.T) {
 		controllers []string
 	}{{"responses", []string{}}, {"responses-with-kcm", nil}} {
 		t.Run(mode.dir, func(t *testing.T) {
-			c := faketp.StartT(t, faketp.Options{Partitions: 2, Controllers: mode.controllers})
+			c := faketp.StartT(t, faketp.Options{Partitions: 2, Controllers: mode.controllers, ServiceCIDRs: recordedServiceCIDRs})
 			r := &replay{t: t, dir: filepath.Join(dir, mode.dir), kcm: mode.controllers == nil, tps: c.TPs(), vars: map[string]string{}, got: map[string][]byte{}}
 			r.run(string(script))
 			recorded, _ := filepath.Glob(filepath.Join(r.dir, "*.headers"))
@@ -51,6 +52,10 @@ func TestArktosReplay(t *testing.T) {
 		})
 	}
 }
+
+// recordedServiceCIDRs are the recorded TPs' service ranges, as their
+// master services 10.0.0.1 and 10.1.0.1 show (samples 34, 84).
+var recordedServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("10.1.0.0/16")}
 
 // arktosRecordings finds the recordings: $TPKIT_ARKTOS_RECORDINGS, else
 // ../shared/arktos from the module root; the test is skipped without them.
@@ -102,7 +107,7 @@ type difference struct {
 // codes and messages) are listed too, so that the table says everything.
 var differences = []difference{
 	{what: "values: uids, creation and deletion timestamps, hashKey, resourceVersion numbers, cluster IPs, build info, table cell values",
-		why: "generated per run by both servers; fake-tp's resourceVersions count from its own start. They are not compared, and the numbers in the watch cache's too-old message are masked"},
+		why: "generated per run by both servers; fake-tp's resourceVersions count from its own start. They are not compared (cluster IPs only by range: fake-tp hands them out in order, Arktos at random), and the numbers in the watch cache's too-old message are masked"},
 	{what: "the master service and Endpoints system/default/kubernetes (with serviceGroupId)", items: []string{"system/default/kubernetes"},
 		why: "fake-tp has no API server address to advertise; a phantom service would appear in every consumer's view"},
 	{what: "the ServiceAccount admission plugin and controller", kcm: true,
@@ -484,6 +489,23 @@ func (r *replay) compareObject(name string, w, g map[string]any, event bool) {
 			r.errorf(name, "object %v %v %s, Arktos %v %v %s", g["kind"], g["apiVersion"], identity(g), w["kind"], w["apiVersion"], identity(w))
 		}
 		r.compareShape(name, "", w, g, event)
+		r.compareClusterIP(name, w, g)
+	}
+}
+
+// compareClusterIP checks that a service's cluster IP is in the range of
+// the recorded one.
+func (r *replay) compareClusterIP(name string, w, g map[string]any) {
+	ip := func(o map[string]any) netip.Addr {
+		spec, _ := o["spec"].(map[string]any)
+		s, _ := spec["clusterIP"].(string)
+		a, _ := netip.ParseAddr(s)
+		return a
+	}
+	for _, p := range recordedServiceCIDRs {
+		if p.Contains(ip(w)) && !p.Contains(ip(g)) {
+			r.errorf(name, "cluster IP %v, Arktos %v: not in %s", ip(g), ip(w), p)
+		}
 	}
 }
 
@@ -525,6 +547,7 @@ func (r *replay) compareList(name string, w, g map[string]any) {
 	}
 	for id, wo := range wi {
 		r.compareShape(name+" "+id, ".items[]", wo, gi[id], false)
+		r.compareClusterIP(name+" "+id, wo, gi[id])
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
 	"github.com/tpkit-dev/tpkit/pkg/admission/tenantname"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
 // Plugin is a named admission plugin of fake-tp's chain.
@@ -41,8 +43,13 @@ func DefaultPlugins() []Plugin {
 type Options struct {
 	// Partitions is the number of TPs, named tp1..tpN; 1 when zero.
 	Partitions int
-	// Names overrides the names (and the number) of the TPs.
+	// Names overrides the names (and the number) of the TPs; they must
+	// be distinct.
 	Names []string
+	// ServiceCIDRs are the TPs' service cluster IP ranges, one per TP in
+	// the order of the names (see ServiceCIDRsOfTPs); none gives TP k
+	// (from 0) 10.(96+k).0.0/16 (DefaultServiceCIDR).
+	ServiceCIDRs []netip.Prefix
 	// Listen is the address of the first TP; the others take the next
 	// ports. Empty: every TP gets a free port on 127.0.0.1.
 	Listen string
@@ -93,17 +100,39 @@ type Cluster struct {
 	tmpDir string
 }
 
-// Start starts the TPs of o, each serving when Start returns.
-func Start(ctx context.Context, o Options) (*Cluster, error) {
-	names := o.Names
-	if len(names) == 0 {
-		n := o.Partitions
-		if n <= 0 {
-			n = 1
-		}
-		for i := 1; i <= n; i++ {
+// PartitionNames returns the names of the TPs of o: o.Names, else
+// tp1..tpN. It refuses invalid and repeated names: two TPs of one name
+// would share a kubeconfig and a data file.
+func (o Options) PartitionNames() ([]string, error) {
+	if len(o.Names) == 0 {
+		var names []string
+		for i := 1; i <= max(o.Partitions, 1); i++ {
 			names = append(names, "tp"+strconv.Itoa(i))
 		}
+		return names, nil
+	}
+	seen := map[string]bool{}
+	for _, n := range o.Names {
+		if err := tenancy.ValidatePartitionName(n); err != nil {
+			return nil, err
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("the TP name %q is given twice: TP names must be distinct", n)
+		}
+		seen[n] = true
+	}
+	return slices.Clone(o.Names), nil
+}
+
+// Start starts the TPs of o, each serving when Start returns.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	names, err := o.PartitionNames()
+	if err != nil {
+		return nil, fmt.Errorf("faketp: %w", err)
+	}
+	cidrs, err := o.ServiceCIDRsOfTPs()
+	if err != nil {
+		return nil, fmt.Errorf("faketp: %w", err)
 	}
 	chain, err := o.Chain()
 	if err != nil {
@@ -137,7 +166,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
 			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, EndpointSlices: o.EndpointSlices,
-			Controllers: o.Controllers,
+			Controllers: o.Controllers, ServiceCIDR: cidrs[i],
 		}
 		if o.Listen != "" {
 			p := 0
@@ -158,7 +187,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			return nil, err
 		}
 		c.tps = append(c.tps, tp)
-		klog.V(2).InfoS("Tenant partition ready", "tp", name, "url", tp.URL(), "kubeconfig", tp.KubeconfigPath(), "dataFile", to.DataFile)
+		klog.V(2).InfoS("Tenant partition ready", "tp", name, "url", tp.URL(), "kubeconfig", tp.KubeconfigPath(), "dataFile", to.DataFile, "serviceCIDR", cidrs[i])
 	}
 	return c, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Server defaults, hand-written from what Arktos's API server returns
@@ -64,8 +66,9 @@ func dropNewerFields(r *resource, o obj) {
 // defaultOnCreate applies what Arktos does only when an object is created
 // through the API: status is the server's (pods start Pending with their
 // QoS class, services with an empty load balancer, DaemonSets with zero
-// counts), a service gets a cluster IP, a pod the tolerations and priority
-// of the admission plugins, a DaemonSet its template generation.
+// counts), a pod gets the tolerations and priority of the admission
+// plugins, a DaemonSet its template generation. Cluster IPs are
+// clusterIPOnCreate's.
 func (tp *TP) defaultOnCreate(r *resource, o obj) {
 	switch r.gvr.Resource {
 	case "pods":
@@ -77,7 +80,6 @@ func (tp *TP) defaultOnCreate(r *resource, o obj) {
 		o["status"] = obj{"phase": "Pending", "qosClass": qosClass(spec)}
 	case "services":
 		o["status"] = obj{"loadBalancer": obj{}}
-		tp.allocateClusterIP(ensureChild(o, "spec"))
 	case "daemonsets":
 		md := ensureChild(o, "metadata")
 		ann := ensureChild(md, "annotations")
@@ -89,12 +91,27 @@ func (tp *TP) defaultOnCreate(r *resource, o obj) {
 	}
 }
 
-// allocateClusterIP gives a service without one a cluster IP (not
-// ExternalName services, not headless ones). Arktos has no clusterIPs.
-func (tp *TP) allocateClusterIP(spec obj) {
-	if str(spec, "type") != "ExternalName" && str(spec, "clusterIP") == "" {
-		spec["clusterIP"] = tp.allocateIP()
+// clusterIPOnCreate gives a new service (not an ExternalName one) without
+// a cluster IP one from the TP's range, and marks one it asks for as taken
+// ("None", headless, is not an address). A dry run allocates nothing, as
+// in Arktos. Only spec.clusterIP: Arktos's API server (Kubernetes 1.18)
+// predates spec.clusterIPs, ipFamilies and ipFamilyPolicy (sample 30 has
+// none), and dropNewerFields removes them from clients' writes.
+func (tp *TP) clusterIPOnCreate(spec obj, dryRun bool) error {
+	if str(spec, "type") == "ExternalName" || dryRun {
+		return nil
 	}
+	if ip := str(spec, "clusterIP"); ip != "" {
+		tp.serviceIPs.reserve(ip, tp.clusterIPsInUse)
+		return nil
+	}
+	ip, err := tp.serviceIPs.allocate(tp.clusterIPsInUse)
+	if err != nil {
+		// kube-apiserver's answer when its range is full.
+		return apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: %w", err))
+	}
+	spec["clusterIP"] = ip
+	return nil
 }
 
 func setDefault(m obj, k string, v any) {

@@ -88,6 +88,24 @@
 // fields Arktos's (pre-dual-stack) types lack, such as status.podIPs and
 // spec.clusterIPs, are dropped from HTTP writes.
 //
+// Services: each TP is an API server with its own service cluster IP range
+// (Options.ServiceCIDRs; fake-tp --service-cidr), as Arktos's TPs each have
+// their own --service-cluster-ip-range. By default TP k of a Cluster
+// (counting from 0, in the order of the names) gets 10.(96+k).0.0/16:
+// tp1 10.96.0.0/16, tp2 10.97.0.0/16, and so on, up to 160 TPs
+// (DefaultServiceCIDR); separate Clusters (processes) do not know each
+// other, so give them ranges. A service without spec.clusterIP gets the
+// next free address of its TP's range from the 11th (10.96.0.11 in tp1):
+// the first ten are left to fixed addresses such as kube-dns's .10, and an
+// address a stored service holds is never handed out again. An address a
+// service asks for is kept, also outside the range and also when another
+// service has it (a kube-apiserver refuses both; tests and seeds rely on
+// fixed addresses). A dry run allocates nothing. Services
+// get Arktos's defaults (type ClusterIP, sessionAffinity None, ports TCP
+// with their port as targetPort, an empty status.loadBalancer) and nothing
+// of dual-stack: no clusterIPs, ipFamilies or ipFamilyPolicy (sample 30).
+// No node ports are allocated for NodePort and LoadBalancer services.
+//
 // Identity: requests without credentials act as the admin (AdminUser, group
 // system:masters, tenant system); a TP's kubeconfig carries an admin token;
 // KubeconfigFor writes kubeconfigs for other users; admins may impersonate

@@ -162,7 +162,7 @@ func (tp *TP) seedObjects(objs []obj) error {
 		} else {
 			t = targets[i-len(missing)]
 		}
-		k, _, err := tp.prepareCreate(t, o, true)
+		k, _, err := tp.prepareCreate(t, o, writeOptions{seed: true})
 		if err != nil {
 			return fmt.Errorf("faketp %s: object %d (%s %s): %w", tp.name, i-len(missing), t.res.kind, str(o, "metadata", "name"), err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,6 +61,10 @@ type TPOptions struct {
 	// manager would (TenantController, EndpointsController): nil runs
 	// DefaultControllers, an empty non-nil slice none.
 	Controllers []string
+	// ServiceCIDR is the range the TP's services get their cluster IPs
+	// from; DefaultServiceCIDR(0), 10.96.0.0/16, when zero. Addresses
+	// services ask for are kept, in the range or not.
+	ServiceCIDR netip.Prefix
 	// Timeouts bound slow and idle clients (ops.DefaultTimeouts when zero;
 	// the write timeout is not used: a watch is one long response).
 	Timeouts ops.Timeouts
@@ -160,7 +165,7 @@ type TP struct {
 	bookmarkInterval time.Duration
 	metrics          *metrics
 	ops              *ops.Server
-	nextIP           atomic.Uint32
+	serviceIPs       *serviceIPs
 	latency          atomic.Int64
 	expiredWatches   atomic.Int64
 	outage           atomic.Int32
@@ -200,6 +205,12 @@ func NewTP(o TPOptions) (*TP, error) {
 	if err := checkControllers(o.Controllers); err != nil {
 		return nil, err
 	}
+	if !o.ServiceCIDR.IsValid() {
+		o.ServiceCIDR, _ = DefaultServiceCIDR(0)
+	}
+	if err := CheckServiceCIDR(o.ServiceCIDR); err != nil {
+		return nil, fmt.Errorf("faketp %s: service range: %w", o.Name, err)
+	}
 	tp := &TP{
 		name:             o.Name,
 		opts:             o,
@@ -210,6 +221,7 @@ func NewTP(o TPOptions) (*TP, error) {
 		addr:             o.Listen,
 		tokens:           map[string]Identity{},
 		controllers:      o.Controllers,
+		serviceIPs:       newServiceIPs(o.ServiceCIDR),
 	}
 	if tp.controllers == nil {
 		tp.controllers = DefaultControllers()
@@ -241,6 +253,9 @@ func newToken() string {
 
 // Name returns the TP's name.
 func (tp *TP) Name() string { return tp.name }
+
+// ServiceCIDR returns the range the TP's services get cluster IPs from.
+func (tp *TP) ServiceCIDR() netip.Prefix { return tp.serviceIPs.prefix }
 
 // Addr returns host:port (the real port once started).
 func (tp *TP) Addr() string {
@@ -304,6 +319,7 @@ func (tp *TP) Start(ctx context.Context) error {
 		}
 		tp.storeP.Store(s)
 		tp.storeOpen = true
+		tp.serviceIPs.forget() // the data file may hold other services
 		if err := tp.bootstrap(); err != nil {
 			return err
 		}

@@ -135,7 +135,7 @@ func (r *resource) validateName(name string) error {
 // create stores a new object from o under t.
 func (tp *TP) create(ctx context.Context, t target, o obj, wo writeOptions) (*store.Object, error) {
 	r := t.res
-	k, typed, err := tp.prepareCreate(t, o, wo.seed)
+	k, typed, err := tp.prepareCreate(t, o, wo)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +161,8 @@ func (tp *TP) create(ctx context.Context, t target, o obj, wo writeOptions) (*st
 // prepareCreate checks and completes o for creation under t: path fields,
 // name (from generateName), server-set metadata and defaults. It returns
 // the store key and the typed object.
-func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Object, error) {
-	r := t.res
+func (tp *TP) prepareCreate(t target, o obj, wo writeOptions) (store.Key, runtime.Object, error) {
+	r, seed := t.res, wo.seed
 	md, err := normalize(t, o, "")
 	if err != nil {
 		return store.Key{}, nil, err
@@ -201,8 +201,11 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 	if !seed {
 		dropNewerFields(r, o)
 		tp.defaultOnCreate(r, o)
-	} else if r.gvr.Resource == "services" {
-		tp.allocateClusterIP(ensureChild(o, "spec"))
+	}
+	if r.gvr.Resource == "services" {
+		if err := tp.clusterIPOnCreate(ensureChild(o, "spec"), wo.dryRun); err != nil {
+			return store.Key{}, nil, err
+		}
 	}
 	if err := tp.lifecycleDefaults(r, name, o, seed); err != nil {
 		return store.Key{}, nil, err
@@ -212,13 +215,6 @@ func (tp *TP) prepareCreate(t target, o obj, seed bool) (store.Key, runtime.Obje
 		return store.Key{}, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))
 	}
 	return t.key(name), typed, nil
-}
-
-// allocateIP hands out service IPs from 10.96.0.0/12 in order. IPs are not
-// reclaimed; a fake TP never runs out in a test's lifetime.
-func (tp *TP) allocateIP() string {
-	n := tp.nextIP.Add(1) + 10 // skip 10.96.0.1 (kubernetes) and .10 (DNS)
-	return fmt.Sprintf("10.%d.%d.%d", 96+(n>>16)&15, (n>>8)&255, n&255)
 }
 
 // lifecycleDefaults completes and checks what Arktos's lifecycle adds to

@@ -1,0 +1,74 @@
+package faketp
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// The allocator of one TP's service range: in order from the 11th
+// address, never an address in use (stored or reserved), deleted ones back
+// once a pass finds none free, full only when stored services fill it.
+func TestServiceIPsAllocate(t *testing.T) {
+	type op struct {
+		reserve string   // reserve this address, else allocate
+		stored  []string // what the store holds from now on
+		forget  bool     // the store was reopened
+		want    string   // the address allocated, or the error's text
+	}
+	for _, tc := range []struct {
+		name  string
+		cidr  string
+		start []string // stored at the start
+		ops   []op
+	}{
+		{name: "in order from the 11th address", cidr: "10.96.0.0/16",
+			ops: []op{{want: "10.96.0.11"}, {want: "10.96.0.12"}, {want: "10.96.0.13"}}},
+		{name: "another TP's range", cidr: "10.97.0.0/16", ops: []op{{want: "10.97.0.11"}}},
+		{name: "a /12 spans the third octet", cidr: "10.112.0.0/12", start: []string{"10.112.0.11"},
+			ops: []op{{want: "10.112.0.12"}}},
+		{name: "stored and fixed addresses are skipped", cidr: "10.96.0.0/16", start: []string{"10.96.0.10", "10.96.0.11", "10.96.0.13", "None", "", "10.97.0.12"},
+			ops: []op{{want: "10.96.0.12"}, {want: "10.96.0.14"}}},
+		{name: "a reserved address is skipped before it is stored", cidr: "10.96.0.0/16",
+			ops: []op{{reserve: "10.96.0.11"}, {reserve: "10.96.0.12"}, {want: "10.96.0.13"}}},
+		{name: "reservations outside the range are ignored", cidr: "10.96.0.0/16",
+			ops: []op{{reserve: "10.97.0.11"}, {reserve: "None"}, {reserve: "fd00::b"}, {want: "10.96.0.11"}}},
+		{name: "a /28 holds four and is then full", cidr: "10.0.0.0/28",
+			ops: []op{{want: "10.0.0.11"}, {want: "10.0.0.12"}, {want: "10.0.0.13"}, {want: "10.0.0.14"},
+				{stored: []string{"10.0.0.11", "10.0.0.12", "10.0.0.13", "10.0.0.14"}, want: "the service range 10.0.0.0/28 is full"}}},
+		{name: "a deleted service's address comes back when the range wraps", cidr: "10.0.0.0/28",
+			ops: []op{{want: "10.0.0.11"}, {want: "10.0.0.12"}, {want: "10.0.0.13"}, {want: "10.0.0.14"},
+				{stored: []string{"10.0.0.11", "10.0.0.13", "10.0.0.14"}, want: "10.0.0.12"},
+				{stored: []string{"10.0.0.11", "10.0.0.12", "10.0.0.13", "10.0.0.14"}, want: "the service range 10.0.0.0/28 is full"}}},
+		{name: "allocations not yet stored survive a reading of the store", cidr: "10.0.0.0/28",
+			ops: []op{{want: "10.0.0.11"}, {want: "10.0.0.12"}, {want: "10.0.0.13"},
+				{stored: []string{"10.0.0.11"}, want: "10.0.0.14"}, // 12 and 13 were handed out, not stored yet
+				{want: "10.0.0.12"}}}, // the second reading trusts the store alone
+		{name: "a reopened store is read again", cidr: "10.96.0.0/16",
+			ops: []op{{want: "10.96.0.11"}, {forget: true, stored: []string{"10.96.0.11", "10.96.0.12"}, want: "10.96.0.13"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := tc.start
+			inUse := func() []string { return stored }
+			a := newServiceIPs(netip.MustParsePrefix(tc.cidr))
+			for i, o := range tc.ops {
+				if o.stored != nil {
+					stored = o.stored
+				}
+				if o.forget {
+					a.forget()
+				}
+				if o.reserve != "" {
+					a.reserve(o.reserve, inUse)
+					continue
+				}
+				got, err := a.allocate(inUse)
+				if err != nil {
+					got = err.Error()
+				}
+				if got != o.want {
+					t.Fatalf("op %d: %q, want %q", i, got, o.want)
+				}
+			}
+		})
+	}
+}
