@@ -114,6 +114,22 @@ func (tp *TP) clusterIPOnCreate(spec obj, dryRun bool) error {
 	return nil
 }
 
+// clusterIPOnUpdate is what Arktos's service REST does with the cluster IP
+// on an update: it cannot change (or be dropped) while the service has one
+// (ValidateServiceUpdate; Kubernetes 1.20 later kept it instead), and a
+// service that stops being ExternalName gets one.
+func (tp *TP) clusterIPOnUpdate(r *resource, name string, spec, oldSpec obj, dryRun bool) error {
+	typ, oldType := str(spec, "type"), str(oldSpec, "type")
+	ip, oldIP := str(spec, "clusterIP"), str(oldSpec, "clusterIP")
+	if typ != "ExternalName" && oldType != "ExternalName" && oldIP != "" && ip != oldIP {
+		return errInvalid(r, name, "spec.clusterIP", ip, "field is immutable")
+	}
+	if oldType == "ExternalName" && typ != "ExternalName" {
+		return tp.clusterIPOnCreate(spec, dryRun)
+	}
+	return nil
+}
+
 func setDefault(m obj, k string, v any) {
 	if _, ok := m[k]; !ok {
 		m[k] = v
@@ -239,24 +255,50 @@ func qosClass(spec obj) string {
 	return "Burstable"
 }
 
-// defaultServiceSpec is SetDefaults_Service: ports are TCP with their own
-// number as target, type ClusterIP, session affinity None.
+// defaultServiceSpec is SetDefaults_Service of Arktos (Kubernetes 1.18):
+// type ClusterIP, session affinity None (which has no config; ClientIP
+// gets a 10800 s timeout), ports TCP with their own number as target
+// (also for a targetPort of 0 or ""), and external traffic policy Cluster
+// for NodePort and LoadBalancer services. Samples 30 and 31 show the
+// first three; the cluster IP is clusterIPOnCreate's.
 func defaultServiceSpec(spec obj) {
 	setDefault(spec, "type", "ClusterIP")
 	setDefault(spec, "sessionAffinity", "None")
+	switch str(spec, "sessionAffinity") {
+	case "None":
+		delete(spec, "sessionAffinityConfig")
+	case "ClientIP":
+		if _, ok := child(child(spec, "sessionAffinityConfig"), "clientIP")["timeoutSeconds"]; !ok {
+			spec["sessionAffinityConfig"] = obj{"clientIP": obj{"timeoutSeconds": json.Number("10800")}}
+		}
+	}
 	for _, p := range list(spec, "ports") {
 		m, ok := p.(map[string]any)
 		if !ok {
 			continue
 		}
 		setDefault(m, "protocol", "TCP")
-		if _, ok := m["targetPort"]; !ok && m["port"] != nil {
+		if unsetPort(m["targetPort"]) && m["port"] != nil {
 			m["targetPort"] = m["port"]
 		}
 	}
 	if t := str(spec, "type"); t == "NodePort" || t == "LoadBalancer" {
 		setDefault(spec, "externalTrafficPolicy", "Cluster")
 	}
+}
+
+// unsetPort says whether v, an IntOrString port, is absent, 0 or "".
+func unsetPort(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case json.Number:
+		n, err := v.Float64()
+		return err == nil && n == 0
+	}
+	return false
 }
 
 // defaultSecret moves stringData into data (base64) and types a secret

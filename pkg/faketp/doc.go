@@ -100,11 +100,14 @@
 // address a stored service holds is never handed out again. An address a
 // service asks for is kept, also outside the range and also when another
 // service has it (a kube-apiserver refuses both; tests and seeds rely on
-// fixed addresses). A dry run allocates nothing. Services
-// get Arktos's defaults (type ClusterIP, sessionAffinity None, ports TCP
-// with their port as targetPort, an empty status.loadBalancer) and nothing
-// of dual-stack: no clusterIPs, ipFamilies or ipFamilyPolicy (sample 30).
-// No node ports are allocated for NodePort and LoadBalancer services.
+// fixed addresses). A dry run allocates nothing. On update the cluster IP
+// cannot change while the service has one (422 "field is immutable", as in
+// Arktos), and a service that stops being ExternalName gets one. Services
+// get Arktos's defaults on every write (type ClusterIP, sessionAffinity
+// None, ports TCP with their port as targetPort) and an empty
+// status.loadBalancer on create, and nothing of dual-stack: no clusterIPs,
+// ipFamilies or ipFamilyPolicy (sample 30). No node ports are allocated
+// for NodePort and LoadBalancer services.
 //
 // Identity: requests without credentials act as the admin (AdminUser, group
 // system:masters, tenant system); a TP's kubeconfig carries an admin token;

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -323,4 +326,81 @@ func TestKubectlRawTenantPaths(t *testing.T) {
 	if out := k.must("get", "daemonset", "agent", "-n", "kube-system", "-o", "name"); strings.TrimSpace(out) != "daemonset.apps/agent" {
 		t.Fatalf("short-path get: %q", out)
 	}
+}
+
+// kubectl create service clusterip against two TPs: each TP hands out an
+// address of its own range, and the service is what Arktos's API server
+// makes of it (sample 30): the same fields in metadata (but the labels
+// kubectl adds), in spec and in each port, and the same values where the
+// server fills them in. capture.sh's own body for sample 30 gives the
+// recorded spec and status exactly, but for the address.
+func TestKubectlCreateServiceAsArktos(t *testing.T) {
+	var arktos map[string]any
+	b, err := os.ReadFile(filepath.Join(arktosRecordings(t), "responses", "30-service-create-acme.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &arktos)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := serviceFields(arktos)
+	c := faketp.StartT(t, faketp.Options{Partitions: 2})
+	seen := map[string]string{}
+	for _, tp := range c.TPs() {
+		newKubectl(t, tp).must("create", "service", "clusterip", "web", "--tcp=80:8080")
+		r := do(t, tp, "GET", "/api/v1/namespaces/default/services/web", "", "")
+		var got map[string]any
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatalf("%s: %d %s", tp.Name(), r.code, r.body)
+		}
+		if g := serviceFields(got); g != want {
+			t.Errorf("%s: kubectl's service\n got    %s\n Arktos %s", tp.Name(), g, want)
+		}
+		ip := jsonAt(t, r.body, "spec.clusterIP")
+		if a, err := netip.ParseAddr(ip); err != nil || !tp.ServiceCIDR().Contains(a) || seen[ip] != "" {
+			t.Errorf("%s: cluster IP %s, want one of %s (%v; taken by %q)", tp.Name(), ip, tp.ServiceCIDR(), err, seen[ip])
+		}
+		seen[ip] = tp.Name()
+
+		if err := tp.Seed(namespace("acme", "ns1")); err != nil {
+			t.Fatal(err)
+		}
+		r = do(t, tp, "POST", "/api/v1/tenants/acme/namespaces/ns1/services", jsonCT,
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"name":"http","port":80,"targetPort":80}]}}`)
+		if err := json.Unmarshal(r.body, &got); err != nil || r.code != 201 {
+			t.Fatalf("%s: capture.sh's sample 30: %d %s", tp.Name(), r.code, r.body)
+		}
+		for _, o := range []map[string]any{got, arktos} {
+			delete(o["spec"].(map[string]any), "clusterIP")
+		}
+		for _, f := range []string{"spec", "status"} {
+			if !jsonEqual(got[f], arktos[f]) {
+				t.Errorf("%s: sample 30's %s\n got    %v\n Arktos %v", tp.Name(), f, got[f], arktos[f])
+			}
+		}
+	}
+}
+
+// serviceFields is what TestKubectlCreateServiceAsArktos compares of a
+// service: the field names of metadata (without labels), spec and each
+// port, and the values the API server fills in.
+func serviceFields(svc map[string]any) string {
+	keys := func(m any) string {
+		var out []string
+		for k := range m.(map[string]any) {
+			if k != "labels" {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	spec := svc["spec"].(map[string]any)
+	var ports []string
+	for _, p := range spec["ports"].([]any) {
+		ports = append(ports, keys(p)+" protocol="+fmt.Sprint(p.(map[string]any)["protocol"]))
+	}
+	_, ipErr := netip.ParseAddr(fmt.Sprint(spec["clusterIP"]))
+	return fmt.Sprintf("metadata{%s} spec{%s} ports%v type=%v sessionAffinity=%v clusterIP-is-an-address=%v status=%v",
+		keys(svc["metadata"]), keys(spec), ports, spec["type"], spec["sessionAffinity"], ipErr == nil, svc["status"])
 }

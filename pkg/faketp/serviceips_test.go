@@ -195,6 +195,37 @@ func TestServiceRangePerTP(t *testing.T) {
 	}
 }
 
+// The cluster IP survives updates as in Arktos: it cannot change while the
+// service has one, and a service that stops being ExternalName gets one.
+func TestServiceClusterIPOnUpdate(t *testing.T) {
+	tp := faketp.StartT(t, faketp.Options{}).TPs()[0]
+	ip := createService(t, tp, "web", `{"selector":{"app":"web"},"ports":[{"name":"http","port":80}]}`)
+	createService(t, tp, "ext", `{"type":"ExternalName","externalName":"db.example.com"}`)
+	put := func(name, spec string) string {
+		return `{"metadata":{"name":"` + name + `"},"spec":` + spec + `}`
+	}
+	runSteps(t, tp, []step{
+		{name: "a PUT without the cluster IP", method: "PUT", path: svcPath + "/web", body: put("web", `{"ports":[{"port":80}]}`),
+			code: 422, reason: metav1.StatusReasonInvalid, message: `Service "web" is invalid: spec.clusterIP: Invalid value: "": field is immutable`},
+		{name: "a PUT with another cluster IP", method: "PUT", path: svcPath + "/web", body: put("web", `{"clusterIP":"10.96.0.99","ports":[{"port":80}]}`),
+			code: 422, reason: metav1.StatusReasonInvalid, message: `Service "web" is invalid: spec.clusterIP: Invalid value: "10.96.0.99": field is immutable`},
+		{name: "a PUT that keeps it", method: "PUT", path: svcPath + "/web", body: put("web", `{"clusterIP":"`+ip+`","ports":[{"port":8080}]}`), code: 200},
+	})
+	r := do(t, tp, "PATCH", svcPath+"/web", "application/merge-patch+json", `{"metadata":{"labels":{"a":"b"}},"spec":{"sessionAffinity":null}}`)
+	// A patch keeps the address and the defaults (sessionAffinity comes
+	// back, targetPort follows the port of the last PUT).
+	for path, want := range map[string]string{"spec.clusterIP": ip, "spec.sessionAffinity": "None", "spec.type": "ClusterIP",
+		"spec.ports.0.targetPort": "8080", "spec.ports.0.protocol": "TCP", "status": `{"loadBalancer":{}}`} {
+		if got := jsonAt(t, r.body, path); r.code != 200 || got != want {
+			t.Errorf("after a patch (%d): %s %s, want %s", r.code, path, got, want)
+		}
+	}
+	r = do(t, tp, "PUT", svcPath+"/ext", jsonCT, put("ext", `{"type":"ClusterIP","ports":[{"port":80}]}`))
+	if got := jsonAt(t, r.body, "spec.clusterIP"); r.code != 200 || got != "10.96.0.12" {
+		t.Errorf("ExternalName to ClusterIP: %d %s", r.code, r.body)
+	}
+}
+
 // A TP that restarts from its data file never hands out an address its
 // stored services hold.
 func TestServiceIPsAfterRestart(t *testing.T) {

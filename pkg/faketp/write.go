@@ -408,6 +408,11 @@ func (tp *TP) update(ctx context.Context, t target, mutate func(old obj) (obj, b
 		}
 		dropNewerFields(r, o)
 		applyDefaults(r, o) // before comparing specs in keepServerFields
+		if r.gvr.Resource == "services" && t.sub == "" && !wo.seed {
+			if err := tp.clusterIPOnUpdate(r, t.name, ensureChild(o, "spec"), child(oldO, "spec"), wo.dryRun); err != nil {
+				return nil, err
+			}
+		}
 		o = keepServerFields(r, t.sub, o, oldO)
 		typed, err := r.typed(o, t.tenant)
 		if err != nil {
