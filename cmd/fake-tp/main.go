@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 )
@@ -31,9 +33,12 @@ type config struct {
 	controllers string
 }
 
-func parseFlags(args []string) (*config, error) {
-	fs := flag.NewFlagSet("fake-tp", flag.ContinueOnError)
-	klog.InitFlags(fs)
+// parseFlags parses fake-tp's command line; --help and --version write to
+// out and return flag.ErrHelp and cliflag.ErrVersion.
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	cmd := cliflag.NewCommand("fake-tp", "fake-tp serves Arktos-shaped tenant partitions (API servers with their own store) for tests, demos and benchmarks.", out)
+	fs := cmd.Flags
+	klog.InitFlags(cmd.Logging)
 	c := &config{}
 	fs.IntVar(&c.opts.Partitions, "partitions", 1, "Number of tenant partitions to serve, named tp1..tpN.")
 	fs.StringVar(&c.names, "partition-names", "", "Comma-separated TP names, distinct, overriding --partitions.")
@@ -50,15 +55,24 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.watchList, "watch-list", "ignored", "How TPs answer client-go watch-list requests (sendInitialEvents): ignored (as Arktos: client-go reflectors with WatchListClient on never sync); served (as kube-apiserver 1.32+); rejected (422, as kube-apiserver with WatchList off: clients fall back to list).")
 	fs.BoolVar(&c.opts.EndpointSlices, "endpointslices", false, "Serve discovery.k8s.io/v1 EndpointSlices, mirrored by the server from the core/v1 Endpoints, for clients such as CoreDNS. Arktos has none, so they are off by default.")
 	fs.StringVar(&c.controllers, "controllers", strings.Join(faketp.DefaultControllers(), ","), "Comma-separated controllers each TP runs, as Arktos's controller manager would: tenant (the Tenant system, and default, kube-system and kube-public in every new tenant), endpoints (core/v1 Endpoints of services with a selector). --controllers= runs none.")
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.Parse(args); err != nil {
 		return nil, err
 	}
 	var err error
 	if c.opts.WatchList, err = faketp.ParseWatchListMode(c.watchList); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--watch-list: %w", err)
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if len(cmd.Args()) > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", cmd.Args())
+	}
+	if err := cliflag.ValidateListenAddress(c.opts.Listen); err != nil {
+		return nil, fmt.Errorf("--listen %q: %v", c.opts.Listen, err)
+	}
+	if c.opts.History < 1 {
+		return nil, fmt.Errorf("--watch-history %d: must be at least 1", c.opts.History)
+	}
+	if c.opts.BookmarkInterval <= 0 {
+		return nil, fmt.Errorf("--bookmark-interval %v: must be positive", c.opts.BookmarkInterval)
 	}
 	if c.names != "" {
 		c.opts.Names = splitList(c.names)
@@ -86,6 +100,9 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("--generate must not be negative")
 	}
 	if c.adminListen != "" {
+		if err := cliflag.ValidateListenAddress(c.adminListen); err != nil {
+			return nil, fmt.Errorf("--admin-listen %q: %v", c.adminListen, err)
+		}
 		if err := loopbackOnly(c.adminListen); err != nil {
 			return nil, fmt.Errorf("--admin-listen: %w", err)
 		}
@@ -129,8 +146,8 @@ func loopbackOnly(addr string) error {
 }
 
 func main() {
-	c, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
+	c, err := parseFlags(os.Args[1:], os.Stdout)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, cliflag.ErrVersion) {
 		os.Exit(0)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -26,14 +27,33 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
+// TestHelpAndVersion: fake-tp's --help and --version are a Kubernetes
+// component's.
+func TestHelpAndVersion(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseFlags([]string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"Usage:\n  fake-tp [flags]", "\nFlags:\n", "--service-cidr string", "--listen string", "\nLogging flags:\n", "--version"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if _, err := parseFlags([]string{"--version"}, &out); !errors.Is(err, cliflag.ErrVersion) || !strings.HasPrefix(out.String(), "fake-tp ") {
+		t.Errorf("--version: %v %q", err, out.String())
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	c, err := parseFlags([]string{"--partitions", "3", "--listen", "127.0.0.1:7000", "--kubeconfig-dir", "/k", "--seed", "/s",
-		"--data-dir", "/d", "--generate", "100", "--watch-list", "ignored", "--endpointslices", "--disable-admission-plugins", "DaemonSetSystemTenant", "--admin-listen", "[::1]:7999"})
+		"--data-dir", "/d", "--generate", "100", "--watch-list", "ignored", "--endpointslices", "--disable-admission-plugins", "DaemonSetSystemTenant", "--admin-listen", "[::1]:7999"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +77,17 @@ func TestParseFlags(t *testing.T) {
 		{"--partitions", "2", "--service-cidr", "10.0.0.0/16,10.0.255.0/24"},
 		{"--service-cidr", "10.0.0.0"},
 		{"--partitions", "161"}, // beyond the default ranges
+		{"--listen", "6443"},
+		{"--listen", "300.0.0.1:6443"},
+		{"--admin-listen", "127.0.0.1:99999"},
+		{"--watch-history", "0"},
+		{"--bookmark-interval", "0s"},
 	} {
-		if _, err := parseFlags(bad); err == nil {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	if _, err := parseFlags([]string{"--partitions", "0", "--partition-names", "a,b"}); err != nil {
+	if _, err := parseFlags([]string{"--partitions", "0", "--partition-names", "a,b"}, io.Discard); err != nil {
 		t.Errorf("--partition-names without --partitions: %v", err)
 	}
 	// Service ranges: one per TP in order, or the defaults (none).
@@ -74,7 +99,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--service-cidr", "10.0.0.0/16"}, "[10.0.0.0/16]"},
 		{[]string{"--partition-names", "b,a", "--service-cidr", "10.1.0.0/16, 10.0.0.0/16"}, "[10.1.0.0/16 10.0.0.0/16]"},
 	} {
-		c, err := parseFlags(tc.args)
+		c, err := parseFlags(tc.args, io.Discard)
 		if err != nil || fmt.Sprint(c.opts.ServiceCIDRs) != tc.want {
 			t.Errorf("%v: %v %v, want %s", tc.args, err, c, tc.want)
 		}
@@ -88,7 +113,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--controllers", "tenant"}, "[tenant]"},
 		{[]string{"--controllers="}, "[]"},
 	} {
-		c, err := parseFlags(tc.args)
+		c, err := parseFlags(tc.args, io.Discard)
 		if err != nil || fmt.Sprint(c.opts.Controllers) != tc.want || c.opts.Controllers == nil {
 			t.Errorf("%v: %v %v, want %s", tc.args, err, c.opts.Controllers, tc.want)
 		}

@@ -87,7 +87,8 @@ func startMission(t *testing.T) *mission {
 		"--kubeconfig-dir", kc, "--seed", seed, "--admin-listen", "")
 	// tp3 comes back after its outage on the same port with the same data
 	// (--data-dir), as a restarted API server does.
-	m.tp3Args = []string{"--partition-names", "tp3", "--listen", freePort(t), "--kubeconfig-dir", kc,
+	// Its own service range, as tp3 of one fake-tp process would have.
+	m.tp3Args = []string{"--partition-names", "tp3", "--service-cidr", "10.98.0.0/16", "--listen", freePort(t), "--kubeconfig-dir", kc,
 		"--data-dir", filepath.Join(t.TempDir(), "data"), "--admin-listen", ""}
 	m.tp3 = start(t, "fake-tp tp3", "fake-tp", append(m.tp3Args, "--seed", seed)...)
 	m.tp12.WaitOutput(t, `"Serving tenant partition"`, 2)
