@@ -179,7 +179,10 @@ func FromDotted(dst []byte, s string) int {
 	if len(s) > 0 && s[len(s)-1] == '.' {
 		s = s[:len(s)-1]
 	}
-	room := min(len(dst), MaxWire)
+	room := len(dst) // no min builtin: the core builds at language go1.16
+	if room > MaxWire {
+		room = MaxWire
+	}
 	i := 0
 	for rest := s; rest != ""; {
 		l, more, dot := strings.Cut(rest, ".")
