@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/klog/v2"
 )
 
@@ -48,7 +50,7 @@ type Handler struct {
 	m      *metrics
 
 	prefetchSem chan struct{}
-	flight      flightGroup
+	flight      singleflight.Group // one upstream exchange per question in flight
 	draining    atomic.Bool
 	bufs        sync.Pool // *[]byte answer buffers for the hit path
 	prefetches  inflight
@@ -206,8 +208,7 @@ func ttlSeconds(d time.Duration) uint32 {
 // resolve asks the zone's upstream, sharing one exchange among concurrent
 // askers of the same question.
 func (h *Handler) resolve(q dns.Question, do bool) (*dns.Msg, error) {
-	key := flightKey{name: lowerASCII(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: do}
-	return h.flight.do(key, func() (*dns.Msg, error) {
+	v, err, _ := h.flight.Do(flightKey(q, do), func() (interface{}, error) {
 		rt := h.route(q.Name)
 		if rt == nil {
 			return nil, errNoRoute
@@ -227,6 +228,11 @@ func (h *Handler) resolve(q dns.Question, do bool) (*dns.Msg, error) {
 		}
 		return r, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Every waiter gets the same message: it is read, never changed.
+	return v.(*dns.Msg), nil
 }
 
 type noRouteError struct{}
@@ -368,41 +374,8 @@ func (h *Handler) chaos(w dns.ResponseWriter, req *dns.Msg) {
 	h.send(w, req, m)
 }
 
-type flightKey struct {
-	name          string
-	qtype, qclass uint16
-	do            bool
-}
-
-type flightCall struct {
-	done chan struct{}
-	r    *dns.Msg
-	err  error
-}
-
-// flightGroup shares one upstream exchange among concurrent misses.
-type flightGroup struct {
-	mu sync.Mutex
-	m  map[flightKey]*flightCall
-}
-
-func (g *flightGroup) do(k flightKey, f func() (*dns.Msg, error)) (*dns.Msg, error) {
-	g.mu.Lock()
-	if g.m == nil {
-		g.m = map[flightKey]*flightCall{}
-	}
-	if c, ok := g.m[k]; ok {
-		g.mu.Unlock()
-		<-c.done
-		return c.r, c.err
-	}
-	c := &flightCall{done: make(chan struct{})}
-	g.m[k] = c
-	g.mu.Unlock()
-	c.r, c.err = f()
-	g.mu.Lock()
-	delete(g.m, k)
-	g.mu.Unlock()
-	close(c.done)
-	return c.r, c.err
+// flightKey is the question an upstream exchange answers, as the key of
+// the single-flight group: name (lowercased), type, class and DO.
+func flightKey(q dns.Question, do bool) string {
+	return fmt.Sprintf("%s/%d/%d/%t", lowerASCII(q.Name), q.Qtype, q.Qclass, do)
 }
