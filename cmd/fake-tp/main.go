@@ -166,6 +166,9 @@ func main() {
 
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
+	// Unready until the seed and the generated objects are in: a harness
+	// polling /readyz then sees complete TPs.
+	c.opts.Loading = true
 	cluster, err := faketp.Start(ctx, c.opts)
 	if err != nil {
 		return err
@@ -194,6 +197,7 @@ func run(ctx context.Context, c *config) error {
 		}
 		klog.InfoS("Generated objects", "podsPerTP", c.generate, "took", time.Since(start))
 	}
+	cluster.DoneLoading()
 	adminDone := make(chan error, 1)
 	if c.adminListen != "" {
 		srv := ops.New(nil)

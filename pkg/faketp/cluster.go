@@ -66,10 +66,12 @@ type Options struct {
 	// History and BookmarkInterval: see TPOptions.
 	History          int
 	BookmarkInterval time.Duration
-	// WatchList, EndpointSlices and Controllers: see TPOptions.
+	// WatchList, EndpointSlices, Controllers and Loading: see TPOptions.
+	// With Loading, Cluster.DoneLoading makes every TP ready.
 	WatchList      WatchListMode
 	EndpointSlices bool
 	Controllers    []string
+	Loading        bool
 }
 
 // Chain builds the admission chain of o.
@@ -166,7 +168,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		to := TPOptions{
 			Name: name, KubeconfigDir: kcDir, Admission: chain,
 			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, EndpointSlices: o.EndpointSlices,
-			Controllers: o.Controllers, ServiceCIDR: cidrs[i],
+			Controllers: o.Controllers, ServiceCIDR: cidrs[i], Loading: o.Loading,
 		}
 		if o.Listen != "" {
 			p := 0
@@ -209,6 +211,14 @@ func StartT(t testing.TB, o Options) *Cluster {
 
 // TPs returns the TPs in order.
 func (c *Cluster) TPs() []*TP { return slices.Clone(c.tps) }
+
+// DoneLoading makes every TP of a cluster started with Options.Loading
+// ready: its seed and generated objects are all in.
+func (c *Cluster) DoneLoading() {
+	for _, tp := range c.tps {
+		tp.DoneLoading()
+	}
+}
 
 // TP returns the TP called name, or nil.
 func (c *Cluster) TP(name string) *TP {

@@ -12,7 +12,8 @@
 //
 // What a TP serves:
 //   - discovery (/api, /apis, /version as Arktos 1.0; every resource marked
-//     "tenanted" as Arktos does), /healthz, /livez, /readyz, /metrics;
+//     "tenanted" as Arktos does), /healthz, /livez, /readyz (503 while
+//     Options.Loading holds it, until Cluster.DoneLoading), /metrics;
 //   - core/v1 tenants (cluster-scoped), namespaces (tenant-scoped, as in
 //     Arktos), pods (and pods/binding), services, endpoints, configmaps,
 //     secrets; apps/v1 daemonsets; no discovery.k8s.io (Arktos has none)

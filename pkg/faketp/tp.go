@@ -57,6 +57,11 @@ type TPOptions struct {
 	// EndpointSlices serves discovery.k8s.io/v1 EndpointSlices. Arktos
 	// has none, so they are off by default and the group is 404.
 	EndpointSlices bool
+	// Loading starts the TP unready: /readyz answers 503 ("loading") until
+	// DoneLoading, so that a harness seeding or generating objects after
+	// Start can say when the TP is complete. Requests are served
+	// meanwhile, as an API server serves while its caches fill.
+	Loading bool
 	// Controllers are the controllers the TP runs, as Arktos's controller
 	// manager would (TenantController, EndpointsController): nil runs
 	// DefaultControllers, an empty non-nil slice none.
@@ -169,6 +174,7 @@ type TP struct {
 	latency          atomic.Int64
 	expiredWatches   atomic.Int64
 	outage           atomic.Int32
+	loading          atomic.Bool // see TPOptions.Loading
 
 	// controllers run, one at a time (ctrlMu), after every change.
 	controllers []string
@@ -232,6 +238,13 @@ func NewTP(o TPOptions) (*TP, error) {
 	if tp.addr == "" {
 		tp.addr = "127.0.0.1:0"
 	}
+	tp.loading.Store(o.Loading)
+	tp.ops.AddReadyz("loading", func() error {
+		if tp.loading.Load() {
+			return errors.New("objects are still being loaded (seed, generate)")
+		}
+		return nil
+	})
 	tp.ops.AddReadyz("store", func() error {
 		tp.mu.Lock()
 		defer tp.mu.Unlock()
@@ -244,6 +257,12 @@ func NewTP(o TPOptions) (*TP, error) {
 	tp.tokens[tp.adminTok] = Identity{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}, Tenant: tenancy.SystemTenant}
 	return tp, nil
 }
+
+// DoneLoading makes a TP started with TPOptions.Loading ready.
+func (tp *TP) DoneLoading() { tp.loading.Store(false) }
+
+// Loading reports whether the TP still waits for DoneLoading.
+func (tp *TP) Loading() bool { return tp.loading.Load() }
 
 func newToken() string {
 	b := make([]byte, 16)
