@@ -28,6 +28,7 @@ type config struct {
 	disable     string
 	seed        string
 	generate    int
+	genTenants  int
 	adminListen string
 	watchList   string
 	controllers string
@@ -48,6 +49,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.opts.DataDir, "data-dir", "", "Directory of the TPs' bbolt files (NAME.db); empty keeps everything in memory.")
 	fs.StringVar(&c.seed, "seed", "", "Directory of manifests: files in DIR go to every TP, files in DIR/NAME to TP NAME. A TP that starts from its --data-dir file is not seeded: its state, changes included, is kept.")
 	fs.IntVar(&c.generate, "generate", 0, "Fill every TP with N running pods and N/10 services (with their Endpoints) and configmaps, in N/100 namespaces of the system tenant; not a TP that starts from its --data-dir file.")
+	fs.IntVar(&c.genTenants, "generate-tenants", 0, "Spread --generate over the system tenant and this many regular tenants gen-tenant-0.., each living in one TP (round-robin in TP order), as a scale-out cluster holds them: every TP keeps N pods in all, split evenly between the system tenant and its regular tenants.")
 	fs.StringVar(&c.disable, "disable-admission-plugins", "", "Comma-separated admission plugins to turn off (known: "+pluginNames()+").")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:6440", "Loopback address of the admin endpoint (faults, /healthz, /readyz, /metrics); empty disables it.")
 	fs.IntVar(&c.opts.History, "watch-history", 100, "Events of each resource kept for watches, as Arktos's watch cache (100): a watch from an older resourceVersion gets a 410 Expired ERROR event.")
@@ -95,6 +97,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if _, err := c.opts.ServiceCIDRsOfTPs(); err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
+	}
+	if c.genTenants < 0 {
+		return nil, errors.New("--generate-tenants must not be negative")
 	}
 	if c.generate < 0 {
 		return nil, errors.New("--generate must not be negative")
@@ -186,16 +191,23 @@ func run(ctx context.Context, c *config) error {
 	}
 	if c.generate > 0 {
 		start := time.Now()
+		var names []string
+		for _, tp := range cluster.TPs() {
+			names = append(names, tp.Name())
+		}
+		plan := faketp.GeneratePlan(names, c.generate, c.genTenants)
 		for _, tp := range cluster.TPs() {
 			if tp.Loaded() { // a previous run's state, changes included
 				klog.InfoS("Not generating objects in a tenant partition that started from its data file", "tp", tp.Name())
 				continue
 			}
-			if err := tp.Generate(faketp.Scaled(c.generate)); err != nil {
-				return err
+			for _, o := range plan[tp.Name()] {
+				if err := tp.Generate(o); err != nil {
+					return err
+				}
 			}
 		}
-		klog.InfoS("Generated objects", "podsPerTP", c.generate, "took", time.Since(start))
+		klog.InfoS("Generated objects", "podsPerTP", c.generate, "regularTenants", c.genTenants, "took", time.Since(start))
 	}
 	cluster.DoneLoading()
 	adminDone := make(chan error, 1)

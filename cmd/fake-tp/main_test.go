@@ -481,3 +481,31 @@ func TestServiceCIDRFlag(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestGenerateTenants: --generate-tenants spreads the generated pods over
+// the system tenant, in every TP, and regular tenants that each live in
+// one TP.
+func TestGenerateTenants(t *testing.T) {
+	kc := t.TempDir()
+	p := start(t, "--partitions", "2", "--listen", "127.0.0.1:0", "--kubeconfig-dir", kc, "--admin-listen", "",
+		"--generate", "100", "--generate-tenants", "3")
+	p.waitLog(t, `"Serving tenant partition"`, 2)
+	want := map[string]map[string]int{
+		"tp1": {"system": 34, "gen-tenant-0": 33, "gen-tenant-2": 33},
+		"tp2": {"system": 50, "gen-tenant-1": 50},
+	}
+	for tp, tenants := range want {
+		cs := clientFor(t, filepath.Join(kc, tp+".kubeconfig"))
+		var pods corev1.PodList // every tenant's: Arktos's /tenants/all/ path
+		if err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/tenants/all/pods").Do(context.Background()).Into(&pods); err != nil {
+			t.Fatalf("%s: %v", tp, err)
+		}
+		got := map[string]int{}
+		for i := range pods.Items {
+			got[tenancy.TenantOf(&pods.Items[i])]++
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tenants) {
+			t.Errorf("%s: pods by tenant %v, want %v", tp, got, tenants)
+		}
+	}
+}

@@ -144,3 +144,29 @@ func podIP(i int) string {
 	n := i + 2
 	return fmt.Sprintf("10.%d.%d.%d", 244+(n>>16)&3, (n>>8)&255, n&255)
 }
+
+// GeneratePlan spreads n pods per TP (the shape of Scaled) over the system
+// tenant and regularTenants regular tenants, as a scale-out cluster holds
+// them: the system tenant in every TP, regular tenant i (gen-tenant-i)
+// only in tps[i % len(tps)]. Each TP's share is split evenly between the
+// system tenant and its regular tenants, the remainder to the system
+// tenant. The plan is keyed by TP name.
+func GeneratePlan(tps []string, n, regularTenants int) map[string][]GenerateOptions {
+	homes := make(map[string][]string, len(tps))
+	for i := 0; i < regularTenants && len(tps) > 0; i++ {
+		tp := tps[i%len(tps)]
+		homes[tp] = append(homes[tp], fmt.Sprintf("gen-tenant-%d", i))
+	}
+	plan := make(map[string][]GenerateOptions, len(tps))
+	for _, tp := range tps {
+		share := n / (1 + len(homes[tp]))
+		sys := Scaled(n - share*len(homes[tp]))
+		plan[tp] = append(plan[tp], sys)
+		for _, tenant := range homes[tp] {
+			o := Scaled(share)
+			o.Tenant = tenant
+			plan[tp] = append(plan[tp], o)
+		}
+	}
+	return plan
+}
