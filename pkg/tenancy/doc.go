@@ -1,5 +1,7 @@
 // Package tenancy is tpkit's vocabulary for Arktos multi-tenancy: tenant names,
-// the partition-qualified object key, and the tenant of an API object.
+// the partition-qualified object key, the tenant of an API object, and the
+// one rule for a regular tenant's home TP (TenantHome), which the DNS index
+// and pkg/tporigin (and through it kube-proxy and the kubelet) apply.
 //
 // It is a core: it needs only the standard library, so an Arktos tree can
 // vendor it. The client-go glue (a transport that keeps metadata.tenant on

@@ -295,20 +295,32 @@ func (t *Tracker) updateTenantLocked(tenant string) {
 	for tp := range st.counts {
 		seen = append(seen, tp)
 	}
+	// tenancy.TenantHome takes positions in flag order: seen's, sorted,
+	// and the static TP's (one past them when it holds nothing).
 	t.sortTPs(seen)
-	conflict := len(seen) > 1
+	held := make([]int, len(seen))
+	staticPos := -1
+	for i, tp := range seen {
+		held[i] = i
+		if hasStatic && t.tpNames[tp] == static {
+			staticPos = i
+		}
+	}
+	if hasStatic && staticPos < 0 {
+		staticPos = len(seen)
+	}
+	home, conflict := tenancy.TenantHome(held, staticPos)
 	switch {
-	case hasStatic:
-		st.answer = static
-		conflict = len(seen) > 1 || len(seen) == 1 && t.tpNames[seen[0]] != static
-	case len(seen) > 0:
-		st.answer = t.tpNames[seen[0]]
-	default:
+	case home < 0:
 		delete(t.tenants, tenant)
 		if st.conflict {
 			t.tenantsInConflict--
 		}
 		return
+	case home == len(seen):
+		st.answer = static
+	default:
+		st.answer = t.tpNames[seen[home]]
 	}
 	if conflict == st.conflict {
 		return

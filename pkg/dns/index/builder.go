@@ -636,28 +636,25 @@ func (b *Builder) Publish() bool {
 	return true
 }
 
-// homes picks the partition of every regular tenant: the lowest index among
-// the partitions where it has namespaces.
+// homes picks the partition of every regular tenant by tenancy.TenantHome
+// (the first partition in flag order among those where it has
+// namespaces), and lists the tenants in conflict.
 func homes(tps []*TPView) (map[string]int, []string) {
-	home := map[string]int{}
-	var conflicts []string
-	seen := map[string]bool{}
+	held := map[string][]int{}
 	for _, tp := range tps {
 		for t := range tp.Tenants {
-			if t == tenancy.SystemTenant {
-				continue
+			if t != tenancy.SystemTenant {
+				held[t] = append(held[t], tp.Index)
 			}
-			if prev, ok := home[t]; ok {
-				if prev != tp.Index && !seen[t] {
-					seen[t] = true
-					conflicts = append(conflicts, t)
-				}
-				if tp.Index < prev {
-					home[t] = tp.Index
-				}
-				continue
-			}
-			home[t] = tp.Index
+		}
+	}
+	home := make(map[string]int, len(held))
+	var conflicts []string
+	for t, in := range held {
+		h, conflict := tenancy.TenantHome(in, -1)
+		home[t] = h
+		if conflict {
+			conflicts = append(conflicts, t)
 		}
 	}
 	sort.Strings(conflicts)
