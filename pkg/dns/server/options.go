@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+)
+
+// PodMode is how pod names are answered, as in CoreDNS's "pods" option.
+type PodMode uint8
+
+const (
+	// PodsDisabled answers no pod names (NXDOMAIN).
+	PodsDisabled PodMode = iota
+	// PodsInsecure answers any well-formed a-b-c-d name in an existing
+	// namespace with the address it spells.
+	PodsInsecure
+	// PodsVerified answers only addresses of pods in that namespace.
+	PodsVerified
+)
+
+// ParsePodMode reads "disabled", "insecure" or "verified".
+func ParsePodMode(s string) (PodMode, bool) {
+	switch s {
+	case "disabled":
+		return PodsDisabled, true
+	case "insecure":
+		return PodsInsecure, true
+	case "verified":
+		return PodsVerified, true
+	}
+	return 0, false
+}
+
+// DNSSchemaVersion is the TXT answer for dns-version.<zone>, the version of
+// the Kubernetes DNS specification that is implemented.
+const DNSSchemaVersion = "1.1.0"
+
+const (
+	dnsVersionTTL = 28800
+	maxSOATTL     = 300
+	// defaultEDNS is the UDP payload size advertised in answers, and the
+	// largest UDP answer sent whatever the client asks (DNS Flag Day 2020):
+	// larger answers are truncated and the client retries over TCP, so a
+	// small query cannot draw a large answer at a spoofed address.
+	defaultEDNS = 1232
+)
+
+// DefaultMaxConcurrentForwards is Options.MaxConcurrentForwards's default.
+const DefaultMaxConcurrentForwards = 1000
+
+// DefaultAllowRecursion are the sources allowed recursion by default: the
+// addresses pods and nodes have (loopback, RFC 1918, RFC 6598 shared space,
+// link-local, IPv6 unique local).
+var DefaultAllowRecursion = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// Forwarder resolves names outside the cluster zones.
+type Forwarder interface {
+	Resolve(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
+}
+
+// Snapshots gives the current index snapshot; *index.Builder is one.
+type Snapshots interface {
+	Current() *index.Snapshot
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Zones are the zones answered from the index, forward and reverse
+	// ("cluster.local", "in-addr.arpa", "10.in-addr.arpa", "ip6.arpa").
+	// In a reverse zone, a name that is no service or endpoint address
+	// goes to the Forwarder, as CoreDNS's "fallthrough in-addr.arpa
+	// ip6.arpa" does (once synced: before, it is SERVFAIL).
+	Zones []string
+	// TTL of every answer; the SOA's TTL is min(TTL, 300).
+	TTL uint32
+	// Pods is the pod-name mode.
+	Pods PodMode
+	// Isolation makes names of one regular tenant NXDOMAIN for pods of
+	// another; system-tenant names stay visible to all.
+	Isolation bool
+	// AllowUnknownSources lets queriers that are not a known pod see every
+	// tenant when Isolation is on.
+	AllowUnknownSources bool
+	// SystemPartition answers system-tenant names for queriers that are
+	// not a known pod.
+	SystemPartition int
+	// NSAddrs are the server's own addresses (CoreDNS's local IPs).
+	// ns.dns.<zone> answers the cluster IPs of the services whose ready
+	// endpoints hold one of them (the kube-dns service in front of the
+	// server), in the querier's partition first; these addresses
+	// themselves when no such service is known.
+	NSAddrs []netip.Addr
+	// Forwarder resolves other names; nil answers them REFUSED.
+	Forwarder Forwarder
+	// ForwardTimeout bounds one forwarded query; default 5s.
+	ForwardTimeout time.Duration
+	// MaxConcurrentForwards bounds the queries waiting on an upstream at
+	// once (DefaultMaxConcurrentForwards when zero, as CoreDNS's forward
+	// plugin); a query over the bound gets SERVFAIL at once, and a flood of
+	// names outside the zones cannot take the memory and goroutines the
+	// cluster zones need.
+	MaxConcurrentForwards int
+	// AllowRecursion are the sources whose queries for names outside the
+	// zones are forwarded (DefaultAllowRecursion when nil); others get
+	// REFUSED. Names in the zones are answered to anyone.
+	AllowRecursion []netip.Prefix
+	// Metrics, when set, counts requests.
+	Metrics *Metrics
+}
