@@ -336,7 +336,6 @@ func nsAddrs(listen string) []netip.Addr {
 
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
-
 	if c.gcPercent >= 0 && os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(c.gcPercent)
 	}
@@ -370,26 +369,9 @@ func run(ctx context.Context, c *config) error {
 	}
 	reg.MustRegister(src.Collector())
 
-	var fwd server.Forwarder
-	ups := c.upstreams.vals
-	if len(ups) == 1 && ups[0] == "none" {
-		ups = nil
-	} else if len(ups) == 0 {
-		ups, err = forward.UpstreamsFromResolvConf(c.resolvConf)
-		if err != nil {
-			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "err", err)
-		}
-	}
-	if len(ups) > 0 {
-		f, err := forward.New(forward.Options{Upstreams: ups, Timeout: c.forwardTimeout, MaxTTL: c.cacheMaxTTL, MaxNegativeTTL: c.cacheMaxNegative, CacheSize: c.cacheSize})
-		if err != nil {
-			return err
-		}
-		if err := f.Register(reg); err != nil {
-			return err
-		}
-		fwd = f
-		klog.InfoS("Forwarding other names", "upstreams", f.Upstreams())
+	fwd, err := newForwarder(c, reg)
+	if err != nil {
+		return err
 	}
 
 	mode, _ := server.ParsePodMode(c.pods)
@@ -410,6 +392,56 @@ func run(ctx context.Context, c *config) error {
 	defer l.Close()
 
 	errc := make(chan error, 4)
+	serveOps(ctx, c, reg, src, h, errc)
+
+	set.Start(ctx)
+	src.Start(ctx)
+	go b.Run(ctx, c.publishInterval)
+	go func() { errc <- server.Serve(ctx, l, h) }()
+	go answerWhenSynced(ctx, c, src, b, h, len(parts))
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
+
+// newForwarder is the forwarder of names outside the zones: to
+// --upstream, or the nameservers of --resolv-conf; nil (REFUSED) for
+// --upstream none or when there are none.
+func newForwarder(c *config, reg *prometheus.Registry) (server.Forwarder, error) {
+	ups := c.upstreams.vals
+	if len(ups) == 1 && ups[0] == "none" {
+		return nil, nil
+	}
+	if len(ups) == 0 {
+		var err error
+		if ups, err = forward.UpstreamsFromResolvConf(c.resolvConf); err != nil {
+			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "err", err)
+		}
+	}
+	if len(ups) == 0 {
+		return nil, nil
+	}
+	f, err := forward.New(forward.Options{Upstreams: ups, Timeout: c.forwardTimeout, MaxTTL: c.cacheMaxTTL, MaxNegativeTTL: c.cacheMaxNegative, CacheSize: c.cacheSize})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Register(reg); err != nil {
+		return nil, err
+	}
+	klog.InfoS("Forwarding other names", "upstreams", f.Upstreams())
+	return f, nil
+}
+
+// serveOps starts the operational servers: /metrics on --metrics-listen,
+// CoreDNS's /ready on --ready-listen, /health, /healthz, /readyz and
+// /readyz/partitions on --health-listen. Their errors go to errc.
+func serveOps(ctx context.Context, c *config, reg *prometheus.Registry, src *source.Source, h *server.Handler, errc chan<- error) {
 	if c.metricsListen != "" {
 		m := ops.New(reg)
 		go func() { errc <- m.Serve(ctx, c.metricsListen) }()
@@ -459,41 +491,31 @@ func run(ctx context.Context, c *config) error {
 		}
 		go func() { errc <- hs.Serve(ctx, c.healthListen) }()
 	}
+}
 
-	set.Start(ctx)
-	src.Start(ctx)
-	go b.Run(ctx, c.publishInterval)
-	go func() { errc <- server.Serve(ctx, l, h) }()
-	go func() {
-		timeout := c.part.SyncTimeout
-		if timeout <= 0 {
-			timeout = partition.DefaultSyncTimeout
+// answerWhenSynced publishes the index and marks the handler synced once
+// every TP has synced, or after --partition-sync-timeout with what is
+// there, naming the TPs still missing.
+func answerWhenSynced(ctx context.Context, c *config, src *source.Source, b *index.Builder, h *server.Handler, partitions int) {
+	timeout := c.part.SyncTimeout
+	if timeout <= 0 {
+		timeout = partition.DefaultSyncTimeout
+	}
+	all := src.WaitForSync(ctx, timeout)
+	if ctx.Err() != nil {
+		return
+	}
+	b.Publish()
+	h.MarkSynced()
+	// The initial lists are decoded all at once; give that memory back.
+	debug.FreeOSMemory()
+	if all {
+		klog.InfoS("All tenant partitions synced; answering", "partitions", partitions)
+		return
+	}
+	for _, st := range src.States() {
+		if !st.Synced {
+			klog.InfoS("Tenant partition not synced yet; answering from the others", "partition", st.Name, "lastError", st.LastError)
 		}
-		all := src.WaitForSync(ctx, timeout)
-		if ctx.Err() != nil {
-			return
-		}
-		b.Publish()
-		h.MarkSynced()
-		// The initial lists are decoded all at once; give that memory back.
-		debug.FreeOSMemory()
-		if all {
-			klog.InfoS("All tenant partitions synced; answering", "partitions", len(parts))
-			return
-		}
-		for _, st := range src.States() {
-			if !st.Synced {
-				klog.InfoS("Tenant partition not synced yet; answering from the others", "partition", st.Name, "lastError", st.LastError)
-			}
-		}
-	}()
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-errc:
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
 	}
 }
