@@ -22,9 +22,11 @@ help:
 	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
+# -buildvcs=auto: --version names the commit even where GOFLAGS turns VCS
+# stamping off (as on these build machines).
 build:
 	@mkdir -p $(BIN)
-	@for c in $(CMDS); do echo "go build -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -o $(BIN)/$$c ./cmd/$$c || exit 1; done
+	@for c in $(CMDS); do echo "go build -buildvcs=auto -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -buildvcs=auto -o $(BIN)/$$c ./cmd/$$c || exit 1; done
 
 vet:
 	$(GO) vet $(PKGS)
