@@ -237,10 +237,7 @@ func podRef(pod *corev1.Pod) string {
 // entryFor decides, through the resolver, where each object pod references
 // lives: the pod's TP. There is no default.
 func (m *manager[T]) entryFor(pod *corev1.Pod) (*podEntry, error) {
-	pe := &podEntry{tenant: tenancy.TenantOf(pod), ns: pod.Namespace, names: m.k.names(pod), ref: podRef(pod)}
-	if tenancy.IsSystem(pe.tenant) {
-		pe.tenant = tenancy.SystemTenant
-	}
+	pe := &podEntry{tenant: tenancy.NormalTenant(tenancy.TenantOf(pod)), ns: pod.Namespace, names: m.k.names(pod), ref: podRef(pod)}
 	for _, name := range pe.names {
 		key, err := m.res.ObjectKey(pe.tenant, pe.ns, name, string(pod.UID))
 		if err != nil {

@@ -72,10 +72,7 @@ func (w watcher[T]) startLocked(it *item[T]) {
 		it.lastErr = fmt.Errorf("kubeletcache: partition %q is not configured", it.key.Partition)
 		return
 	}
-	tenant := it.key.Tenant
-	if tenancy.IsSystem(tenant) {
-		tenant = tenancy.SystemTenant
-	}
+	tenant := tenancy.NormalTenant(it.key.Tenant)
 	objLW, err := informer.NewListWatch(p.Client, m.k.api, informer.Scope{
 		Tenant: tenant, Namespace: it.key.Namespace,
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", it.key.Name).String(),

@@ -444,7 +444,7 @@ func (c *Configurer) clusterNameservers(ctx context.Context, pod *Pod, tenant st
 // DNS service of its own, which is normal; a warning means one was expected
 // but cannot be used.
 func (c *Configurer) tenantServiceNameservers(ctx context.Context, pod *Pod, tenant string) ([]string, *Warning, error) {
-	network := pod.network()
+	network := pod.NetworkName()
 	name, err := DNSServiceName(network)
 	if err != nil {
 		return nil, &Warning{ReasonTenantDNSService, err.Error() + "; using the cluster DNS"}, nil

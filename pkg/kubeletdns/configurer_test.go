@@ -715,7 +715,7 @@ func TestDNSServiceName(t *testing.T) {
 			t.Errorf("DNSServiceName(%q): no error", bad)
 		}
 	}
-	if got := (&Pod{}).network(); got != DefaultNetwork {
+	if got := (Pod{}).NetworkName(); got != DefaultNetwork {
 		t.Errorf("network of a pod without one = %q", got)
 	}
 }

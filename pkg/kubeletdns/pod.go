@@ -78,15 +78,10 @@ const (
 )
 
 // tenant is the pod's tenant, with empty meaning the system tenant.
-func (p *Pod) tenant() string {
-	if p.Tenant == "" {
-		return tenancy.SystemTenant
-	}
-	return p.Tenant
-}
+func (p *Pod) tenant() string { return tenancy.NormalTenant(p.Tenant) }
 
-// network is the pod's Arktos network, DefaultNetwork when unset.
-func (p *Pod) network() string {
+// NetworkName is the pod's Arktos network, DefaultNetwork when unset.
+func (p Pod) NetworkName() string {
 	if p.Network == "" {
 		return DefaultNetwork
 	}

@@ -78,10 +78,8 @@ func (n ServicePortName) String() string {
 	return b.String()
 }
 
-// normalTenant files a record without a tenant under the system tenant.
-func normalTenant(t string) string {
-	if t == "" {
-		return tenancy.SystemTenant
-	}
-	return t
+// nameOf is the service port name's service part of an object of TP tp;
+// an object without a tenant is filed under the system tenant.
+func nameOf(tp int, tenant, namespace, name string) ServiceName {
+	return ServiceName{TenantPartitionID: tp, Tenant: tenancy.NormalTenant(tenant), Namespace: namespace, Name: name}
 }

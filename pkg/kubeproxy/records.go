@@ -101,7 +101,7 @@ func parseService(tp int, rec *Service) (*service, error) {
 	if rec == nil {
 		return nil, fmt.Errorf("nil service")
 	}
-	name := ServiceName{TenantPartitionID: tp, Tenant: normalTenant(rec.Tenant), Namespace: rec.Namespace, Name: rec.Name}
+	name := nameOf(tp, rec.Tenant, rec.Namespace, rec.Name)
 	if err := name.validate(); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -141,7 +141,7 @@ func parseEndpoints(tp int, rec *Endpoints) (key ServiceName, set *endpointSet, 
 	if rec == nil {
 		return ServiceName{}, nil, fmt.Errorf("nil endpoints")
 	}
-	key = ServiceName{TenantPartitionID: tp, Tenant: normalTenant(rec.Tenant), Namespace: rec.Namespace, Name: rec.Name}
+	key = nameOf(tp, rec.Tenant, rec.Namespace, rec.Name)
 	if err := key.validate(); err != nil {
 		return key, nil, fmt.Errorf("endpoints: %w", err)
 	}

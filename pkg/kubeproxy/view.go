@@ -143,7 +143,7 @@ func (v *View) OnServiceDelete(service *Service, tenantPartitionId int) {
 	if service == nil {
 		return
 	}
-	name := ServiceName{TenantPartitionID: tenantPartitionId, Tenant: normalTenant(service.Tenant), Namespace: service.Namespace, Name: service.Name}
+	name := nameOf(tenantPartitionId, service.Tenant, service.Namespace, service.Name)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	st := v.services[name]
@@ -182,7 +182,7 @@ func (v *View) OnEndpointsDelete(endpoints *Endpoints, tenantPartitionId int) {
 	if endpoints == nil {
 		return
 	}
-	key := ServiceName{TenantPartitionID: tenantPartitionId, Tenant: normalTenant(endpoints.Tenant), Namespace: endpoints.Namespace, Name: endpoints.Name}
+	key := nameOf(tenantPartitionId, endpoints.Tenant, endpoints.Namespace, endpoints.Name)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if svc, ok := v.owner[key]; ok {

@@ -64,3 +64,12 @@ func SetTenant(obj Annotated, tenant string) {
 func IsSystem(tenant string) bool {
 	return tenant == "" || tenant == SystemTenant
 }
+
+// NormalTenant is tenant with "" (an object without one) written as
+// SystemTenant, so that keys and maps file both forms under one name.
+func NormalTenant(tenant string) string {
+	if tenant == "" {
+		return SystemTenant
+	}
+	return tenant
+}

@@ -186,10 +186,7 @@ type ObjectKey struct {
 // never TP 0's object of the same name. The key's tenant is
 // tenancy.SystemTenant for "" and "system".
 func (c *ClientChooser) ObjectKey(tenant, namespace, name, podUID string) (ObjectKey, error) {
-	if tenancy.IsSystem(tenant) {
-		tenant = tenancy.SystemTenant
-	}
-	key := tenancy.Key{Tenant: tenant, Namespace: namespace, Name: name}
+	key := tenancy.Key{Tenant: tenancy.NormalTenant(tenant), Namespace: namespace, Name: name}
 	tp, ok := c.t.OriginOf(podUID)
 	if !ok && tenant != tenancy.SystemTenant {
 		tp, ok = c.t.PartitionOfTenant(tenant)

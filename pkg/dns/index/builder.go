@@ -184,17 +184,10 @@ func (b *Builder) Current() *Snapshot { return b.cur.Load() }
 // Notify is signalled (without blocking) whenever a change is pending.
 func (b *Builder) Notify() <-chan struct{} { return b.notify }
 
-func normTenant(t string) string {
-	if tenancy.IsSystem(t) {
-		return tenancy.SystemTenant
-	}
-	return t
-}
-
 // touch returns the record of a namespace, creating it, and marks it dirty.
 // Callers hold b.mu.
 func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
-	k := nsKey{normTenant(tenant), ns}
+	k := nsKey{tenancy.NormalTenant(tenant), ns}
 	r := b.tps[tp][k]
 	if r == nil {
 		// Copies: the caller's strings may be parts of larger ones (a
@@ -439,7 +432,7 @@ func (b *Builder) ReplaceNamespaces(tp int, nss []NamespaceKey) {
 	defer b.mu.Unlock()
 	keep := make(map[nsKey]struct{}, len(nss))
 	for _, n := range nss {
-		keep[nsKey{normTenant(n.Tenant), n.Name}] = struct{}{}
+		keep[nsKey{tenancy.NormalTenant(n.Tenant), n.Name}] = struct{}{}
 	}
 	for k, r := range b.tps[tp] {
 		if _, ok := keep[k]; r.object && !ok {
@@ -505,7 +498,7 @@ func keysOf[T any](recs []T, key func(T) objKey) map[objKey]struct{} {
 	keep := make(map[objKey]struct{}, len(recs))
 	for _, r := range recs {
 		k := key(r)
-		k.tenant = normTenant(k.tenant)
+		k.tenant = tenancy.NormalTenant(k.tenant)
 		keep[k] = struct{}{}
 	}
 	return keep

@@ -15,11 +15,7 @@ import (
 )
 
 func tenantOf(m metav1.Object) string {
-	t := tenancy.TenantOf(m)
-	if tenancy.IsSystem(t) {
-		return tenancy.SystemTenant
-	}
-	return t
+	return tenancy.NormalTenant(tenancy.TenantOf(m))
 }
 
 func parseAddrs(ss ...string) []netip.Addr {

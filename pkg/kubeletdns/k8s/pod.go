@@ -37,8 +37,5 @@ func PodOf(pod *v1.Pod) kubeletdns.Pod {
 // NetworkOf returns the pod's Arktos network: its kubeletdns.NetworkLabel,
 // or kubeletdns.DefaultNetwork.
 func NetworkOf(pod *v1.Pod) string {
-	if n := pod.Labels[kubeletdns.NetworkLabel]; n != "" {
-		return n
-	}
-	return kubeletdns.DefaultNetwork
+	return kubeletdns.Pod{Network: pod.Labels[kubeletdns.NetworkLabel]}.NetworkName()
 }

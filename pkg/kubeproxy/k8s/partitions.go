@@ -11,12 +11,7 @@ import (
 func PartitionsOf(set *partition.Set) kubeproxy.Partitions {
 	out := make(kubeproxy.Partitions, set.Len())
 	for _, p := range set.Partitions() {
-		if p.Index >= len(out) {
-			grown := make(kubeproxy.Partitions, p.Index+1)
-			copy(grown, out)
-			out = grown
-		}
-		out[p.Index] = p.Name
+		out[p.Index] = p.Name // Index is the position, 0..Len-1
 	}
 	return out
 }

@@ -105,25 +105,39 @@ func NewSource(set *partition.Set, services []kubeproxy.ServiceHandler, endpoint
 
 // serviceEvents converts t's Service events and passes them on.
 func (s *Source) serviceEvents(t *tpSource) cache.ResourceEventHandler {
+	return forwarding(s, t, s.svc, serviceRecord,
+		kubeproxy.ServiceHandler.OnServiceAdd, kubeproxy.ServiceHandler.OnServiceUpdate, kubeproxy.ServiceHandler.OnServiceDelete)
+}
+
+// endpointsEvents converts t's Endpoints or EndpointSlice events and passes
+// them on.
+func (s *Source) endpointsEvents(t *tpSource) cache.ResourceEventHandler {
+	return forwarding(s, t, s.eps, func(obj any) (*kubeproxy.Endpoints, bool) { return s.endpointsRecord(t, obj) },
+		kubeproxy.EndpointsHandler.OnEndpointsAdd, kubeproxy.EndpointsHandler.OnEndpointsUpdate, kubeproxy.EndpointsHandler.OnEndpointsDelete)
+}
+
+// forwarding is the event handler of one TP and kind: it converts each
+// object to its record (conv; tombstones unwrapped, other types dropped)
+// and hands it to every handler, in the TP's turn (Source.forward).
+func forwarding[H, R any](s *Source, t *tpSource, hs []H, conv func(any) (R, bool),
+	add func(H, R, int), update func(H, R, R, int), del func(H, R, int)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if o, ok := obj.(*corev1.Service); ok {
-				rec := ServiceFromAPI(o)
+			if rec, ok := conv(obj); ok {
 				s.forward(t, func() {
-					for _, h := range s.svc {
-						h.OnServiceAdd(rec, t.id)
+					for _, h := range hs {
+						add(h, rec, t.id)
 					}
 				})
 			}
 		},
 		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*corev1.Service)
-			c, ok2 := cur.(*corev1.Service)
+			oldRec, ok1 := conv(old)
+			rec, ok2 := conv(cur)
 			if ok1 && ok2 {
-				oldRec, rec := ServiceFromAPI(o), ServiceFromAPI(c)
 				s.forward(t, func() {
-					for _, h := range s.svc {
-						h.OnServiceUpdate(oldRec, rec, t.id)
+					for _, h := range hs {
+						update(h, oldRec, rec, t.id)
 					}
 				})
 			}
@@ -132,11 +146,10 @@ func (s *Source) serviceEvents(t *tpSource) cache.ResourceEventHandler {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if o, ok := obj.(*corev1.Service); ok {
-				rec := ServiceFromAPI(o)
+			if rec, ok := conv(obj); ok {
 				s.forward(t, func() {
-					for _, h := range s.svc {
-						h.OnServiceDelete(rec, t.id)
+					for _, h := range hs {
+						del(h, rec, t.id)
 					}
 				})
 			}
@@ -144,43 +157,13 @@ func (s *Source) serviceEvents(t *tpSource) cache.ResourceEventHandler {
 	}
 }
 
-// endpointsEvents converts t's Endpoints or EndpointSlice events and passes
-// them on.
-func (s *Source) endpointsEvents(t *tpSource) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if rec, ok := s.endpointsRecord(t, obj); ok {
-				s.forward(t, func() {
-					for _, h := range s.eps {
-						h.OnEndpointsAdd(rec, t.id)
-					}
-				})
-			}
-		},
-		UpdateFunc: func(old, cur any) {
-			oldRec, ok1 := s.endpointsRecord(t, old)
-			rec, ok2 := s.endpointsRecord(t, cur)
-			if ok1 && ok2 {
-				s.forward(t, func() {
-					for _, h := range s.eps {
-						h.OnEndpointsUpdate(oldRec, rec, t.id)
-					}
-				})
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if rec, ok := s.endpointsRecord(t, obj); ok {
-				s.forward(t, func() {
-					for _, h := range s.eps {
-						h.OnEndpointsDelete(rec, t.id)
-					}
-				})
-			}
-		},
+// serviceRecord converts a Service; ok is false for other objects.
+func serviceRecord(obj any) (*kubeproxy.Service, bool) {
+	o, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil, false
 	}
+	return ServiceFromAPI(o), true
 }
 
 // endpointsRecord converts an Endpoints or an EndpointSlice; ok is false
@@ -274,17 +257,11 @@ func (s *Source) waitSynced(ctx context.Context, expired <-chan struct{}, waits 
 		for _, w := range waits {
 			removed := s.isRemoved(w.tp.name)
 			if !w.svcDone && (removed || w.tp.svc.HasSynced()) {
-				w.svcDone = true
-				for _, h := range s.svc {
-					h.OnServiceSynced(w.tp.id)
-				}
+				s.servicesSynced(w)
 			}
 			// Endpoints after services, as a TP lists them.
 			if w.svcDone && !w.epsDone && (removed || w.tp.ep.HasSynced()) {
-				w.epsDone = true
-				for _, h := range s.eps {
-					h.OnEndpointsSynced(w.tp.id)
-				}
+				s.endpointsSynced(w)
 			}
 			pending = pending || !w.epsDone
 		}
@@ -299,15 +276,9 @@ func (s *Source) waitSynced(ctx context.Context, expired <-chan struct{}, waits 
 				}
 				missing = append(missing, w.tp.name)
 				if !w.svcDone {
-					w.svcDone = true
-					for _, h := range s.svc {
-						h.OnServiceSynced(w.tp.id)
-					}
+					s.servicesSynced(w)
 				}
-				w.epsDone = true
-				for _, h := range s.eps {
-					h.OnEndpointsSynced(w.tp.id)
-				}
+				s.endpointsSynced(w)
 			}
 			return missing, true
 		}
@@ -318,6 +289,22 @@ func (s *Source) waitSynced(ctx context.Context, expired <-chan struct{}, waits 
 			timedOut = true // look once more: a TP may have synced meanwhile
 		case <-t.C():
 		}
+	}
+}
+
+// servicesSynced tells every service handler that w's TP has synced.
+func (s *Source) servicesSynced(w *tpWait) {
+	w.svcDone = true
+	for _, h := range s.svc {
+		h.OnServiceSynced(w.tp.id)
+	}
+}
+
+// endpointsSynced tells every endpoints handler that w's TP has synced.
+func (s *Source) endpointsSynced(w *tpWait) {
+	w.epsDone = true
+	for _, h := range s.eps {
+		h.OnEndpointsSynced(w.tp.id)
 	}
 }
 
@@ -365,8 +352,7 @@ func (s *Source) RemovePartition(name string) error {
 		}
 	}
 	for _, obj := range t.svc.List() {
-		if o, ok := obj.(*corev1.Service); ok {
-			rec := ServiceFromAPI(o)
+		if rec, ok := serviceRecord(obj); ok {
 			for _, h := range s.svc {
 				h.OnServiceDelete(rec, t.id)
 			}
