@@ -77,7 +77,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("--bookmark-interval %v: must be positive", c.opts.BookmarkInterval)
 	}
 	if c.names != "" {
-		c.opts.Names = splitList(c.names)
+		c.opts.Names = cliflag.SplitList(c.names)
 		if _, err := c.opts.PartitionNames(); err != nil {
 			return nil, fmt.Errorf("--partition-names: %w", err)
 		}
@@ -85,8 +85,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if c.opts.ServiceCIDRs, err = faketp.ParseServiceCIDRs(c.serviceCIDR); err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
 	}
-	c.opts.DisablePlugins = splitList(c.disable)
-	c.opts.Controllers = append([]string{}, splitList(c.controllers)...) // empty, not nil: none
+	c.opts.DisablePlugins = cliflag.SplitList(c.disable)
+	c.opts.Controllers = append([]string{}, cliflag.SplitList(c.controllers)...) // empty, not nil: none
 	for _, n := range c.opts.Controllers {
 		if !slices.Contains(faketp.DefaultControllers(), n) {
 			return nil, fmt.Errorf("--controllers: unknown controller %q (known: %s)", n, strings.Join(faketp.DefaultControllers(), ", "))
@@ -121,16 +121,6 @@ func pluginNames() string {
 		n = append(n, p.Name)
 	}
 	return strings.Join(n, ", ")
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // loopbackOnly refuses admin addresses reachable from other hosts: the
