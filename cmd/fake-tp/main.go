@@ -126,10 +126,7 @@ func pluginNames() string {
 // loopbackOnly refuses admin addresses reachable from other hosts: the
 // admin endpoint has no authentication.
 func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
+	host, _, _ := net.SplitHostPort(addr) // checked by ValidateListenAddress
 	if host == "localhost" {
 		return nil
 	}

@@ -68,16 +68,6 @@ func main() {
 	klog.Flush()
 }
 
-// run parses args, serves until ctx ends, and returns after a graceful
-// shutdown. listening, when not nil, is told the bound address.
-func run(ctx context.Context, args []string, stderr io.Writer, listening func(net.Addr)) error {
-	o, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	return serve(ctx, o, listening)
-}
-
 // parseFlags parses the command line; klog's flags are parsed too. --help
 // and --version write to out.
 func parseFlags(args []string, out io.Writer) (options, error) {

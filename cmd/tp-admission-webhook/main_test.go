@@ -35,6 +35,17 @@ type webhookServer struct {
 	cancel context.CancelFunc
 }
 
+// run is main without the process: it parses args, serves until ctx
+// ends, and returns after a graceful shutdown. listening, when not nil, is
+// told the bound address.
+func run(ctx context.Context, args []string, stderr io.Writer, listening func(net.Addr)) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, o, listening)
+}
+
 func startServer(t testing.TB, extraArgs ...string) *webhookServer {
 	t.Helper()
 	dir := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 )
 
@@ -50,10 +51,7 @@ func DefaultServiceCIDR(i int) (netip.Prefix, error) {
 // empty string is no ranges.
 func ParseServiceCIDRs(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
+	for _, f := range cliflag.SplitList(s) {
 		p, err := netip.ParsePrefix(f)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a CIDR", f)
