@@ -235,7 +235,7 @@ func (c *config) validate() error {
 // a zone partition-dns can own.
 func validateZone(z string) error {
 	fq := dns.Fqdn(z)
-	if _, ok := dns.IsDomainName(fq); !ok || fq == "." || strings.Contains(fq, "..") || strings.HasPrefix(fq, ".") {
+	if _, ok := dns.IsDomainName(fq); !ok || fq == "." { // IsDomainName refuses empty labels
 		return errors.New("not a domain name such as cluster.local")
 	}
 	return nil

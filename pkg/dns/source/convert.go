@@ -15,7 +15,7 @@ import (
 )
 
 func tenantOf(m metav1.Object) string {
-	return tenancy.NormalTenant(tenancy.TenantOf(m))
+	return tenancy.TenantOf(m) // "system" for an object without a tenant
 }
 
 func parseAddrs(ss ...string) []netip.Addr {
