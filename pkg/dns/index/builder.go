@@ -667,7 +667,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		}
 		return nil
 	}
-	n := &NamespaceView{Object: rec.object, PodAddrs: rec.podAddrs}
+	n := &NamespaceView{ID: rec.id, Object: rec.object, PodAddrs: rec.podAddrs}
 	if old != nil {
 		n.Services = old.Services
 	}
@@ -693,7 +693,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 			w.indexService(rec.id, sv)
 		}
 	}
-	if old != nil && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
+	if old != nil && old.ID == n.ID && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
 		return old // only pod addresses changed, and those are not here
 	}
 	return n

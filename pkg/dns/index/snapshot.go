@@ -37,6 +37,8 @@ type TenantView struct {
 // is smaller than one per namespace, and a pod change edits it in place of
 // rebuilding a whole namespace's.
 type NamespaceView struct {
+	// ID names the namespace.
+	ID *NamespaceID
 	// Object is true when the namespace object itself has been seen.
 	Object   bool
 	Services map[string]*ServiceView

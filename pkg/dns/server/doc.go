@@ -3,20 +3,28 @@
 // (which names exist, NXDOMAIN versus NODATA, SOA in authority, TTLs, SRV
 // weights, PTR) follow the CoreDNS kubernetes plugin; docs/dns.md states them.
 //
-// Answers for indexed names are encoded straight into a pooled buffer: owner
-// names point at the question, so the answer keeps the query's case, and a
-// lookup allocates nothing.
+// A query goes through three parts. The resolver (resolve.go) takes the
+// question and the querier's address and returns a typed result: an outcome
+// (answered, NXDOMAIN, not synced, refused, forwarded), the records as
+// values, the partition that answered, and whether the querier's identity
+// could change the answer. It reads the index and nothing else. The
+// renderer (render.go) writes a result into a pooled buffer: owner names
+// point at the question, so the answer keeps the query's case. The handler
+// (handler.go) reads the request, calls the two, writes the reply and
+// counts it. None of them allocates on a lookup.
 //
 // The files, by job: options.go (Options, PodMode, the defaults),
 // handler.go (the Handler, ServeDNS and Respond: from a message to a
 // reply), fast.go (the UDP fast path: plain queries read from the socket
-// and answered without unpacking), answer.go (which records a question
-// gets: zone, querier, lookup in the index, the special names, SOA and NS),
-// records.go (writing A, AAAA, SRV and their additional records), external.go
-// (ExternalName: CNAMEs, chased in the zones or forwarded), reverse.go (PTR
-// and the reverse-zone fallthrough), forwarding.go (names outside the zones,
-// bounded), wire.go (the encoder), validate.go (strict parsing), server.go
-// and accept.go (sockets).
+// and answered without unpacking), result.go (the result and record types,
+// the querier), resolve.go (zones, the apex, the special names, the lookup
+// in the index and the tenant rules), records.go (the A, AAAA, SRV and CNAME
+// records of a found name), external.go (ExternalName: CNAME chains chased
+// in the zones, or ended by a target the forwarder is asked for),
+// reverse.go (PTR and the reverse-zone fallthrough), render.go (records to
+// wire format), forwarding.go (names outside the zones, bounded), wire.go
+// (the encoder), validate.go (strict parsing), server.go and accept.go
+// (sockets).
 //
 // Invariants:
 //   - A query never panics the server; a name that cannot be parsed gets

@@ -5,7 +5,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
 
@@ -13,109 +12,79 @@ import (
 // index, as CoreDNS's does (it follows at most 8 CNAMEs).
 const maxCNAMEs = 8
 
-// cname writes the CNAME of an ExternalName service to target and then the
-// target's records of type qtype, as CoreDNS's kubernetes plugin does. A
-// target in a served forward zone is answered from the index, and when it
+// externalName adds the CNAME of an ExternalName service to target and then
+// the target's records of type qtype, as CoreDNS's kubernetes plugin does.
+// A target in a served forward zone is answered from the index, and when it
 // has no such records the CNAME is taken back too (NODATA, as CoreDNS). Any
-// other target is asked of the forwarder (see resolveTarget). depth is the
-// number of CNAMEs already written; past maxCNAMEs nothing is written and
-// the chain above is taken back.
-func (h *Handler) cname(st *state, snap *index.Snapshot, target string, qtype uint16, depth int) {
-	e := &st.enc
+// other target ends the chain: the result names it as upstream, for the
+// handler to ask the forwarder. depth is the number of CNAMEs already in
+// the result; past maxCNAMEs the chain ends without a record.
+func (h *Handler) externalName(st *state, target string, qtype uint16, depth int) {
 	if depth >= maxCNAMEs {
 		return
 	}
-	before := e.mark()
-	r := e.begin(answerSection)
-	e.owner()
-	rd := e.typ(typeCNAME, h.opts.TTL)
-	e.fqdn(target)
-	// A CNAME that does not fit is dropped (and TC set), but the chain is
-	// still followed: if it leads nowhere, the answer is NODATA, not TC.
-	e.end(r, rd)
-	zi := h.targetZone(st, target)
-	if zi < 0 {
-		h.resolveTarget(st, target, qtype)
+	before := len(st.res.records)
+	h.add(st, record{kind: rrCNAME, ttl: h.opts.TTL, text: target})
+	z, ok := h.targetZone(st, target)
+	if !ok {
+		st.res.upstream = target
 		return
 	}
-	if !h.chase(st, snap, zi, rd, qtype, depth+1) {
-		e.rollback(before)
+	if !h.chase(st, z, qtype, depth+1) {
+		st.res.records = st.res.records[:before]
 	}
 }
 
 // targetZone reads target into st.lw and st.offs and returns the served
-// forward zone that holds it, or -1. A reverse zone holds no address
-// records, so a target there goes upstream, as CoreDNS's would.
-func (h *Handler) targetZone(st *state, target string) int {
+// forward zone that holds it. A reverse zone holds no address records, so
+// a target there goes upstream, as CoreDNS's would.
+func (h *Handler) targetZone(st *state, target string) (*zone, bool) {
 	n := names.FromDotted(st.lw[:], target)
 	if n < 0 {
-		return -1
+		return nil, false
 	}
 	if st.nl = names.Split(st.lw[:n], st.offs[:]); st.nl < 0 {
-		return -1
+		return nil, false
 	}
-	zi := h.zoneOf(st.lw[:n], st.offs[:st.nl])
-	if zi < 0 || h.zones[zi].reverse {
-		return -1
+	z, ok := h.zoneOf(st.lw[:n], st.offs[:st.nl])
+	if !ok || z.reverse {
+		return nil, false
 	}
-	return zi
+	return z, true
 }
 
-// chase writes the qtype records of the name in st.lw, in zone zi, owned by
-// the CNAME target written at offset at; depth CNAMEs lead to it. It
-// reports whether the name has such records, written or dropped for want
-// of room.
-func (h *Handler) chase(st *state, snap *index.Snapshot, zi, at int, qtype uint16, depth int) bool {
-	e := &st.enc
-	owner, ok := pointerTo(at)
-	if !ok {
-		return false
-	}
-	z := &h.zones[zi]
+// chase adds the qtype records of the name in st.lw, in zone z, which
+// depth CNAMEs lead to. It reports whether the name has such records.
+func (h *Handler) chase(st *state, z *zone, qtype uint16, depth int) bool {
 	nrel := st.nl - z.nlabels
 	for i := 0; i < nrel; i++ {
 		st.labels[i] = names.Label(st.lw[:], st.offs[:], i)
 	}
 	req := names.Parse(st.labels[:nrel])
-	saved, n := e.ownerPtr, e.tried(answerSection)
-	e.ownerPtr = owner
+	n := len(st.res.records)
 	switch req.Kind {
 	case names.NameServer:
-		h.special(st, snap, req.Kind, qtype)
+		h.special(st, req.Kind, qtype)
 	case names.Service, names.Pod:
-		if f, ok := h.lookup(snap, &req, st.source, st.known); ok {
-			h.records(st, z, snap, &f, qtype, depth)
+		var f found
+		if rd, ok := h.lookup(st, &req, &f); ok {
+			h.nameRecords(st, z, rd, &f, qtype, depth)
 		}
 	}
-	e.ownerPtr = saved
-	return e.tried(answerSection) > n
+	return len(st.res.records) > n
 }
 
-// resolveTarget asks the forwarder for an ExternalName's target outside the
-// zones and appends the answer's records. Without a forwarder, for a
-// source not allowed recursion, over MaxConcurrentForwards or when the
-// upstream fails, the CNAME stands alone and the client resolves the target
-// itself.
-func (h *Handler) resolveTarget(st *state, target string, qtype uint16) {
-	e := &st.enc
-	if h.opts.Forwarder == nil || !h.recursionAllowed(st.src) || e.full[answerSection] {
-		return
-	}
-	if !st.mayBlock {
-		st.needSlow = true
-		return
-	}
-	if !h.acquireForward() {
-		return
-	}
-	defer h.releaseForward()
+// askUpstream asks the forwarder for the records of type qtype of an
+// ExternalName's target outside the zones, and appends the answer's
+// records to the reply. When the upstream fails or the limit of waiting
+// forwards is reached, the CNAME stands alone and the client resolves the
+// target itself.
+func (h *Handler) askUpstream(e *encoder, target string, qtype uint16) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(target), qtype)
 	m.RecursionDesired = true
-	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
-	defer cancel()
-	resp, err := h.opts.Forwarder.Resolve(ctx, m)
-	if err != nil || resp == nil {
+	resp, ok := h.exchange(m)
+	if !ok {
 		return
 	}
 	if resp.Truncated {
@@ -132,4 +101,20 @@ func (h *Handler) resolveTarget(st *state, target string, qtype uint16) {
 		e.buf = e.buf[:off]
 		e.counts[answerSection]++
 	}
+}
+
+// exchange sends m to the forwarder within MaxConcurrentForwards and
+// ForwardTimeout; false means no answer came.
+func (h *Handler) exchange(m *dns.Msg) (*dns.Msg, bool) {
+	if !h.acquireForward() {
+		return nil, false
+	}
+	defer h.releaseForward()
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
+	defer cancel()
+	resp, err := h.opts.Forwarder.Resolve(ctx, m)
+	if err != nil || resp == nil {
+		return nil, false
+	}
+	return resp, true
 }

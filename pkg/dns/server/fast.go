@@ -81,6 +81,7 @@ func (h *Handler) serveUDP(pc *net.UDPConn) error {
 	buf := make([]byte, 65535)
 	st := &state{buf: make([]byte, 0, dns.MaxMsgSize+512)}
 	var q query
+	var rep reply
 	for {
 		n, ap, err := pc.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -93,12 +94,9 @@ func (h *Handler) serveUDP(pc *net.UDPConn) error {
 		pkt := buf[:n]
 		src := ap.Addr().Unmap()
 		if parseQuery(pkt, st, &q) {
-			out, zi, rcode := h.respondQuery(st, &q, src, false)
-			if out != nil {
-				_, _ = pc.WriteToUDPAddrPort(out, ap)
-				if m := h.opts.Metrics; m != nil {
-					m.observe(zi+1, h.zones[zi].name, q.qtype, rcode, time.Since(start))
-				}
+			if h.respondQuery(st, &q, src, false, &rep) && rep.out != nil {
+				_, _ = pc.WriteToUDPAddrPort(rep.out, ap)
+				h.observe(&rep, time.Since(start))
 				continue
 			}
 		}

@@ -74,12 +74,9 @@ func fixture(t testing.TB) *index.Builder {
 	return b
 }
 
-type testServer struct {
-	addr string
-	h    *Handler
-}
-
-func startServer(t testing.TB, snaps Snapshots, o Options) *testServer {
+// newHandler is startServer without the sockets: a synced Handler with
+// startServer's defaults, for tests that call Respond.
+func newHandler(t testing.TB, snaps Snapshots, o Options) *Handler {
 	t.Helper()
 	if o.Zones == nil {
 		o.Zones = []string{"cluster.local", "in-addr.arpa", "ip6.arpa"}
@@ -95,6 +92,34 @@ func startServer(t testing.TB, snaps Snapshots, o Options) *testServer {
 		t.Fatal(err)
 	}
 	h.MarkSynced()
+	return h
+}
+
+// askDirect is ask without sockets: the answer h.Respond gives to one
+// question from from, over UDP (tcp false) or TCP.
+func askDirect(t testing.TB, h *Handler, tcp bool, from, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	out := h.Respond(m, ip(from), tcp)
+	if out == nil {
+		t.Fatalf("%s %s from %s: forwarded", name, dns.TypeToString[qtype], from)
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(out); err != nil {
+		t.Fatalf("%s: unpacking the answer: %v", name, err)
+	}
+	return r
+}
+
+type testServer struct {
+	addr string
+	h    *Handler
+}
+
+func startServer(t testing.TB, snaps Snapshots, o Options) *testServer {
+	t.Helper()
+	h := newHandler(t, snaps, o)
 	l, err := Listen("127.0.0.1:0", 2)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/netip"
 
 	"github.com/miekg/dns"
@@ -20,16 +19,8 @@ func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, src netip.Addr, tcp 
 		_ = w.WriteMsg(m)
 		return dns.RcodeRefused
 	}
-	if !h.acquireForward() {
-		m.SetRcode(r, dns.RcodeServerFailure)
-		_ = w.WriteMsg(m)
-		return dns.RcodeServerFailure
-	}
-	defer h.releaseForward()
-	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
-	defer cancel()
-	resp, err := h.opts.Forwarder.Resolve(ctx, r)
-	if err != nil || resp == nil {
+	resp, ok := h.exchange(r)
+	if !ok {
 		m.SetRcode(r, dns.RcodeServerFailure)
 		_ = w.WriteMsg(m)
 		return dns.RcodeServerFailure

@@ -73,8 +73,9 @@ func FuzzPacket(f *testing.F) {
 		st := h.pool.Get().(*state)
 		var q query
 		if parseQuery(packet, st, &q) {
-			out, _, _ := h.respondQuery(st, &q, netip.AddrFrom4([4]byte{127, 0, 0, src}), false)
-			if out != nil {
+			var rep reply
+			h.respondQuery(st, &q, netip.AddrFrom4([4]byte{127, 0, 0, src}), false, &rep)
+			if out := rep.out; out != nil {
 				var resp dns.Msg
 				if err := resp.Unpack(out); err != nil {
 					t.Fatalf("fast-path answer does not parse: %v", err)

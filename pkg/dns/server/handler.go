@@ -13,19 +13,25 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
 
+// zone is a served zone.
 type zone struct {
 	name    string
 	wire    []byte // lowercase, with the root label
 	nlabels int
 	reverse bool
+	// slot is the zone's metrics slot: 1 + its index (0 is names outside
+	// the zones).
+	slot int
 }
 
 // Handler is a dns.Handler for the cluster zones.
 type Handler struct {
-	opts    Options
-	snaps   Snapshots
-	zones   []zone
-	primary int
+	opts  Options
+	snaps Snapshots
+	zones []zone
+	// primary is the first forward zone, the one PTR records point into;
+	// nil when every zone is a reverse one.
+	primary *zone
 	synced  atomic.Bool
 	pool    sync.Pool
 	// forwards holds a token per query waiting on an upstream, slow one per
@@ -41,7 +47,7 @@ const slowPathSpare = 64
 
 // New returns a Handler reading snapshots from snaps.
 func New(snaps Snapshots, o Options) (*Handler, error) {
-	h := &Handler{opts: o, snaps: snaps, primary: -1}
+	h := &Handler{opts: o, snaps: snaps}
 	if h.opts.ForwardTimeout == 0 {
 		h.opts.ForwardTimeout = 5 * time.Second
 	}
@@ -64,13 +70,16 @@ func New(snaps Snapshots, o Options) (*Handler, error) {
 			return nil, err
 		}
 		rev := dns.IsSubDomain("in-addr.arpa.", fq) || dns.IsSubDomain("ip6.arpa.", fq)
-		h.zones = append(h.zones, zone{name: fq, wire: append([]byte(nil), buf[:n]...), nlabels: dns.CountLabel(fq), reverse: rev})
-		if !rev && h.primary < 0 {
-			h.primary = len(h.zones) - 1
-		}
+		h.zones = append(h.zones, zone{name: fq, wire: append([]byte(nil), buf[:n]...), nlabels: dns.CountLabel(fq), reverse: rev, slot: len(h.zones) + 1})
 	}
 	if len(h.zones) == 0 {
 		return nil, &net.ParseError{Type: "zone", Text: "(none)"}
+	}
+	for i := range h.zones {
+		if !h.zones[i].reverse {
+			h.primary = &h.zones[i]
+			break
+		}
 	}
 	h.pool.New = func() any { return &state{buf: make([]byte, 0, dns.MaxMsgSize+512), mayBlock: true} }
 	return h, nil
@@ -92,16 +101,16 @@ type state struct {
 	buf    []byte
 	nl     int
 	// mayBlock is false on the UDP fast path, which must not wait for an
-	// upstream; an answer that would (an ExternalName's target) sets
-	// needSlow and is redone on the ordinary path.
+	// upstream: an answer that needs one (an ExternalName's target) is
+	// redone on the ordinary path.
 	mayBlock bool
-	needSlow bool
-	// src is the querier's address; source and known what the index says
-	// of it (see answer).
-	src    netip.Addr
-	source index.Source
-	known  bool
-	// addrs is scratch space for the addresses of ns.dns.<zone>.
+	// The resolver's: the index snapshot, the querier and the result.
+	snap *index.Snapshot
+	who  querier
+	res  result
+	// recs and addrs are scratch space for the result's records and the
+	// addresses of ns.dns.<zone>, kept between queries.
+	recs  []record
 	addrs []netip.Addr
 }
 
@@ -110,26 +119,43 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	start := time.Now()
 	src, tcp := clientOf(w.RemoteAddr())
 	st := h.pool.Get().(*state)
-	out, zi, rcode, qtype := h.respond(st, r, src, tcp)
-	if out != nil {
-		_, _ = w.Write(out)
-	} else if zi == forwarded {
-		rcode = h.forward(w, r, src, tcp)
+	var rep reply
+	h.respond(st, r, src, tcp, &rep)
+	if rep.forward {
+		rep.rcode = h.forward(w, r, src, tcp)
+	} else if rep.out != nil {
+		_, _ = w.Write(rep.out)
 	}
 	h.pool.Put(st)
-	if m := h.opts.Metrics; m != nil {
-		zname := "."
-		if zi >= 0 {
-			zname = h.zones[zi].name
-		}
-		m.observe(zi+1, zname, qtype, rcode, time.Since(start))
-	}
+	h.observe(&rep, time.Since(start))
 }
 
-const (
-	forwarded = -1
-	malformed = -2
-)
+// reply is the outcome of one request: the packed answer, or the word to
+// forward it, and what the metrics count.
+type reply struct {
+	// out is the answer; nil when forward is set (or packing failed).
+	out []byte
+	// forward says the request goes to the upstreams as it is.
+	forward bool
+	// zone is the zone of the question; nil for names outside the zones
+	// and for malformed requests.
+	zone  *zone
+	rcode int
+	qtype uint16
+}
+
+// observe counts a reply in the metrics.
+func (h *Handler) observe(rep *reply, d time.Duration) {
+	m := h.opts.Metrics
+	if m == nil {
+		return
+	}
+	if rep.zone == nil {
+		m.observe(0, ".", rep.qtype, rep.rcode, d)
+		return
+	}
+	m.observe(rep.zone.slot, rep.zone.name, rep.qtype, rep.rcode, d)
+}
 
 func clientOf(a net.Addr) (netip.Addr, bool) {
 	switch a := a.(type) {
@@ -149,11 +175,12 @@ func clientOf(a net.Addr) (netip.Addr, bool) {
 func (h *Handler) Respond(r *dns.Msg, src netip.Addr, tcp bool) []byte {
 	st := h.pool.Get().(*state)
 	defer h.pool.Put(st)
-	out, _, _, _ := h.respond(st, r, src, tcp)
-	if out == nil {
+	var rep reply
+	h.respond(st, r, src, tcp, &rep)
+	if rep.forward || rep.out == nil {
 		return nil
 	}
-	return append([]byte(nil), out...)
+	return append([]byte(nil), rep.out...)
 }
 
 // query is what the answer needs of a request, read either from a
@@ -170,47 +197,77 @@ type query struct {
 	do            bool
 }
 
-// respond builds the answer to r in st. It returns the zone index, or
-// forwarded when the name is not ours, or malformed.
-func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool) ([]byte, int, int, uint16) {
+// respond answers r in st, into rep.
+func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool, rep *reply) {
 	if len(r.Question) != 1 {
-		return h.formErr(st, r), malformed, dns.RcodeFormatError, 0
+		*rep = reply{out: h.formErr(st, r), rcode: dns.RcodeFormatError}
+		return
 	}
+	qtype := r.Question[0].Qtype
 	if r.Opcode != dns.OpcodeQuery {
 		// NOTIFY, UPDATE and the rest are not served, nor forwarded.
-		return h.reply(st, r, dns.RcodeNotImplemented), malformed, dns.RcodeNotImplemented, r.Question[0].Qtype
+		*rep = reply{out: h.reply(st, r, dns.RcodeNotImplemented), rcode: dns.RcodeNotImplemented, qtype: qtype}
+		return
 	}
-	q := query{id: r.Id, opcode: r.Opcode, rd: r.RecursionDesired, cd: r.CheckingDisabled, qtype: r.Question[0].Qtype, qclass: r.Question[0].Qclass}
+	q := query{id: r.Id, opcode: r.Opcode, rd: r.RecursionDesired, cd: r.CheckingDisabled, qtype: qtype, qclass: r.Question[0].Qclass}
 	n, err := dns.PackDomainName(r.Question[0].Name, st.qwire[:], 0, nil, false)
 	if err != nil || n > names.MaxWire {
-		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.qtype
+		*rep = reply{out: h.formErr(st, r), rcode: dns.RcodeFormatError, qtype: qtype}
+		return
 	}
 	q.n = n
 	if opt := r.IsEdns0(); opt != nil {
 		q.edns, q.udpSize, q.version, q.do = true, opt.UDPSize(), opt.Version(), opt.Do()
 	}
-	out, zi, rcode := h.respondQuery(st, &q, src, tcp)
-	if zi == malformed {
-		return h.formErr(st, r), malformed, dns.RcodeFormatError, q.qtype
+	if !h.respondQuery(st, &q, src, tcp, rep) {
+		*rep = reply{out: h.formErr(st, r), rcode: dns.RcodeFormatError, qtype: qtype}
 	}
-	return out, zi, rcode, q.qtype
 }
 
-// respondQuery answers q, whose name is in st.qwire. A nil answer means the
-// name is to be forwarded (zi == forwarded) or is malformed.
-func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool) ([]byte, int, int) {
+// respondQuery answers q, whose name is in st.qwire, into rep: it reads
+// the name, resolves it and renders the result. It reports false when the
+// name is malformed.
+func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, rep *reply) bool {
 	n := q.n
 	if names.Lower(st.lw[:], st.qwire[:n]) != n {
-		return nil, malformed, dns.RcodeFormatError
+		return false
 	}
-	st.nl = names.Split(st.lw[:n], st.offs[:])
-	if st.nl < 0 {
-		return nil, malformed, dns.RcodeFormatError
+	if st.nl = names.Split(st.lw[:n], st.offs[:]); st.nl < 0 {
+		return false
 	}
-	zi := h.zoneOf(st.lw[:n], st.offs[:st.nl])
-	if zi < 0 {
-		return nil, forwarded, 0
+	z, ok := h.zoneOf(st.lw[:n], st.offs[:st.nl])
+	*rep = reply{zone: z, qtype: q.qtype}
+	if !ok {
+		rep.forward = true
+		return true
 	}
+	var res *result
+	switch {
+	case q.edns && q.version != 0:
+		rep.rcode = dns.RcodeBadVers
+	case q.opcode != dns.OpcodeQuery:
+		rep.rcode = dns.RcodeNotImplemented
+	default:
+		res = h.resolve(st, z, q.qtype, q.qclass, src)
+		if res.outcome == forwarded {
+			rep.forward = true
+			return true
+		}
+		if res.upstream != "" && h.opts.Forwarder != nil && h.recursionAllowed(src) && !st.mayBlock {
+			// The fast path must not wait for the upstream.
+			rep.forward = true
+			return true
+		}
+		rep.rcode = res.outcome.rcode()
+	}
+	rep.out = h.write(st, q, res, rep.rcode, src, tcp)
+	return true
+}
+
+// write renders res, the answer to q, into st's buffer: the header and the
+// question, the records, the upstream's records of an ExternalName target,
+// and the OPT record. A nil res is an answer with no records.
+func (h *Handler) write(st *state, q *query, res *result, rcode int, src netip.Addr, tcp bool) []byte {
 	limit := udpLimit(q.edns, q.udpSize)
 	if tcp {
 		limit = dns.MaxMsgSize
@@ -228,29 +285,22 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool) ([
 		flags |= 1 << 4
 	}
 	e.header(q.id, flags)
-	e.question(st.qwire[:n], q.qtype, q.qclass)
-	var rcode int
-	var ext uint8
-	switch {
-	case q.edns && q.version != 0:
-		rcode, ext = 0, 1 // BADVERS: extended rcode 16
-	case q.opcode != dns.OpcodeQuery:
-		rcode = dns.RcodeNotImplemented
-	default:
-		st.needSlow = false
-		rcode = h.answer(st, zi, q.qtype, q.qclass, src)
-		if rcode == rcodeForward || st.needSlow {
-			return nil, forwarded, 0
+	e.question(st.qwire[:q.n], q.qtype, q.qclass)
+	if res != nil {
+		h.render(e, res)
+		if res.upstream != "" && h.opts.Forwarder != nil && h.recursionAllowed(src) && !e.full[answerSection] {
+			h.askUpstream(e, res.upstream, q.qtype)
 		}
 	}
 	if q.edns {
 		e.limit += 11
-		e.opt(defaultEDNS, ext, q.do)
-		if ext != 0 {
-			rcode = dns.RcodeBadVers
+		var ext uint8
+		if rcode == dns.RcodeBadVers {
+			ext = 1 // BADVERS is extended rcode 16: 1 in the OPT, 0 in the header
 		}
+		e.opt(defaultEDNS, ext, q.do)
 	}
-	return e.finish(rcode), zi, rcode
+	return e.finish(rcode)
 }
 
 // udpLimit is the largest UDP answer to a query: 512 bytes without EDNS, the

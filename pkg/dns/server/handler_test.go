@@ -13,9 +13,11 @@ const (
 	kdns = "kube-dns.kube-system.svc.cluster.local."
 )
 
+// TestRecords checks whole answers, as a client gets them, without
+// sockets; TestRecordsOverSockets runs a few over UDP and TCP.
 func TestRecords(t *testing.T) {
 	b := fixture(t)
-	s := startServer(t, b, Options{Pods: PodsInsecure})
+	h := newHandler(t, b, Options{Pods: PodsInsecure})
 	serial := b.Current().Serial
 	cases := []dnsCase{
 		// ClusterIP service, legacy system name, unknown source → first TP.
@@ -106,6 +108,25 @@ func TestRecords(t *testing.T) {
 		{Qname: "cluster.local.", Qtype: dns.TypeIXFR, Rcode: dns.RcodeRefused, Ns: []string{}},
 	}
 	for _, c := range cases {
+		c.checkDirect(t, h, serial)
+	}
+}
+
+// TestRecordsOverSockets: the same answers over UDP and TCP, through the
+// fast path and the miekg/dns server.
+func TestRecordsOverSockets(t *testing.T) {
+	b := fixture(t)
+	s := startServer(t, b, Options{Pods: PodsInsecure})
+	serial := b.Current().Serial
+	for _, c := range []dnsCase{
+		{Qname: kdns, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.0.0.10"}},
+		{Qname: "_dns._udp." + kdns, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
+			Answer: []string{"_dns._udp." + kdns + " 5 IN SRV 0 100 53 " + kdns},
+			Extra:  []string{kdns + " 5 IN A 10.0.0.10"}},
+		{Qname: "nope.kube-system.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
+		{Qname: "10.0.0.10.in-addr.arpa.", Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess, Answer: []string{"10.0.0.10.in-addr.arpa. 5 IN PTR " + kdns}},
+		{Qname: "cluster.local.", Qtype: dns.TypeAXFR, Rcode: dns.RcodeRefused, Ns: []string{}},
+	} {
 		c.check(t, s.addr, serial)
 	}
 }
@@ -134,27 +155,25 @@ func TestCasePreserved(t *testing.T) {
 }
 
 func TestSystemServiceAnsweredFromSourcePartition(t *testing.T) {
-	s := startServer(t, fixture(t), Options{SystemPartition: 0})
+	h := newHandler(t, fixture(t), Options{SystemPartition: 0})
 	for _, c := range []struct{ from, want string }{
 		{"127.0.0.2", "10.0.0.10"},  // a tp1 pod
 		{"127.0.0.3", "10.1.0.10"},  // a tp2 pod
 		{"127.0.0.21", "10.1.0.10"}, // beta's pod, in tp2
 		{"127.0.0.99", "10.0.0.10"}, // unknown: the system partition
 	} {
-		for _, network := range []string{"udp", "tcp"} {
-			r := ask(t, s.addr, network, c.from, kdns, dns.TypeA, 0)
-			if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != c.want {
-				t.Errorf("%s from %s: %v, want %s", network, c.from, r.Answer, c.want)
-			}
+		r := askDirect(t, h, false, c.from, kdns, dns.TypeA)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != c.want {
+			t.Errorf("from %s: %v, want %s", c.from, r.Answer, c.want)
 		}
 	}
-	s2 := startServer(t, fixture(t), Options{SystemPartition: 1})
-	r := ask(t, s2.addr, "udp", "127.0.0.99", kdns, dns.TypeA, 0)
+	h2 := newHandler(t, fixture(t), Options{SystemPartition: 1})
+	r := askDirect(t, h2, false, "127.0.0.99", kdns, dns.TypeA)
 	if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.1.0.10" {
 		t.Errorf("--system-partition=1, unknown source: %v", r.Answer)
 	}
 	// A system service that exists only in tp1 is still found from tp2.
-	r = ask(t, s.addr, "udp", "127.0.0.3", "kubernetes.default.svc.cluster.local.", dns.TypeA, 0)
+	r = askDirect(t, h, false, "127.0.0.3", "kubernetes.default.svc.cluster.local.", dns.TypeA)
 	if len(r.Answer) != 1 {
 		t.Errorf("kubernetes from tp2: %v", r)
 	}
@@ -162,11 +181,11 @@ func TestSystemServiceAnsweredFromSourcePartition(t *testing.T) {
 
 func TestTenantIsolation(t *testing.T) {
 	b := fixture(t)
-	deny := startServer(t, b, Options{Isolation: true})
-	allow := startServer(t, b, Options{Isolation: true, AllowUnknownSources: true})
-	open := startServer(t, b, Options{})
+	deny := newHandler(t, b, Options{Isolation: true})
+	allow := newHandler(t, b, Options{Isolation: true, AllowUnknownSources: true})
+	open := newHandler(t, b, Options{})
 	cases := []struct {
-		s     *testServer
+		h     *Handler
 		from  string
 		name  string
 		rcode int
@@ -185,15 +204,13 @@ func TestTenantIsolation(t *testing.T) {
 		{open, "127.0.0.11", "api.web.beta.svc.cluster.local.", dns.RcodeSuccess},
 	}
 	for _, c := range cases {
-		for _, network := range []string{"udp", "tcp"} {
-			r := ask(t, c.s.addr, network, c.from, c.name, dns.TypeA, 0)
-			if r.Rcode != c.rcode {
-				t.Errorf("%s %s from %s: %s, want %s", network, c.name, c.from, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode])
-			}
+		r := askDirect(t, c.h, false, c.from, c.name, dns.TypeA)
+		if r.Rcode != c.rcode {
+			t.Errorf("%s from %s: %s, want %s", c.name, c.from, dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode])
 		}
 	}
 	// PTR of another tenant's address is hidden too.
-	r := ask(t, deny.addr, "udp", "127.0.0.21", "1.1.0.10.in-addr.arpa.", dns.TypePTR, 0)
+	r := askDirect(t, deny, false, "127.0.0.21", "1.1.0.10.in-addr.arpa.", dns.TypePTR)
 	if r.Rcode != dns.RcodeNameError {
 		t.Errorf("PTR of alpha's service from beta: %v", r)
 	}

@@ -67,9 +67,6 @@ func typeSlot(t uint16) (int, string) {
 // observe counts one request. slot is 0 for forwarded names and 1+zone
 // index otherwise; counters are resolved once and cached.
 func (m *Metrics) observe(slot int, zone string, qtype uint16, rcode int, d time.Duration) {
-	if slot < 0 {
-		slot = 0
-	}
 	if slot >= maxZoneSlots {
 		slot = maxZoneSlots - 1
 	}

@@ -1,74 +1,77 @@
 package server
 
 import (
+	"net/netip"
+
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
 
-// records writes the answer records of a found name for qtype; depth is
-// the number of CNAMEs followed to reach it.
-func (h *Handler) records(st *state, z *zone, snap *index.Snapshot, f *found, qtype uint16, depth int) {
-	e := &st.enc
-	ttl := h.opts.TTL
-	switch f.rd.Form {
+// nameRecords adds the answer records of a found name, in zone z, for
+// qtype; depth is the number of CNAMEs followed to reach it.
+func (h *Handler) nameRecords(st *state, z *zone, rd *names.Reading, f *found, qtype uint16, depth int) {
+	switch rd.Form {
 	case names.TenantOnly, names.NamespaceOnly:
 		return
 	case names.PodName:
 		if (qtype == dns.TypeA && f.pod.Is4()) || (qtype == dns.TypeAAAA && f.pod.Is6()) {
-			r := e.begin(answerSection)
-			e.owner()
-			e.addr(r, f.pod, ttl)
+			h.addAddr(st, f.pod)
 		}
 		return
 	}
 	svc := f.svc
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
-		want6 := qtype == dns.TypeAAAA
 		switch {
 		case svc.Type == index.ExternalName:
-			h.cname(st, snap, svc.ExternalName, qtype, depth)
-		case svc.Type == index.Headless || f.rd.Form == names.EndpointName:
-			if f.rd.Form != names.EndpointName && len(f.rd.Port) == 0 && len(f.rd.Protocol) == 0 {
-				for i, n := 0, svc.AddrCount(); i < n; i++ {
-					if a := svc.Addr(i); a.Is6() == want6 {
-						r := e.begin(answerSection)
-						e.owner()
-						e.addr(r, a, ttl)
-					}
-				}
-				return
-			}
-			for i := range svc.Endpoints {
-				ep := &svc.Endpoints[i]
-				if ep.Addr.Is6() != want6 || !endpointMatch(f.rd, ep) || seenAddr(svc, i, f.rd) {
-					continue
-				}
-				r := e.begin(answerSection)
-				e.owner()
-				e.addr(r, ep.Addr, ttl)
-			}
+			h.externalName(st, svc.ExternalName, qtype, depth)
+		case svc.Type == index.Headless || rd.Form == names.EndpointName:
+			h.endpointAddrs(st, rd, f.svc, qtype == dns.TypeAAAA)
 		default:
 			for _, a := range svc.ClusterIPs {
-				if a.Is6() == want6 {
-					r := e.begin(answerSection)
-					e.owner()
-					e.addr(r, a, ttl)
+				if a.Is6() == (qtype == dns.TypeAAAA) {
+					h.addAddr(st, a)
 				}
 			}
 		}
 	case dns.TypeCNAME:
 		if svc.Type == index.ExternalName {
-			r := e.begin(answerSection)
-			e.owner()
-			rd := e.typ(typeCNAME, ttl)
-			e.fqdn(svc.ExternalName)
-			e.end(r, rd)
+			h.add(st, record{kind: rrCNAME, ttl: h.opts.TTL, text: svc.ExternalName})
 		}
 	case dns.TypeSRV:
-		h.srv(e, z, f)
+		if svc.Type == index.ClusterIP && rd.Form != names.EndpointName {
+			h.clusterIPSRV(st, z, rd, f)
+		} else if svc.Type != index.ExternalName {
+			h.endpointSRV(st, z, rd, f)
+		}
+	}
+}
+
+// addAddr adds an A or AAAA answer for a.
+func (h *Handler) addAddr(st *state, a netip.Addr) {
+	r := st.next()
+	r.kind, r.ttl, r.addr = rrAddr, h.opts.TTL, a
+}
+
+// endpointAddrs adds the addresses of a headless service's endpoints, or
+// of the endpoints an endpoint or port name selects.
+func (h *Handler) endpointAddrs(st *state, rd *names.Reading, svc *index.ServiceView, want6 bool) {
+	if rd.Form != names.EndpointName && len(rd.Port) == 0 && len(rd.Protocol) == 0 {
+		for i, n := 0, svc.AddrCount(); i < n; i++ {
+			if a := svc.Addr(i); a.Is6() == want6 {
+				h.addAddr(st, a)
+			}
+		}
+		return
+	}
+	for i := range svc.Endpoints {
+		ep := &svc.Endpoints[i]
+		if ep.Addr.Is6() != want6 || !endpointMatch(rd, ep) || seenAddr(svc, i, rd) {
+			continue
+		}
+		h.addAddr(st, ep.Addr)
 	}
 }
 
@@ -90,32 +93,10 @@ func seenAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	return false
 }
 
-// target writes "[host.]svc.ns[.tenant].svc.<zone>", in the form of the
-// query: legacy names get legacy targets.
-func (e *encoder) target(z *zone, f *found, host string) {
-	if host != "" {
-		e.label(host)
-	}
-	e.label(f.svc.Name)
-	e.labelBytes(f.rd.Namespace)
-	if !f.rd.Legacy {
-		e.labelBytes(f.rd.Tenant)
-	}
-	e.label("svc")
-	e.buf = append(e.buf, z.wire...)
-}
-
-// srv writes one answer-section SRV record for the queried name: priority
-// 0, weight w, port and the target host (see target).
-func (e *encoder) srv(z *zone, f *found, ttl uint32, w uint16, port int32, host string) {
-	r := e.begin(answerSection)
-	e.owner()
-	d := e.typ(typeSRV, ttl)
-	e.u16(0)
-	e.u16(w)
-	e.u16(uint16(port))
-	e.target(z, f, host)
-	e.end(r, d)
+// targetOf is "[host.]svc.ns[.tenant].svc.<zone>" for a found service, in
+// the form of the query: legacy names get legacy targets.
+func targetOf(z *zone, rd *names.Reading, f *found, host string) serviceName {
+	return serviceName{host: host, service: f.svc.ServiceSpec, namespace: f.ns.ID, legacy: rd.Legacy, zone: z}
 }
 
 // srvWeight is CoreDNS's weight for n records of equal priority.
@@ -130,41 +111,46 @@ func srvWeight(n int) uint16 {
 	return uint16(w)
 }
 
-func (h *Handler) srv(e *encoder, z *zone, f *found) {
-	svc, rd, ttl := f.svc, f.rd, h.opts.TTL
-	if svc.Type == index.ExternalName {
-		return
+// clusterIPSRV adds the SRV records of a ClusterIP service, one per
+// matching port, with its cluster IPs as additional records.
+func (h *Handler) clusterIPSRV(st *state, z *zone, rd *names.Reading, f *found) {
+	svc, ttl := f.svc, h.opts.TTL
+	n := 0
+	for i := range svc.Ports {
+		if portMatch(rd, &svc.Ports[i]) {
+			n += len(svc.ClusterIPs)
+		}
 	}
-	if svc.Type == index.ClusterIP && rd.Form != names.EndpointName {
-		n := 0
-		for i := range svc.Ports {
-			if portMatch(rd, &svc.Ports[i]) {
-				n += len(svc.ClusterIPs)
-			}
+	w := srvWeight(n)
+	target := targetOf(z, rd, f, "")
+	wrote := false
+	for i := range svc.Ports {
+		p := &svc.Ports[i]
+		if p.Port == index.NoPort || !portMatch(rd, p) || len(svc.ClusterIPs) == 0 || dupPort(svc.Ports[:i], rd, p.Port) {
+			continue
 		}
-		w := srvWeight(n)
-		wrote := false
-		for i := range svc.Ports {
-			p := &svc.Ports[i]
-			if p.Port == index.NoPort || !portMatch(rd, p) || len(svc.ClusterIPs) == 0 || dupPort(svc.Ports[:i], rd, p.Port) {
-				continue
-			}
-			e.srv(z, f, ttl, w, p.Port, "")
-			wrote = true
+		h.add(st, record{kind: rrSRV, ttl: ttl, weight: w, port: uint16(p.Port), target: target})
+		wrote = true
+	}
+	if wrote {
+		for _, a := range svc.ClusterIPs {
+			h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: a, target: target})
 		}
-		if wrote {
-			for _, a := range svc.ClusterIPs {
-				r := e.begin(extraSection)
-				e.target(z, f, "")
-				e.addr(r, a, ttl)
-			}
-		}
-		return
+	}
+}
+
+// endpointSRV adds the SRV records of a headless service or an endpoint
+// name, one per endpoint host and matching port, with the endpoints'
+// addresses as additional records.
+func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
+	svc, ttl := f.svc, h.opts.TTL
+	selected := func(ep *index.EndpointView) bool {
+		return rd.Form != names.EndpointName || ep.Host == string(rd.Endpoint)
 	}
 	n := 0
 	for i := range svc.Endpoints {
 		ep := &svc.Endpoints[i]
-		if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+		if !selected(ep) {
 			continue
 		}
 		for j := range ep.Ports {
@@ -176,7 +162,7 @@ func (h *Handler) srv(e *encoder, z *zone, f *found) {
 	w := srvWeight(n)
 	for i := range svc.Endpoints {
 		ep := &svc.Endpoints[i]
-		if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+		if !selected(ep) {
 			continue
 		}
 		for j := range ep.Ports {
@@ -184,20 +170,15 @@ func (h *Handler) srv(e *encoder, z *zone, f *found) {
 			if p.Port == index.NoPort || !portMatch(rd, p) || dupEndpointPort(svc, i, j, rd) {
 				continue
 			}
-			e.srv(z, f, ttl, w, p.Port, ep.Host)
+			h.add(st, record{kind: rrSRV, ttl: ttl, weight: w, port: uint16(p.Port), target: targetOf(z, rd, f, ep.Host)})
 		}
 	}
 	for i := range svc.Endpoints {
 		ep := &svc.Endpoints[i]
-		if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+		if !selected(ep) || !hasSRVPort(rd, ep.Ports) || dupEndpointAddr(svc, i, rd) {
 			continue
 		}
-		if !hasSRVPort(rd, ep.Ports) || dupEndpointAddr(svc, i, rd) {
-			continue
-		}
-		r := e.begin(extraSection)
-		e.target(z, f, ep.Host)
-		e.addr(r, ep.Addr, ttl)
+		h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: ep.Addr, target: targetOf(z, rd, f, ep.Host)})
 	}
 }
 

@@ -10,101 +10,100 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// reverse answers names in a reverse zone: PTR for service and endpoint
-// addresses, dns-version and ns.dns as in any zone. Any other name goes to
-// the forwarder, as CoreDNS's usual "fallthrough in-addr.arpa ip6.arpa"
-// does, or is NXDOMAIN without one.
-func (h *Handler) reverse(st *state, z *zone, snap *index.Snapshot, qtype uint16) int {
-	e := &st.enc
+// resolveReverse answers names in a reverse zone: PTR for service and
+// endpoint addresses, dns-version and ns.dns as in any zone. Any other name
+// goes to the forwarder, as CoreDNS's usual "fallthrough in-addr.arpa
+// ip6.arpa" does, or is NXDOMAIN without one.
+func (h *Handler) resolveReverse(st *state, z *zone, qtype uint16) {
 	if nrel := st.nl - z.nlabels; nrel <= 2 {
 		if k := names.Parse(st.labels[:nrel]).Kind; k == names.DNSVersion || k == names.NameServer {
-			if h.special(st, snap, k, qtype) {
-				return h.finishAnswer(e, z, snap)
+			if h.special(st, k, qtype) {
+				h.finishAnswer(st, z)
+				return
 			}
 		}
 	}
-	if qtype == dns.TypePTR && h.primary >= 0 {
+	if qtype == dns.TypePTR && h.primary != nil {
 		for i := st.nl - z.nlabels; i < st.nl; i++ {
 			st.labels[i] = names.Label(st.lw[:], st.offs[:], i)
 		}
-		if a, ok := names.ParseReverse(st.labels[:st.nl]); ok && h.ptr(e, snap, a, st.source, st.known) {
-			return dns.RcodeSuccess
+		if a, ok := names.ParseReverse(st.labels[:st.nl]); ok && h.ptr(st, a) {
+			return
 		}
 	}
 	// Before the first sync the miss may be a cluster address not indexed
-	// yet: SERVFAIL (see nxdomain), not an upstream NXDOMAIN that clients
+	// yet: SERVFAIL (see noSuchName), not an upstream NXDOMAIN that clients
 	// would cache.
 	if h.opts.Forwarder != nil && h.synced.Load() {
-		return rcodeForward
+		st.res.outcome = forwarded
+		return
 	}
-	return h.nxdomain(e, z, snap)
+	h.noSuchName(st, z)
 }
 
-// rcodeForward asks ServeDNS to forward a reverse-zone miss.
-const rcodeForward = -1
-
-func (h *Handler) ptr(e *encoder, snap *index.Snapshot, a netip.Addr, src index.Source, known bool) bool {
+// ptr adds the PTR records of address a, from the first partition (in the
+// order of partitionAt) that has an owner of it the querier may see. A
+// cluster IP wins over endpoints, and yields one record.
+func (h *Handler) ptr(st *state, a netip.Addr) bool {
+	snap := st.snap
 	owners := snap.PTRs(a)
 	if len(owners) == 0 {
 		return false
 	}
-	pz := &h.zones[h.primary]
+	who := &st.who
+	h.identify(who, snap)
+	if len(snap.TPs) > 1 || h.opts.Isolation {
+		st.res.identity = true
+	}
 	ntp := len(snap.TPs)
 	for k := 0; k < ntp; k++ {
-		tp := partitionAt(k, ntp, src, h.opts.SystemPartition)
-		if tp < 0 || tp >= ntp {
+		tp, ok := partitionAt(k, ntp, who.source, h.opts.SystemPartition)
+		if !ok {
 			continue
 		}
-		// A cluster IP wins over endpoints, and yields one record.
-		best := -1
+		var clusterIP *index.PTR
 		for i := range owners {
-			o := &owners[i]
-			if o.TP != tp || !h.ptrVisible(snap, o, src, known) {
-				continue
-			}
-			if o.Host() == "" {
-				best = i
+			if o := &owners[i]; o.TP == tp && o.Host() == "" && h.ptrVisible(snap, o, who) {
+				clusterIP = o
 				break
 			}
 		}
+		if clusterIP != nil {
+			h.addPTR(st, clusterIP)
+			st.res.answeredBy(tp)
+			return true
+		}
 		wrote := false
 		for i := range owners {
-			o := &owners[i]
-			if o.TP != tp || !h.ptrVisible(snap, o, src, known) {
-				continue
+			if o := &owners[i]; o.TP == tp && h.ptrVisible(snap, o, who) {
+				h.addPTR(st, o)
+				wrote = true
 			}
-			if best >= 0 && i != best {
-				continue
-			}
-			r := e.begin(answerSection)
-			e.owner()
-			d := e.typ(typePTR, h.opts.TTL)
-			if host := o.Host(); host != "" {
-				e.label(host)
-			}
-			e.label(o.Service())
-			e.label(o.Namespace)
-			if o.Tenant != tenancy.SystemTenant {
-				e.label(o.Tenant)
-			}
-			e.label("svc")
-			e.buf = append(e.buf, pz.wire...)
-			e.end(r, d)
-			wrote = true
 		}
 		if wrote {
+			st.res.answeredBy(tp)
 			return true
 		}
 	}
 	return false
 }
 
-func (h *Handler) ptrVisible(snap *index.Snapshot, o *index.PTR, src index.Source, known bool) bool {
+// addPTR adds a PTR record to the name of o in the primary zone.
+func (h *Handler) addPTR(st *state, o *index.PTR) {
+	r := st.next()
+	r.kind, r.ttl = rrPTR, h.opts.TTL
+	r.owns = o
+}
+
+// ptrVisible reports whether the querier may see the owner o of an
+// address: a system-tenant owner always, a regular tenant's in its home
+// partition only, and as isolation allows.
+func (h *Handler) ptrVisible(snap *index.Snapshot, o *index.PTR, who *querier) bool {
 	if o.Tenant == tenancy.SystemTenant {
 		return true
 	}
 	if home, ok := snap.Home([]byte(o.Tenant)); !ok || home != o.TP {
 		return false
 	}
-	return h.allowed([]byte(o.Tenant), src, known)
+	return h.allowed([]byte(o.Tenant), who)
 }
