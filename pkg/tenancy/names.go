@@ -2,7 +2,8 @@ package tenancy
 
 import (
 	"fmt"
-	"regexp"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const (
@@ -18,8 +19,6 @@ const (
 	// labels in <svc>.<ns>.<tenant>.svc.<zone>.
 	MaxTenantNameLength = 63
 )
-
-var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ValidateTenantName reports why name cannot be a tenant name, or nil.
 // A tenant name is a DNS-1123 label of at most 63 characters and is not "all".
@@ -39,7 +38,7 @@ func validateLabel(what, s string, tenant bool) error {
 		return fmt.Errorf("%s name must not be empty", what)
 	case len(s) > MaxTenantNameLength:
 		return fmt.Errorf("%s name %q is %d characters long; a DNS-1123 label is at most %d", what, truncate(s), len(s), MaxTenantNameLength)
-	case !dns1123Label.MatchString(s):
+	case len(validation.IsDNS1123Label(s)) != 0:
 		return fmt.Errorf("%s name %q is not a DNS-1123 label: use only lowercase letters, digits and '-', and start and end with a letter or digit", what, truncate(s))
 	case tenant && s == ForbiddenTenantName:
 		return fmt.Errorf("tenant name %q is reserved and cannot be used", s)

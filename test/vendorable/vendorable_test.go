@@ -116,8 +116,10 @@ func TestCoresBuildWithMinGo(t *testing.T) {
 			}
 		}
 	}
-	gomod := "module " + module + "\n\ngo " + MinLang + "\n\nrequire go.etcd.io/bbolt " + bboltArktos + "\n"
-	// bbolt v1.3.3's go.sum lines, as the Go checksum database has them.
+	gomod := "module " + module + "\n\ngo " + MinLang + "\n\nrequire (\n\tgo.etcd.io/bbolt " + bboltArktos + "\n\tk8s.io/apimachinery " + apimachineryMinGo + "\n)\n"
+	// bbolt v1.3.3's go.sum lines, as the Go checksum database has them;
+	// -mod=mod adds apimachinery's graph, checked against the same
+	// database through the module proxy.
 	gosum := "go.etcd.io/bbolt v1.3.3 h1:MUGmc65QhB3pIlaQ5bB4LwqSj6GIonVJXpZiaKNyaKk=\n" +
 		"go.etcd.io/bbolt v1.3.3/go.mod h1:IbVyRI1SCnLcuJnV2u8VeU0CEYM7e686BmAb1XKL+uU=\n"
 	for name, content := range map[string]string{"go.mod": gomod, "go.sum": gosum} {
