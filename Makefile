@@ -7,7 +7,7 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-failover check-arktos check-arktos-vendor demo fuzz clean
+.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-failover check-arktos check-arktos-vendor demo fuzz clean
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make test       gofmt check, every test with the race detector and all vet checks"
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
+	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
@@ -54,6 +55,11 @@ bench:
 bench-dns:
 	./hack/ensure-tools.sh dnsperf dig
 	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-15} ./test/bench/dns/run.sh
+
+# node-cache → partition-dns with and without EDNS Client Subnet (docs/benchmarks.md, "client subnet").
+bench-nodecache:
+	./hack/ensure-tools.sh dnsperf dig
+	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-10} ./test/bench/nodecache/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:

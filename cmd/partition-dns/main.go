@@ -79,6 +79,8 @@ type config struct {
 	maxForwards      int
 	allowRecursion   listFlag
 	recursionCIDRs   []netip.Prefix
+	trustedFwd       listFlag
+	trustedCIDRs     []netip.Prefix
 	profiling        bool
 	gcPercent        int
 }
@@ -120,6 +122,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxForwards, "max-concurrent-forwards", server.DefaultMaxConcurrentForwards, "Queries for names outside the zones that may wait on an upstream at once; more get SERVFAIL at once.")
 	c.allowRecursion = listFlag{vals: prefixStrings(server.DefaultAllowRecursion)}
 	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
+	fs.Var(&c.trustedFwd, "trusted-forwarders", "CIDRs of node-local caches (partition-dns node-cache) whose EDNS Client Subnet option names the asking pod: from them, a /32 or /128 ECS address is the querier's identity (its partition and tenant), and answers carry the scope they depended on. Set to the node CIDRs. Repeatable or comma-separated. Empty: ECS is ignored.")
 	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := cmd.Parse(args); err != nil {
@@ -153,6 +156,13 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 			return nil, fmt.Errorf("--allow-recursion %q: want a CIDR such as 10.0.0.0/8", v)
 		}
 		c.recursionCIDRs = append(c.recursionCIDRs, p.Masked())
+	}
+	for _, v := range c.trustedFwd.vals {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-forwarders %q: want a CIDR such as 10.0.0.0/16", v)
+		}
+		c.trustedCIDRs = append(c.trustedCIDRs, p.Masked())
 	}
 	return c, nil
 }
@@ -380,7 +390,7 @@ func run(ctx context.Context, c *config) error {
 		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
 		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
 		Forwarder: fwd, Metrics: server.NewMetrics(reg),
-		MaxConcurrentForwards: c.maxForwards, AllowRecursion: c.recursionCIDRs,
+		MaxConcurrentForwards: c.maxForwards, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs,
 	})
 	if err != nil {
 		return err

@@ -60,6 +60,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--cache-max-ttl", "-1s"}, "--cache-max-ttl"},
 		{[]string{"--udp-sockets", "0"}, "--udp-sockets"},
 		{[]string{"--allow-recursion", "10.0.0.0/33"}, "--allow-recursion"},
+		{[]string{"--trusted-forwarders", "10.0.0.1"}, "--trusted-forwarders"},
 		{[]string{"--no-such-flag"}, "-no-such-flag"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

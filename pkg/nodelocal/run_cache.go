@@ -36,18 +36,21 @@ type CacheOptions struct {
 	UpstreamServers []string // host resolvers; empty means none
 	Cache           cache.Config
 	UpstreamTimeout time.Duration
-	SetupInterface  bool
-	InterfaceName   string
-	FallbackIface   string
-	SetupIptables   bool
-	IptablesBinary  string
-	SyncInterval    time.Duration
-	SkipTeardown    bool
-	HealthPort      int
-	MetricsAddress  string
-	Identity        string
-	IPCommand       string
-	DrainDuration   time.Duration
+	// ClientSubnet sends each pod's address with its cluster-zone queries
+	// (EDNS Client Subnet), so that partition-dns answers as to the pod.
+	ClientSubnet   bool
+	SetupInterface bool
+	InterfaceName  string
+	FallbackIface  string
+	SetupIptables  bool
+	IptablesBinary string
+	SyncInterval   time.Duration
+	SkipTeardown   bool
+	HealthPort     int
+	MetricsAddress string
+	Identity       string
+	IPCommand      string
+	DrainDuration  time.Duration
 }
 
 // ParseCacheFlags parses the node-cache arguments. Its errors are
@@ -83,6 +86,7 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		prefetchPct  = fs.Int("prefetch-percentage", def.PrefetchPercentage, "Percentage of the TTL left when a popular entry is refreshed.")
 		serveStale   = fs.Duration("serve-stale", def.ServeStale, "How long past expiry an entry may be served when the upstream fails; 0 disables.")
 		upTimeout    = fs.Duration("upstream-timeout", 2*time.Second, "Timeout of one upstream exchange.")
+		clientSubnet = fs.Bool("client-subnet", true, "Send the asking pod's address with cluster-zone queries as an EDNS Client Subnet option (/32, /128), replacing any the pod sent, so that partition-dns (with this node in its --trusted-forwarders) answers system names from the pod's partition and applies tenant isolation. Answers it scopes to the pod are cached for that pod alone. Names outside the cluster zones never carry it.")
 		setupIface   = fs.Bool("setup-interface", true, "Put the local IPs on --interface-name (or the fallback) and remove them on teardown.")
 		ifaceName    = fs.String("interface-name", "nodelocaldns", "Dummy interface that holds the local IPs.")
 		fallback     = fs.String("fallback-interface", "lo", "Interface used when the kernel cannot create a dummy interface; empty to fail instead.")
@@ -102,7 +106,7 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		return nil, fmt.Errorf("unexpected arguments: %v", cmd.Args())
 	}
 	o := &CacheOptions{
-		DNSPort: *dnsPort, UpstreamSvcPort: *upSvcPort, UpstreamTimeout: *upTimeout,
+		DNSPort: *dnsPort, UpstreamSvcPort: *upSvcPort, UpstreamTimeout: *upTimeout, ClientSubnet: *clientSubnet,
 		Cache: cache.Config{
 			SuccessCapacity: *successCap, SuccessTTL: *successTTL,
 			DenialCapacity: *denialCap, DenialTTL: *denialTTL,
@@ -243,7 +247,7 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 	defer upstreamTCP.Close()
 	var routes []cache.Route
 	for _, z := range o.ClusterZones {
-		routes = append(routes, cache.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster"})
+		routes = append(routes, cache.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster", ClientSubnet: o.ClientSubnet})
 	}
 	if len(o.UpstreamServers) > 0 {
 		routes = append(routes, cache.Route{Zone: ".", Upstream: cache.NewServersUpstream(o.UpstreamServers, o.UpstreamTimeout), Label: "host"})

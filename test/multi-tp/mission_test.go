@@ -139,6 +139,7 @@ func TestMission(t *testing.T) {
 	m := startMission(t)
 	t.Run("1-kubectl-tenants-and-daemonset-admission", func(t *testing.T) { testKubectl(t, m) })
 	t.Run("2-dns-udp-tcp", func(t *testing.T) { testDNS(t, m) })
+	t.Run("2b-pod-identity-through-node-cache", func(t *testing.T) { testNodeCache(t, m) })
 	t.Run("3-kubectl-change-reaches-dns", func(t *testing.T) { testChange(t, m) })
 	t.Run("4-library-parts-in-process", func(t *testing.T) { testLibraries(t, m) })
 	t.Run("5-admission-webhook-program", func(t *testing.T) { testWebhook(t, m) })

@@ -38,15 +38,20 @@ func benchIndex(b *testing.B, tps, n int) *index.Builder {
 }
 
 func benchRespond(b *testing.B, name string, qtype uint16) {
+	benchRespondFrom(b, name, qtype, "")
+}
+
+// benchRespondFrom is benchRespond with an ECS option naming ecs, sent by
+// a trusted node cache, when ecs is not empty.
+func benchRespondFrom(b *testing.B, name string, qtype uint16, ecs string) {
 	ib := benchIndex(b, 3, 1000)
-	h, err := New(ib, Options{Zones: []string{"cluster.local", "in-addr.arpa"}, TTL: 5, Pods: PodsInsecure})
+	h, err := New(ib, Options{Zones: []string{"cluster.local", "in-addr.arpa"}, TTL: 5, Pods: PodsInsecure,
+		TrustedForwarders: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	h.MarkSynced()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.SetEdns0(1232, false)
+	m := ecsQuery(name, qtype, ecs, 32)
 	src := netip.MustParseAddr("127.0.0.1")
 	st := h.pool.Get().(*state)
 	var rep reply
@@ -70,6 +75,12 @@ func BenchmarkLookupTenantA(b *testing.B) {
 
 func BenchmarkLookupLegacyA(b *testing.B) {
 	benchRespond(b, "svc500.ns0.svc.cluster.local.", dns.TypeA)
+}
+
+// BenchmarkLookupLegacyAClientSubnet is LookupLegacyA from a node cache
+// naming the pod in an ECS option (the answer is scoped /32).
+func BenchmarkLookupLegacyAClientSubnet(b *testing.B) {
+	benchRespondFrom(b, "svc500.ns0.svc.cluster.local.", dns.TypeA, "10.0.1.244")
 }
 
 func BenchmarkLookupHeadlessA(b *testing.B) {

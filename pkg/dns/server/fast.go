@@ -71,8 +71,10 @@ func parseQuery(b []byte, st *state, q *query) bool {
 		q.udpSize = binary.BigEndian.Uint16(b[i+3:])
 		q.version = b[i+6]
 		q.do = binary.BigEndian.Uint16(b[i+7:])&0x8000 != 0
-		return true
+		// A malformed option takes the slow path, which answers FORMERR.
+		return scanClientSubnet(b[i+11:], &q.ecs)
 	}
+	q.ecs = clientSubnet{}
 	return i == len(b)
 }
 

@@ -19,7 +19,7 @@ func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, src netip.Addr, tcp 
 		_ = w.WriteMsg(m)
 		return dns.RcodeRefused
 	}
-	resp, ok := h.exchange(r)
+	resp, ok := h.exchange(withoutClientSubnet(r))
 	if !ok {
 		m.SetRcode(r, dns.RcodeServerFailure)
 		_ = w.WriteMsg(m)

@@ -142,6 +142,9 @@ type reply struct {
 	zone  *zone
 	rcode int
 	qtype uint16
+	// scope is the ECS scope prefix of the answer: the query's source
+	// prefix when the answer depended on the identity its ECS option gave.
+	scope uint8
 }
 
 // observe counts a reply in the metrics.
@@ -195,6 +198,8 @@ type query struct {
 	udpSize       uint16
 	version       uint8
 	do            bool
+	// ecs is the query's EDNS Client Subnet option (clientsubnet.go).
+	ecs clientSubnet
 }
 
 // respond answers r in st, into rep.
@@ -218,6 +223,10 @@ func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool, rep *
 	q.n = n
 	if opt := r.IsEdns0(); opt != nil {
 		q.edns, q.udpSize, q.version, q.do = true, opt.UDPSize(), opt.Version(), opt.Do()
+		if !readClientSubnet(opt, &q.ecs) {
+			*rep = reply{out: h.formErr(st, r), rcode: dns.RcodeFormatError, qtype: qtype}
+			return
+		}
 	}
 	if !h.respondQuery(st, &q, src, tcp, rep) {
 		*rep = reply{out: h.formErr(st, r), rcode: dns.RcodeFormatError, qtype: qtype}
@@ -248,7 +257,11 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 	case q.opcode != dns.OpcodeQuery:
 		rep.rcode = dns.RcodeNotImplemented
 	default:
-		res = h.resolve(st, z, q.qtype, q.qclass, src)
+		who, fromECS := h.querierAddr(src, &q.ecs)
+		res = h.resolve(st, z, q.qtype, q.qclass, who)
+		if fromECS && res.identity {
+			rep.scope = q.ecs.source // the answer is this client's alone
+		}
 		if res.outcome == forwarded {
 			rep.forward = true
 			return true
@@ -260,20 +273,21 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 		}
 		rep.rcode = res.outcome.rcode()
 	}
-	rep.out = h.write(st, q, res, rep.rcode, src, tcp)
+	rep.out = h.write(st, q, res, rep.rcode, rep.scope, src, tcp)
 	return true
 }
 
 // write renders res, the answer to q, into st's buffer: the header and the
 // question, the records, the upstream's records of an ExternalName target,
-// and the OPT record. A nil res is an answer with no records.
-func (h *Handler) write(st *state, q *query, res *result, rcode int, src netip.Addr, tcp bool) []byte {
+// and the OPT record (with the query's ECS option at scope prefix scope).
+// A nil res is an answer with no records.
+func (h *Handler) write(st *state, q *query, res *result, rcode int, scope uint8, src netip.Addr, tcp bool) []byte {
 	limit := udpLimit(q.edns, q.udpSize)
 	if tcp {
 		limit = dns.MaxMsgSize
 	}
 	if q.edns {
-		limit -= 11 // room for our OPT record
+		limit -= 11 + q.ecs.wireLen() // room for our OPT record
 	}
 	e := &st.enc
 	e.reset(st.buf, limit)
@@ -293,12 +307,12 @@ func (h *Handler) write(st *state, q *query, res *result, rcode int, src netip.A
 		}
 	}
 	if q.edns {
-		e.limit += 11
+		e.limit += 11 + q.ecs.wireLen()
 		var ext uint8
 		if rcode == dns.RcodeBadVers {
 			ext = 1 // BADVERS is extended rcode 16: 1 in the OPT, 0 in the header
 		}
-		e.opt(defaultEDNS, ext, q.do)
+		e.opt(defaultEDNS, ext, q.do, &q.ecs, scope)
 	}
 	return e.finish(rcode)
 }

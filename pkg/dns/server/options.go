@@ -115,6 +115,14 @@ type Options struct {
 	// zones are forwarded (DefaultAllowRecursion when nil); others get
 	// REFUSED. Names in the zones are answered to anyone.
 	AllowRecursion []netip.Prefix
+	// TrustedForwarders are the sources (node-local caches) whose EDNS
+	// Client Subnet option names the querier: from them, a query's /32 or
+	// /128 ECS address is the querier's identity (its pod, partition and
+	// tenant), and the answer says in its own ECS option whether it
+	// depended on that identity (scope /32 or /128) or not (/0). An ECS
+	// option from any other source is ignored for identity. Nil trusts no
+	// one.
+	TrustedForwarders []netip.Prefix
 	// Metrics, when set, counts requests.
 	Metrics *Metrics
 }

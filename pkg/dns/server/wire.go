@@ -195,8 +195,10 @@ func (e *encoder) addr(r rr, a netip.Addr, ttl uint32) bool {
 	return e.end(r, rd)
 }
 
-// opt writes the EDNS0 OPT record; the space for it is reserved by limit.
-func (e *encoder) opt(udpSize uint16, extRcode uint8, do bool) {
+// opt writes the EDNS0 OPT record, with the query's client subnet option
+// ecs (when present) at scope prefix scope; the space for it is reserved
+// by limit.
+func (e *encoder) opt(udpSize uint16, extRcode uint8, do bool, ecs *clientSubnet, scope uint8) {
 	e.buf = append(e.buf, 0)
 	e.u16(typeOPT)
 	e.u16(udpSize)
@@ -206,7 +208,10 @@ func (e *encoder) opt(udpSize uint16, extRcode uint8, do bool) {
 	}
 	e.buf = append(e.buf, extRcode, 0)
 	e.u16(flags)
-	e.u16(0)
+	e.u16(uint16(ecs.wireLen()))
+	if ecs.present {
+		e.buf = appendClientSubnet(e.buf, ecs, scope)
+	}
 	e.counts[extraSection]++
 }
 

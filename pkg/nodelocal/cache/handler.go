@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,12 @@ type Route struct {
 	Upstream Upstream
 	// Label names the route in metrics ("cluster", "host").
 	Label string
+	// ClientSubnet sends the asking pod's address to Upstream as an EDNS
+	// Client Subnet option (RFC 7871, /32 or /128), replacing any the pod
+	// sent, so that partition-dns answers as it would the pod itself. An
+	// answer the upstream scopes to that address (scope prefix > 0) is
+	// cached for that pod alone; one scoped /0 is shared by every pod.
+	ClientSubnet bool
 }
 
 // HandlerConfig configures a Handler.
@@ -161,7 +168,11 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	if opt := req.IsEdns0(); opt != nil {
 		do = opt.Do()
 	}
-	e, st := h.store.Get(q, do)
+	var client netip.Addr
+	if rt := h.route(q.Name); rt != nil && rt.ClientSubnet {
+		client = addrOf(w.RemoteAddr())
+	}
+	e, st := h.lookup(q, do, client)
 	if st == Fresh {
 		h.m.hits[e.Kind].Inc()
 		h.maybePrefetch(e, q, do)
@@ -173,9 +184,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		return
 	}
 	h.m.misses.Inc()
-	r, err := h.resolve(q, do)
+	r, err := h.resolve(q, do, client)
 	if err == nil && r.Rcode != dns.RcodeServerFailure && r.Rcode != dns.RcodeRefused {
-		if ne, kind := h.store.Set(q, do, r); kind != Uncacheable {
+		if ne, kind := h.store.SetFor(q, do, scopedTo(r, client), r); kind != Uncacheable {
 			h.write(w, req, ne, ttlSeconds(ne.TTL()))
 			return
 		}
@@ -205,10 +216,63 @@ func ttlSeconds(d time.Duration) uint32 {
 	return uint32((d + time.Second - 1) / time.Second)
 }
 
+// lookup finds the cached answer to q for client: one every client shares,
+// else one that belongs to client (a valid client only). A fresh entry
+// wins over a stale one.
+func (h *Handler) lookup(q dns.Question, do bool, client netip.Addr) (*Entry, State) {
+	e, st := h.store.Get(q, do)
+	if st == Fresh || !client.IsValid() {
+		return e, st
+	}
+	if ce, cst := h.store.GetFor(q, do, client); cst == Fresh || (cst == Stale && st == Miss) {
+		return ce, cst
+	}
+	return e, st
+}
+
+// addrOf is the IP address of a client's socket address.
+func addrOf(a net.Addr) netip.Addr {
+	var ip net.IP
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ip = a.IP
+	case *net.TCPAddr:
+		ip = a.IP
+	}
+	addr, _ := netip.AddrFromSlice(ip)
+	return addr.Unmap()
+}
+
+// scopedTo returns the client an upstream answer belongs to: client when
+// the answer's ECS option has a scope prefix longer than /0, else the zero
+// Addr (every client shares it).
+func scopedTo(r *dns.Msg, client netip.Addr) netip.Addr {
+	if !client.IsValid() {
+		return netip.Addr{}
+	}
+	if opt := r.IsEdns0(); opt != nil {
+		for _, o := range opt.Option {
+			if s, ok := o.(*dns.EDNS0_SUBNET); ok && s.SourceScope > 0 {
+				return client
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+// clientSubnet is the ECS option that names one client: /32 or /128.
+func clientSubnet(client netip.Addr) *dns.EDNS0_SUBNET {
+	s := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 32, Address: net.IP(client.AsSlice())}
+	if client.Is6() {
+		s.Family, s.SourceNetmask = 2, 128
+	}
+	return s
+}
+
 // resolve asks the zone's upstream, sharing one exchange among concurrent
-// askers of the same question.
-func (h *Handler) resolve(q dns.Question, do bool) (*dns.Msg, error) {
-	v, err, _ := h.flight.Do(flightKey(q, do), func() (interface{}, error) {
+// askers of the same question (and, with a client, of the same client).
+func (h *Handler) resolve(q dns.Question, do bool, client netip.Addr) (*dns.Msg, error) {
+	v, err, _ := h.flight.Do(flightKey(q, do, client), func() (interface{}, error) {
 		rt := h.route(q.Name)
 		if rt == nil {
 			return nil, errNoRoute
@@ -218,6 +282,10 @@ func (h *Handler) resolve(q dns.Question, do bool) (*dns.Msg, error) {
 		m.RecursionDesired = true
 		m.Question = []dns.Question{q}
 		m.SetEdns0(1232, do)
+		if client.IsValid() {
+			opt := m.IsEdns0()
+			opt.Option = append(opt.Option, clientSubnet(client))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.UpstreamTimeout)
 		defer cancel()
 		r, err := rt.Upstream.Exchange(ctx, m)
@@ -269,14 +337,14 @@ func (h *Handler) maybePrefetch(e *Entry, q dns.Question, do bool) {
 	go func() {
 		defer h.prefetches.done()
 		defer func() { <-h.prefetchSem }()
-		r, err := h.resolve(q, do)
+		r, err := h.resolve(q, do, e.client)
 		if err != nil || r.Rcode == dns.RcodeServerFailure || r.Rcode == dns.RcodeRefused {
 			// Keep the entry; it may be served stale later.
 			e.prefetching.Store(false)
 			return
 		}
 		h.m.prefetches.Inc()
-		h.store.Set(q, do, r)
+		h.store.SetFor(q, do, scopedTo(r, e.client), r)
 	}()
 }
 
@@ -375,7 +443,8 @@ func (h *Handler) chaos(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // flightKey is the question an upstream exchange answers, as the key of
-// the single-flight group: name (lowercased), type, class and DO.
-func flightKey(q dns.Question, do bool) string {
-	return fmt.Sprintf("%s/%d/%d/%t", lowerASCII(q.Name), q.Qtype, q.Qclass, do)
+// the single-flight group: name (lowercased), type, class, DO and the
+// client whose address the exchange carries.
+func flightKey(q dns.Question, do bool, client netip.Addr) string {
+	return fmt.Sprintf("%s/%d/%d/%t/%s", lowerASCII(q.Name), q.Qtype, q.Qclass, do, client)
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,9 @@ type Entry struct {
 	qtype  uint16
 	qclass uint16
 	do     bool
+	// client is the pod an answer with a longer ECS scope belongs to; the
+	// zero Addr for answers every client shares.
+	client netip.Addr
 
 	Kind   Kind
 	Rcode  int
@@ -148,10 +152,10 @@ func NewStore(cfg Config, now func() time.Time) *Store {
 	return s
 }
 
-// hash is FNV-1a over the lower-cased name, type, class and DO bit. It does
-// not allocate; entries are compared in full on lookup, so collisions only
-// cost a miss.
-func hash(name string, qtype, qclass uint16, do bool) uint64 {
+// hash is FNV-1a over the lower-cased name, type, class, DO bit and the
+// client an entry belongs to (if any). It does not allocate; entries are
+// compared in full on lookup, so collisions only cost a miss.
+func hash(name string, qtype, qclass uint16, do bool, client netip.Addr) uint64 {
 	const prime = 1099511628211
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(name); i++ {
@@ -166,6 +170,11 @@ func hash(name string, qtype, qclass uint16, do bool) uint64 {
 	h = (h ^ uint64(qclass)) * prime
 	if do {
 		h = (h ^ 1) * prime
+	}
+	if client.IsValid() {
+		for _, c := range client.As16() {
+			h = (h ^ uint64(c)) * prime
+		}
 	}
 	return h
 }
@@ -203,15 +212,22 @@ func lowerASCII(s string) string {
 
 func (s *Store) shardFor(h uint64) *shard { return &s.shards[h%uint64(len(s.shards))] }
 
-// Get looks a question up. A Stale entry is expired but inside the
-// serve-stale window; past the window an entry is a Miss.
+// Get looks up the answer to a question that every client shares. A Stale
+// entry is expired but inside the serve-stale window; past the window an
+// entry is a Miss.
 func (s *Store) Get(q dns.Question, do bool) (*Entry, State) {
-	h := hash(q.Name, q.Qtype, q.Qclass, do)
+	return s.GetFor(q, do, netip.Addr{})
+}
+
+// GetFor is Get for the answer that belongs to client alone (one the
+// upstream gave an ECS scope longer than /0); the zero client is Get.
+func (s *Store) GetFor(q dns.Question, do bool, client netip.Addr) (*Entry, State) {
+	h := hash(q.Name, q.Qtype, q.Qclass, do, client)
 	sh := s.shardFor(h)
 	sh.mu.RLock()
 	e := sh.m[h]
 	sh.mu.RUnlock()
-	if e == nil || e.qtype != q.Qtype || e.qclass != q.Qclass || e.do != do || !equalFoldASCII(q.Name, e.name) {
+	if e == nil || e.qtype != q.Qtype || e.qclass != q.Qclass || e.do != do || e.client != client || !equalFoldASCII(q.Name, e.name) {
 		return nil, Miss
 	}
 	now := s.now().UnixNano()
@@ -262,9 +278,16 @@ func Classify(m *dns.Msg) (Kind, uint32) {
 	return kind, minTTL
 }
 
-// Set stores an upstream answer to q, replacing any entry for q. It returns
-// the kind stored, or Uncacheable when nothing was stored.
+// Set stores an upstream answer to q that every client shares, replacing
+// any entry for q. It returns the kind stored, or Uncacheable when nothing
+// was stored.
 func (s *Store) Set(q dns.Question, do bool, m *dns.Msg) (*Entry, Kind) {
+	return s.SetFor(q, do, netip.Addr{}, m)
+}
+
+// SetFor is Set for an answer that belongs to client alone; the zero client
+// is Set. Such entries count against the same capacities.
+func (s *Store) SetFor(q dns.Question, do bool, client netip.Addr, m *dns.Msg) (*Entry, Kind) {
 	kind, ttlSec := Classify(m)
 	if kind == Uncacheable {
 		return nil, kind
@@ -282,7 +305,7 @@ func (s *Store) Set(q dns.Question, do bool, m *dns.Msg) (*Entry, Kind) {
 	}
 	now := s.now().UnixNano()
 	e := &Entry{
-		name: lowerASCII(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: do,
+		name: lowerASCII(q.Name), qtype: q.Qtype, qclass: q.Qclass, do: do, client: client,
 		Kind: kind, Rcode: m.Rcode, Answer: m.Answer, Ns: m.Ns,
 		stored: now, ttl: int64(ttl), expires: now + int64(ttl),
 	}
@@ -292,7 +315,7 @@ func (s *Store) Set(q dns.Question, do bool, m *dns.Msg) (*Entry, Kind) {
 		}
 	}
 	e.plain, e.edns = buildTemplate(e, false), buildTemplate(e, true)
-	h := hash(q.Name, q.Qtype, q.Qclass, do)
+	h := hash(q.Name, q.Qtype, q.Qclass, do, client)
 	sh := s.shardFor(h)
 	sh.mu.Lock()
 	if old := sh.m[h]; old != nil {

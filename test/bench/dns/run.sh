@@ -25,38 +25,13 @@ DNS_PORT=${DNS_PORT:-25553}
 FLOOR_PORT=${FLOOR_PORT:-25554}
 HEALTH_PORT=${HEALTH_PORT:-25580}
 
-command -v dnsperf >/dev/null || { echo "dnsperf is missing: apt-get install -y dnsperf" >&2; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-go build -o "$work/partition-dns" ./cmd/partition-dns
+. test/bench/lib.sh
+bench_init
 go build -o "$work/floor" ./test/bench/dns/floor
-go build -o "$work/tps" ./test/bench/dns/tps
-
-echo "Seeding 3 fake TPs with $SERVICES services and $PODS pods each..." >&2
-"$work/tps" --dir "$work" --services "$SERVICES" --pods "$PODS" >"$work/tps.out" 2>"$work/tps.err" &
-pids+=($!)
-until grep -q READY "$work/tps.out"; do
-  kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/tps.err" >&2; exit 1; }
-  sleep 0.5
-done
+start_tps "$SERVICES" "$PODS"
 
 start=$(date +%s.%N)
-"$work/partition-dns" --tenant-server-kubeconfig "$work/tp1.kubeconfig,$work/tp2.kubeconfig,$work/tp3.kubeconfig" \
-  --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --ready-listen "" --upstream none \
-  >"$work/pdns.log" 2>&1 &
-pdns=$!
-pids+=($pdns)
-until curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1; do
-  kill -0 "$pdns" 2>/dev/null || { cat "$work/pdns.log" >&2; exit 1; }
-  sleep 0.1
-done
+start_pdns
 sync_s=$(echo "$(date +%s.%N) - $start" | bc)
 sleep 2
 rss_idle=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
