@@ -24,10 +24,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
-	"github.com/tpkit-dev/tpkit/pkg/dns/forward"
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
@@ -115,7 +115,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.systemPartition, "system-partition", "", "Partition (name or 0-based index) answering system-tenant names for queriers that are not a known pod. Default: the first.")
 	fs.IntVar(&c.udpSockets, "udp-sockets", runtime.GOMAXPROCS(0), "UDP sockets sharing the port through SO_REUSEPORT.")
 	fs.DurationVar(&c.publishInterval, "publish-interval", 10*time.Millisecond, "Least time between two index publishes; a burst of changes becomes one publish.")
-	fs.IntVar(&c.cacheSize, "cache-size", 10000, "Answers kept by the forward cache; negative disables it.")
+	fs.IntVar(&c.cacheSize, "cache-size", 10000, "Answers kept by the forward cache, successes and denials each; 0 or negative disables it.")
 	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
 	fs.DurationVar(&c.cacheMaxNegative, "cache-max-negative-ttl", 30*time.Second, "Longest a forwarded NXDOMAIN or NODATA is cached.")
 	fs.DurationVar(&c.forwardTimeout, "forward-timeout", 2*time.Second, "Time allowed to one upstream for one query.")
@@ -422,7 +422,8 @@ func run(ctx context.Context, c *config) error {
 
 // newForwarder is the forwarder of names outside the zones: to
 // --upstream, or the nameservers of --resolv-conf; nil (REFUSED) for
-// --upstream none or when there are none.
+// --upstream none or when there are none. It is the resolver node-cache
+// uses too (pkg/dns/upstream), without prefetch or serve-stale.
 func newForwarder(c *config, reg *prometheus.Registry) (server.Forwarder, error) {
 	ups := c.upstreams.vals
 	if len(ups) == 1 && ups[0] == "none" {
@@ -430,22 +431,38 @@ func newForwarder(c *config, reg *prometheus.Registry) (server.Forwarder, error)
 	}
 	if len(ups) == 0 {
 		var err error
-		if ups, err = forward.UpstreamsFromResolvConf(c.resolvConf); err != nil {
-			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "err", err)
+		if ups, err = serversOf(c.resolvConf); err != nil || len(ups) == 0 {
+			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "resolvConf", c.resolvConf, "err", err)
+			return nil, nil
 		}
 	}
-	if len(ups) == 0 {
-		return nil, nil
+	for i, u := range ups {
+		ups[i] = upstream.HostPort(u)
 	}
-	f, err := forward.New(forward.Options{Upstreams: ups, Timeout: c.forwardTimeout, MaxTTL: c.cacheMaxTTL, MaxNegativeTTL: c.cacheMaxNegative, CacheSize: c.cacheSize})
+	size := max(c.cacheSize, 0) // negative: no cache
+	r, err := upstream.NewResolver(upstream.ResolverConfig{
+		Cache:  upstream.Config{SuccessCapacity: size, SuccessTTL: c.cacheMaxTTL, DenialCapacity: size, DenialTTL: c.cacheMaxNegative},
+		Routes: []upstream.Route{{Zone: ".", Upstream: upstream.NewServersUpstream(ups, c.forwardTimeout), Label: "upstream"}},
+		// Each server gets --forward-timeout; the handler's bound on the
+		// whole query comes on top.
+		UpstreamTimeout: time.Duration(len(ups)) * c.forwardTimeout,
+		MetricsPrefix:   "tpkit_dns_forward",
+	}, reg)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Register(reg); err != nil {
+	klog.InfoS("Forwarding other names", "upstreams", ups)
+	return r, nil
+}
+
+// serversOf reads the nameservers of a resolv.conf.
+func serversOf(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
 		return nil, err
 	}
-	klog.InfoS("Forwarding other names", "upstreams", f.Upstreams())
-	return f, nil
+	defer f.Close()
+	return upstream.ParseResolvConf(f, nil)
 }
 
 // serveOps starts the operational servers: /metrics on --metrics-listen,

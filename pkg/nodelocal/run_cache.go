@@ -20,6 +20,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/cache"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/netif"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
@@ -34,7 +35,7 @@ type CacheOptions struct {
 	UpstreamSvcPort int
 	ClusterZones    []string
 	UpstreamServers []string // host resolvers; empty means none
-	Cache           cache.Config
+	Cache           upstream.Config
 	UpstreamTimeout time.Duration
 	// ClientSubnet sends each pod's address with its cluster-zone queries
 	// (EDNS Client Subnet), so that partition-dns answers as to the pod.
@@ -68,7 +69,7 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 	fs := cmd.Flags
 	// klog's flags (--v, --vmodule, ...) are accepted in every mode.
 	klog.InitFlags(cmd.Logging)
-	def := cache.DefaultConfig()
+	def := upstream.DefaultConfig()
 	host, _ := os.Hostname()
 	var (
 		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "Comma-separated IPs to listen on and put on the interface: the link-local IP and the kube-dns service IP. Default: 169.254.20.10 plus $KUBE_DNS_SERVICE_HOST when set.")
@@ -107,7 +108,7 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 	}
 	o := &CacheOptions{
 		DNSPort: *dnsPort, UpstreamSvcPort: *upSvcPort, UpstreamTimeout: *upTimeout, ClientSubnet: *clientSubnet,
-		Cache: cache.Config{
+		Cache: upstream.Config{
 			SuccessCapacity: *successCap, SuccessTTL: *successTTL,
 			DenialCapacity: *denialCap, DenialTTL: *denialTTL,
 			PrefetchAmount: *prefetch, PrefetchPercentage: *prefetchPct,
@@ -152,7 +153,7 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		if err != nil {
 			return nil, fmt.Errorf("--resolv-conf: %w", err)
 		}
-		o.UpstreamServers, err = cache.ParseResolvConf(f, o.LocalIPs)
+		o.UpstreamServers, err = upstream.ParseResolvConf(f, o.LocalIPs)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("--resolv-conf: %w", err)
@@ -243,14 +244,14 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 		klog.InfoS("Local IPs in place", "device", res.Device, "fallback", res.Fallback, "added", res.AddedAddress)
 	}
 
-	upstreamTCP := cache.NewTCPUpstream(net.JoinHostPort(o.UpstreamSvcIP.String(), strconv.Itoa(o.UpstreamSvcPort)), o.UpstreamTimeout)
+	upstreamTCP := upstream.NewTCPUpstream(net.JoinHostPort(o.UpstreamSvcIP.String(), strconv.Itoa(o.UpstreamSvcPort)), o.UpstreamTimeout)
 	defer upstreamTCP.Close()
-	var routes []cache.Route
+	var routes []upstream.Route
 	for _, z := range o.ClusterZones {
-		routes = append(routes, cache.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster", ClientSubnet: o.ClientSubnet})
+		routes = append(routes, upstream.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster", ClientSubnet: o.ClientSubnet})
 	}
 	if len(o.UpstreamServers) > 0 {
-		routes = append(routes, cache.Route{Zone: ".", Upstream: cache.NewServersUpstream(o.UpstreamServers, o.UpstreamTimeout), Label: "host"})
+		routes = append(routes, upstream.Route{Zone: ".", Upstream: upstream.NewServersUpstream(o.UpstreamServers, o.UpstreamTimeout), Label: "host"})
 	} else {
 		klog.InfoS("No host resolvers: names outside the cluster zones get SERVFAIL")
 	}

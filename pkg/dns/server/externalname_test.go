@@ -7,7 +7,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/pkg/dns/forward"
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 )
 
@@ -161,12 +160,8 @@ func externalHandler(t *testing.T, o Options) (*Handler, uint32) {
 	return h, b.Current().Serial
 }
 
-func externalForwarder(t *testing.T, u *upstream) *forward.Forwarder {
-	f, err := forward.New(forward.Options{Upstreams: []string{u.addr}, CacheSize: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+func externalForwarder(t *testing.T, u *upstream) Forwarder {
+	return newForwarder(t, u.addr, false, 0)
 }
 
 // ExternalName services answer as in CoreDNS's kubernetes plugin, for

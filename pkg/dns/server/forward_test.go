@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
-
-	"github.com/tpkit-dev/tpkit/pkg/dns/forward"
 )
 
 // startUpstream runs a real DNS server on loopback that knows example.com.
@@ -83,10 +81,7 @@ func runUpstream(t *testing.T, h dns.Handler) string {
 }
 
 func TestForwarding(t *testing.T) {
-	f, err := forward.New(forward.Options{Upstreams: []string{startUpstream(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newForwarder(t, startUpstream(t), true, 0)
 	s := startServer(t, fixture(t), Options{Forwarder: f})
 	for _, network := range []string{"udp", "tcp"} {
 		// Names outside the zones go upstream, keeping the query's case.

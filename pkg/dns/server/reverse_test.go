@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/tpkit-dev/tpkit/pkg/dns/forward"
 )
 
 // The reverse zones are answered as kubeadm's CoreDNS answers them with
@@ -15,10 +13,7 @@ import (
 // and endpoint addresses here, any other reverse name upstream.
 func TestReverseFallthrough(t *testing.T) {
 	b := fixture(t)
-	f, err := forward.New(forward.Options{Upstreams: []string{startUpstream(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newForwarder(t, startUpstream(t), true, 0)
 	h, err := New(b, Options{Zones: []string{"cluster.local", "in-addr.arpa", "ip6.arpa"}, TTL: 5, Forwarder: f})
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +66,7 @@ func TestReverseFallthrough(t *testing.T) {
 // the upstream never hears of them.
 func TestReverseFallthroughFollowsAllowRecursion(t *testing.T) {
 	u := serveUpstream(t, "1.0.0.192.in-addr.arpa. 60 IN PTR upstream.example.")
-	f, err := forward.New(forward.Options{Upstreams: []string{u.addr}, CacheSize: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newForwarder(t, u.addr, false, 0)
 	s := startServer(t, fixture(t), Options{Forwarder: f, AllowRecursion: prefixes("127.0.0.1/32")})
 	for _, network := range []string{"udp", "tcp"} {
 		r := ask(t, s.addr, network, "127.0.0.1", "1.0.0.192.in-addr.arpa.", dns.TypePTR, 0)
@@ -117,10 +109,7 @@ func heldUpstream(t *testing.T) (addr string, arrived <-chan string, release fun
 // alone, while names answered here are answered as usual.
 func TestReverseAndExternalNameForwardsAreBounded(t *testing.T) {
 	addr, arrived, release := heldUpstream(t)
-	f, err := forward.New(forward.Options{Upstreams: []string{addr}, CacheSize: -1, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newForwarder(t, addr, false, time.Minute)
 	b := fixture(t)
 	s := startServer(t, b, Options{Forwarder: f, MaxConcurrentForwards: 2, ForwardTimeout: time.Minute})
 	var wg sync.WaitGroup
@@ -164,10 +153,7 @@ func TestReverseAndExternalNameForwardsAreBounded(t *testing.T) {
 // the tenant's names do not leak.
 func TestReversePTRIsolationFallsThrough(t *testing.T) {
 	b := fixture(t)
-	f, err := forward.New(forward.Options{Upstreams: []string{startUpstream(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newForwarder(t, startUpstream(t), true, 0)
 	h, err := New(b, Options{Zones: []string{"cluster.local", "in-addr.arpa"}, TTL: 5, Isolation: true, Forwarder: f})
 	if err != nil {
 		t.Fatal(err)

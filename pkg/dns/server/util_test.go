@@ -4,6 +4,9 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
+
+	dnsupstream "github.com/tpkit-dev/tpkit/pkg/dns/upstream"
 
 	"github.com/miekg/dns"
 )
@@ -36,3 +39,26 @@ func (w *discardWriter) TsigStatus() error           { return nil }
 func (w *discardWriter) TsigTimersOnly(bool)         {}
 func (w *discardWriter) Hijack()                     {}
 func (w *discardWriter) Network() string             { return "udp" }
+
+// newForwarder is partition-dns's forwarder (pkg/dns/upstream) to one
+// server: with a cache when cache is set, with timeout per query (2 s when
+// zero).
+func newForwarder(t testing.TB, server string, cache bool, timeout time.Duration) Forwarder {
+	t.Helper()
+	if timeout == 0 {
+		timeout = 2 * time.Second
+	}
+	size := 0
+	if cache {
+		size = 10000
+	}
+	r, err := dnsupstream.NewResolver(dnsupstream.ResolverConfig{
+		Cache:           dnsupstream.Config{SuccessCapacity: size, SuccessTTL: 30 * time.Second, DenialCapacity: size, DenialTTL: 30 * time.Second},
+		Routes:          []dnsupstream.Route{{Zone: ".", Upstream: dnsupstream.NewServersUpstream([]string{server}, timeout), Label: "upstream"}},
+		UpstreamTimeout: timeout,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
 )
 
 // floorHandler is the canned-answer floor of the DNS bench
@@ -100,8 +101,8 @@ func BenchmarkUDPFloorVsCacheHit(b *testing.B) {
 		b.Run(fmt.Sprintf("round%d/cache-hit", round), func(b *testing.B) {
 			up := startUpstream(b, "10.2.2.2")
 			h, err := NewHandler(HandlerConfig{
-				Cache:  DefaultConfig(),
-				Routes: []Route{{Zone: "cluster.local", Upstream: NewTCPUpstream(up.addr, time.Second), Label: "cluster"}},
+				Cache:  upstream.DefaultConfig(),
+				Routes: []upstream.Route{{Zone: "cluster.local", Upstream: upstream.NewTCPUpstream(up.addr, time.Second), Label: "cluster"}},
 			}, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -129,8 +130,8 @@ func BenchmarkUDPFloorVsCacheHit(b *testing.B) {
 func BenchmarkServeDNSHit(b *testing.B) {
 	up := startUpstream(b, "10.2.2.2")
 	h, err := NewHandler(HandlerConfig{
-		Cache:  DefaultConfig(),
-		Routes: []Route{{Zone: "cluster.local", Upstream: NewTCPUpstream(up.addr, time.Second), Label: "cluster"}},
+		Cache:  upstream.DefaultConfig(),
+		Routes: []upstream.Route{{Zone: "cluster.local", Upstream: upstream.NewTCPUpstream(up.addr, time.Second), Label: "cluster"}},
 	}, nil)
 	if err != nil {
 		b.Fatal(err)

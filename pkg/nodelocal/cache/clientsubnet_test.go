@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
 )
 
 // ecsUpstream answers A queries with the address the query's ECS option
@@ -78,7 +80,7 @@ func itoa(n int) string {
 func TestClientSubnetRules(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		cluster, host := &ecsUpstream{}, &ecsUpstream{}
-		h, err := NewHandler(HandlerConfig{Cache: DefaultConfig(), Routes: []Route{
+		h, err := NewHandler(HandlerConfig{Cache: upstream.DefaultConfig(), Routes: []upstream.Route{
 			{Zone: "own.", Upstream: cluster, Label: "cluster", ClientSubnet: on},
 			{Zone: "shared.", Upstream: cluster, Label: "cluster", ClientSubnet: on},
 			{Zone: ".", Upstream: host, Label: "host"},
@@ -92,7 +94,7 @@ func TestClientSubnetRules(t *testing.T) {
 			m.SetQuestion(name, dns.TypeA)
 			m.SetEdns0(1232, false)
 			if podECS != "" {
-				m.IsEdns0().Option = append(m.IsEdns0().Option, clientSubnet(netip.MustParseAddr(podECS)))
+				m.IsEdns0().Option = append(m.IsEdns0().Option, upstream.ClientSubnet(netip.MustParseAddr(podECS)))
 			}
 			w := &recorder{remote: &net.UDPAddr{IP: net.ParseIP(from), Port: 40000}}
 			h.ServeDNS(w, m)
@@ -140,7 +142,7 @@ func TestClientSubnetRules(t *testing.T) {
 		if got := host.exchanges(); strings.Join(got, ",") != "example.com. -" {
 			t.Errorf("client subnet %v: the host upstream saw %v, want one query without ECS", on, got)
 		}
-		if n := h.Store().Len(Success); n != want2(on, 5, 3) {
+		if n := h.Store().Len(upstream.Success); n != want2(on, 5, 3) {
 			t.Errorf("client subnet %v: %d entries, want %d", on, n, want2(on, 5, 3))
 		}
 	}

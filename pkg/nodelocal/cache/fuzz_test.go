@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
 )
 
 // recorder is a dns.ResponseWriter that keeps what is written.
@@ -52,8 +55,8 @@ func FuzzServeDNS(f *testing.F) {
 	seed("id.server.", dns.TypeTXT, dns.ClassCHAOS, true)
 	seed(".", dns.TypeANY, dns.ClassANY, true)
 	h, err := NewHandler(HandlerConfig{
-		Cache:           DefaultConfig(),
-		Routes:          []Route{{Zone: ".", Upstream: NewServersUpstream(nil, time.Millisecond), Label: "host"}},
+		Cache:           upstream.DefaultConfig(),
+		Routes:          []upstream.Route{{Zone: ".", Upstream: upstream.NewServersUpstream(nil, time.Millisecond), Label: "host"}},
 		UpstreamTimeout: time.Millisecond,
 	}, nil)
 	if err != nil {
@@ -62,9 +65,9 @@ func FuzzServeDNS(f *testing.F) {
 	// Cached entries, so fuzzed queries reach the template hit path too.
 	for _, do := range []bool{false, true} {
 		q := dns.Question{Name: "a.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
-		h.store.Set(q, do, msg(0, []dns.RR{rr("a.cluster.local. 30 IN A 10.0.0.1")}, nil))
+		h.Store().Set(q, do, upstreamtest.Msg(0, []dns.RR{upstreamtest.RR("a.cluster.local. 30 IN A 10.0.0.1")}, nil))
 		q = dns.Question{Name: "nx.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
-		h.store.Set(q, do, msg(dns.RcodeNameError, nil, []dns.RR{rr(fmt.Sprintf(soa, 5))}))
+		h.Store().Set(q, do, upstreamtest.Msg(dns.RcodeNameError, nil, []dns.RR{upstreamtest.RR(fmt.Sprintf(upstreamtest.SOA, 5))}))
 	}
 	seed("A.cluster.LOCAL.", dns.TypeA, dns.ClassINET, true)
 	seed("nx.cluster.local.", dns.TypeA, dns.ClassINET, false)
@@ -90,7 +93,7 @@ func FuzzServeDNS(f *testing.F) {
 
 func TestParseResolvConf(t *testing.T) {
 	skip := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10")}
-	got, err := ParseResolvConf(strings.NewReader(
+	got, err := upstream.ParseResolvConf(strings.NewReader(
 		"# host\nnameserver 10.0.0.10\nnameserver 192.0.2.53\nnameserver 2001:db8::53\nnameserver 169.254.20.10\nsearch example.com\noptions ndots:1\n"), skip)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +101,7 @@ func TestParseResolvConf(t *testing.T) {
 	if strings.Join(got, ",") != "192.0.2.53:53,[2001:db8::53]:53" {
 		t.Errorf("servers = %v", got)
 	}
-	if got, err := ParseResolvConf(strings.NewReader(""), nil); err != nil || len(got) != 0 {
+	if got, err := upstream.ParseResolvConf(strings.NewReader(""), nil); err != nil || len(got) != 0 {
 		t.Errorf("empty: %v %v", got, err)
 	}
 }
@@ -107,7 +110,7 @@ func FuzzParseResolvConf(f *testing.F) {
 	f.Add("nameserver 10.0.0.1\nsearch a b\noptions ndots:5 timeout:1\n")
 	f.Add("nameserver fe80::1%eth0\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		servers, err := ParseResolvConf(strings.NewReader(s), []netip.Addr{netip.MustParseAddr("169.254.20.10")})
+		servers, err := upstream.ParseResolvConf(strings.NewReader(s), []netip.Addr{netip.MustParseAddr("169.254.20.10")})
 		if err != nil {
 			return
 		}

@@ -14,11 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
 )
 
-// upstream is a real DNS server on loopback that answers by name and counts
+// testUpstream is a real DNS server on loopback that answers by name and counts
 // queries per transport.
-type upstream struct {
+type testUpstream struct {
 	addr    string
 	answer  string // A record value
 	failing atomic.Bool
@@ -29,9 +31,9 @@ type upstream struct {
 	counts map[string]int // "proto name"
 }
 
-func startUpstream(t testing.TB, answer string) *upstream {
+func startUpstream(t testing.TB, answer string) *testUpstream {
 	t.Helper()
-	u := &upstream{answer: answer, counts: map[string]int{}}
+	u := &testUpstream{answer: answer, counts: map[string]int{}}
 	u.ttl.Store(300)
 	var pc net.PacketConn
 	var ln net.Listener
@@ -59,13 +61,13 @@ func startUpstream(t testing.TB, answer string) *upstream {
 	return u
 }
 
-func (u *upstream) count(proto, name string) int {
+func (u *testUpstream) count(proto, name string) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.counts[proto+" "+name]
 }
 
-func (u *upstream) serve(w dns.ResponseWriter, r *dns.Msg) {
+func (u *testUpstream) serve(w dns.ResponseWriter, r *dns.Msg) {
 	q := r.Question[0]
 	proto := "udp"
 	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
@@ -84,13 +86,13 @@ func (u *upstream) serve(w dns.ResponseWriter, r *dns.Msg) {
 		m.Rcode = dns.RcodeServerFailure
 	case strings.HasPrefix(q.Name, "nx."):
 		m.Rcode = dns.RcodeNameError
-		m.Ns = []dns.RR{rr(fmt.Sprintf(soa, 30))}
+		m.Ns = []dns.RR{upstreamtest.RR(fmt.Sprintf(upstreamtest.SOA, 30))}
 	case strings.HasPrefix(q.Name, "big."):
 		for i := 0; i < 100; i++ {
-			m.Answer = append(m.Answer, rr(fmt.Sprintf("%s %d IN A 10.3.%d.%d", q.Name, u.ttl.Load(), i/250, i%250+1)))
+			m.Answer = append(m.Answer, upstreamtest.RR(fmt.Sprintf("%s %d IN A 10.3.%d.%d", q.Name, u.ttl.Load(), i/250, i%250+1)))
 		}
 	default:
-		m.Answer = []dns.RR{rr(fmt.Sprintf("%s %d IN A %s", q.Name, u.ttl.Load(), u.answer))}
+		m.Answer = []dns.RR{upstreamtest.RR(fmt.Sprintf("%s %d IN A %s", q.Name, u.ttl.Load(), u.answer))}
 	}
 	_ = w.WriteMsg(m)
 }
@@ -126,9 +128,9 @@ func stopServer(cancel context.CancelFunc, done <-chan struct{}, l *server.Liste
 type fixture struct {
 	h        *Handler
 	reg      *prometheus.Registry
-	clk      *clock
-	cluster  *upstream
-	host     *upstream
+	clk      *upstreamtest.Clock
+	cluster  *testUpstream
+	host     *testUpstream
 	udpAddr  string
 	tcpAddr  string
 	identity string
@@ -136,14 +138,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, mutate func(*HandlerConfig)) *fixture {
 	t.Helper()
-	f := &fixture{clk: newClock(), reg: prometheus.NewRegistry(), identity: "node-1"}
+	f := &fixture{clk: upstreamtest.NewClock(), reg: prometheus.NewRegistry(), identity: "node-1"}
 	f.cluster = startUpstream(t, "10.2.2.2")
 	f.host = startUpstream(t, "192.0.2.7")
 	cfg := HandlerConfig{
-		Cache: DefaultConfig(),
-		Routes: []Route{
-			{Zone: "cluster.local", Upstream: NewTCPUpstream(f.cluster.addr, time.Second), Label: "cluster"},
-			{Zone: ".", Upstream: NewServersUpstream([]string{f.host.addr}, time.Second), Label: "host"},
+		Cache: upstream.DefaultConfig(),
+		Routes: []upstream.Route{
+			{Zone: "cluster.local", Upstream: upstream.NewTCPUpstream(f.cluster.addr, time.Second), Label: "cluster"},
+			{Zone: ".", Upstream: upstream.NewServersUpstream([]string{f.host.addr}, time.Second), Label: "host"},
 		},
 		Identity: f.identity,
 		Now:      f.clk.Now,
@@ -446,32 +448,5 @@ func TestHandlerDrainingFailsOnlyTheProbe(t *testing.T) {
 	}
 	if r := f.query(t, "udp", "web.default.svc.cluster.local.", dns.TypeA); aValue(r) != "10.2.2.2" {
 		t.Errorf("query while draining: %v", r)
-	}
-}
-
-// TestInflightWaitsForLateStarts: a prefetch may start from zero while Wait
-// runs (shutdown during queries); Wait returns only when it is done.
-func TestInflightWaitsForLateStarts(t *testing.T) {
-	var f inflight
-	f.wait() // nothing running: returns at once
-	f.add()
-	released := make(chan struct{})
-	waited := make(chan struct{})
-	go func() { f.wait(); close(waited) }()
-	go func() {
-		f.add() // a second start while Wait is blocked
-		f.done()
-		<-released
-		f.done()
-	}()
-	select {
-	case <-waited:
-		t.Fatal("wait returned with a prefetch running")
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(released)
-	<-waited
-	if f.n != 0 {
-		t.Fatalf("count %d after wait", f.n)
 	}
 }

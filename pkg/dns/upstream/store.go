@@ -1,4 +1,4 @@
-package cache
+package upstream
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package cache
+package upstream
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -134,13 +136,24 @@ func exchangeOn(c *dns.Conn, m *dns.Msg, deadline time.Time) (*dns.Msg, error) {
 	}
 }
 
-// ServersUpstream tries a list of resolvers in order over UDP, retrying a
-// truncated answer over TCP: the host's upstream for zones outside the
-// cluster.
+// ServersUpstream tries a list of resolvers in turn over UDP, starting
+// with the last one that answered, and retries a truncated answer over
+// TCP: node-cache's host resolvers, and partition-dns's --upstream.
 type ServersUpstream struct {
 	servers []string
 	udp     *dns.Client
 	tcp     *dns.Client
+	// first is the server tried first: the last one that answered, so
+	// that a dead first server costs one timeout, not one per query.
+	first atomic.Uint32
+}
+
+// HostPort returns server as host:port, with port 53 when it names none.
+func HostPort(server string) string {
+	if _, _, err := net.SplitHostPort(server); err == nil {
+		return server
+	}
+	return net.JoinHostPort(strings.Trim(server, "[]"), "53")
 }
 
 // NewServersUpstream returns an upstream over servers (host:port each).
@@ -160,12 +173,17 @@ func (u *ServersUpstream) Exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, e
 		return nil, errors.New("no upstream servers")
 	}
 	var errs []error
-	for _, s := range u.servers {
+	first := int(u.first.Load()) % len(u.servers)
+	for i := range u.servers {
+		s := u.servers[(first+i)%len(u.servers)]
 		r, _, err := u.udp.ExchangeContext(ctx, m, s)
 		if err == nil && r.Truncated {
 			r, _, err = u.tcp.ExchangeContext(ctx, m, s)
 		}
 		if err == nil {
+			if i > 0 {
+				u.first.Store(uint32((first + i) % len(u.servers)))
+			}
 			return r, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", s, err))

@@ -1,53 +1,17 @@
-package cache
+package upstream
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func rr(s string) dns.RR {
-	r, err := dns.NewRR(s)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
-func msg(rcode int, answer, ns []dns.RR) *dns.Msg {
-	m := new(dns.Msg)
-	m.Response = true
-	m.Rcode = rcode
-	m.Answer, m.Ns = answer, ns
-	return m
-}
-
-const soa = "cluster.local. 60 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 %d"
-
 func TestClassify(t *testing.T) {
-	trunc := msg(dns.RcodeSuccess, []dns.RR{rr("a.cluster.local. 30 IN A 10.0.0.1")}, nil)
+	trunc := upstreamtest.Msg(dns.RcodeSuccess, []dns.RR{upstreamtest.RR("a.cluster.local. 30 IN A 10.0.0.1")}, nil)
 	trunc.Truncated = true
 	for _, tc := range []struct {
 		name string
@@ -55,12 +19,12 @@ func TestClassify(t *testing.T) {
 		kind Kind
 		ttl  uint32
 	}{
-		{"success", msg(dns.RcodeSuccess, []dns.RR{rr("a. 300 IN A 10.0.0.1"), rr("a. 20 IN A 10.0.0.2")}, nil), Success, 20},
-		{"nxdomain uses SOA minimum", msg(dns.RcodeNameError, nil, []dns.RR{rr(fmt.Sprintf(soa, 3))}), Denial, 3},
-		{"nodata", msg(dns.RcodeSuccess, nil, []dns.RR{rr(fmt.Sprintf(soa, 120))}), Denial, 60},
-		{"nxdomain without SOA", msg(dns.RcodeNameError, nil, nil), Denial, 1<<31 - 1},
-		{"servfail", msg(dns.RcodeServerFailure, nil, nil), Uncacheable, 0},
-		{"refused", msg(dns.RcodeRefused, nil, nil), Uncacheable, 0},
+		{"success", upstreamtest.Msg(dns.RcodeSuccess, []dns.RR{upstreamtest.RR("a. 300 IN A 10.0.0.1"), upstreamtest.RR("a. 20 IN A 10.0.0.2")}, nil), Success, 20},
+		{"nxdomain uses SOA minimum", upstreamtest.Msg(dns.RcodeNameError, nil, []dns.RR{upstreamtest.RR(fmt.Sprintf(upstreamtest.SOA, 3))}), Denial, 3},
+		{"nodata", upstreamtest.Msg(dns.RcodeSuccess, nil, []dns.RR{upstreamtest.RR(fmt.Sprintf(upstreamtest.SOA, 120))}), Denial, 60},
+		{"nxdomain without SOA", upstreamtest.Msg(dns.RcodeNameError, nil, nil), Denial, 1<<31 - 1},
+		{"servfail", upstreamtest.Msg(dns.RcodeServerFailure, nil, nil), Uncacheable, 0},
+		{"refused", upstreamtest.Msg(dns.RcodeRefused, nil, nil), Uncacheable, 0},
 		{"truncated", trunc, Uncacheable, 0},
 		{"nil", nil, Uncacheable, 0},
 	} {
@@ -72,16 +36,16 @@ func TestClassify(t *testing.T) {
 }
 
 func TestStoreTTLCapsAndStale(t *testing.T) {
-	clk := newClock()
+	clk := upstreamtest.NewClock()
 	cfg := DefaultConfig()
 	cfg.ServeStale = time.Minute
 	s := NewStore(cfg, clk.Now)
 	qa := dns.Question{Name: "A.Cluster.Local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
 	qn := dns.Question{Name: "nx.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
-	if _, k := s.Set(qa, false, msg(0, []dns.RR{rr("a.cluster.local. 300 IN A 10.0.0.1")}, nil)); k != Success {
+	if _, k := s.Set(qa, false, upstreamtest.Msg(0, []dns.RR{upstreamtest.RR("a.cluster.local. 300 IN A 10.0.0.1")}, nil)); k != Success {
 		t.Fatalf("kind %v", k)
 	}
-	if _, k := s.Set(qn, false, msg(dns.RcodeNameError, nil, []dns.RR{rr(fmt.Sprintf(soa, 600))})); k != Denial {
+	if _, k := s.Set(qn, false, upstreamtest.Msg(dns.RcodeNameError, nil, []dns.RR{upstreamtest.RR(fmt.Sprintf(upstreamtest.SOA, 600))})); k != Denial {
 		t.Fatalf("kind %v", k)
 	}
 	lower := dns.Question{Name: "a.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
@@ -102,24 +66,23 @@ func TestStoreTTLCapsAndStale(t *testing.T) {
 		{90*time.Second - time.Nanosecond, lower, false, Stale, 0},
 		{90 * time.Second, lower, false, Miss, 0},
 	} {
-		c := newClock()
-		c.t = clk.Now().Add(tc.after)
-		s.now = c.Now
+		at := clk.Now().Add(tc.after)
+		s.now = func() time.Time { return at }
 		e, st := s.Get(tc.q, tc.do)
 		if st != tc.want {
 			t.Errorf("after %v %v do=%v: state %v, want %v", tc.after, tc.q, tc.do, st, tc.want)
 			continue
 		}
-		if st == Fresh && e.Remaining(c.Now()) != tc.remain {
-			t.Errorf("after %v %v: remaining %v, want %v", tc.after, tc.q, e.Remaining(c.Now()), tc.remain)
+		if st == Fresh && e.Remaining(at) != tc.remain {
+			t.Errorf("after %v %v: remaining %v, want %v", tc.after, tc.q, e.Remaining(at), tc.remain)
 		}
 	}
 	// TTL 0 is not cached; a new answer replaces an old one of another kind.
 	s.now = clk.Now
-	if _, k := s.Set(qa, false, msg(0, []dns.RR{rr("a.cluster.local. 0 IN A 10.0.0.1")}, nil)); k != Uncacheable {
+	if _, k := s.Set(qa, false, upstreamtest.Msg(0, []dns.RR{upstreamtest.RR("a.cluster.local. 0 IN A 10.0.0.1")}, nil)); k != Uncacheable {
 		t.Errorf("ttl 0 cached as %v", k)
 	}
-	s.Set(qa, false, msg(dns.RcodeNameError, nil, nil))
+	s.Set(qa, false, upstreamtest.Msg(dns.RcodeNameError, nil, nil))
 	if s.Len(Success) != 0 || s.Len(Denial) != 2 {
 		t.Errorf("after replacement: %d success, %d denial", s.Len(Success), s.Len(Denial))
 	}
@@ -132,9 +95,9 @@ func TestStoreCapacities(t *testing.T) {
 		s := NewStore(cfg, nil)
 		for i := 0; i < 2000; i++ {
 			q := dns.Question{Name: fmt.Sprintf("n%d.cluster.local.", i), Qtype: dns.TypeA, Qclass: dns.ClassINET}
-			s.Set(q, false, msg(0, []dns.RR{rr(q.Name + " 30 IN A 10.0.0.1")}, nil))
+			s.Set(q, false, upstreamtest.Msg(0, []dns.RR{upstreamtest.RR(q.Name + " 30 IN A 10.0.0.1")}, nil))
 			q.Qtype = dns.TypeAAAA
-			s.Set(q, false, msg(dns.RcodeNameError, nil, nil))
+			s.Set(q, false, upstreamtest.Msg(dns.RcodeNameError, nil, nil))
 		}
 		if s.Len(Success) > tc.success || s.Len(Denial) > tc.denial {
 			t.Errorf("caps %v: holds %d success, %d denial", tc, s.Len(Success), s.Len(Denial))
@@ -152,7 +115,7 @@ func TestStoreCapacities(t *testing.T) {
 func BenchmarkStoreGet(b *testing.B) {
 	s := NewStore(DefaultConfig(), nil)
 	q := dns.Question{Name: "kubernetes.default.svc.cluster.local.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
-	s.Set(q, false, msg(0, []dns.RR{rr(q.Name + " 30 IN A 10.0.0.1")}, nil))
+	s.Set(q, false, upstreamtest.Msg(0, []dns.RR{upstreamtest.RR(q.Name + " 30 IN A 10.0.0.1")}, nil))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -1,0 +1,57 @@
+// Package upstreamtest has what the tests of pkg/dns/upstream and of its
+// users share: a fake clock and upstream answers written in presentation
+// format.
+package upstreamtest
+
+import (
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Clock is a fake clock the tests move by hand; Now is its reading.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at a fixed time.
+func NewClock() *Clock { return &Clock{t: time.Unix(1_700_000_000, 0)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Add moves the clock by d.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// RR parses one record in presentation format; it panics on a typo, which
+// is the test's bug.
+func RR(s string) dns.RR {
+	r, err := dns.NewRR(s)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// Msg is an upstream answer with rcode and the given sections.
+func Msg(rcode int, answer, ns []dns.RR) *dns.Msg {
+	m := new(dns.Msg)
+	m.Response = true
+	m.Rcode = rcode
+	m.Answer, m.Ns = answer, ns
+	return m
+}
+
+// SOA is a negative answer's SOA record for cluster.local.; %d is its
+// minimum.
+const SOA = "cluster.local. 60 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 %d"
