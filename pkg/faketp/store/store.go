@@ -591,7 +591,11 @@ func (s *Store) Load(puts []Put) error {
 }
 
 // commit runs under s.mu: it assigns the next version, persists, then
-// changes memory and wakes watchers.
+// changes memory and wakes watchers. It is one bolt Update, not DB.Batch:
+// as in etcd, a change becomes visible (to reads and watches) only once it
+// is durable, and versions are durable in order, so commits are serial and
+// there is nothing for Batch to coalesce. (tporigin, the other bbolt user,
+// groups its writes into one transaction itself: writeBatch.)
 func (s *Store) commit(t EventType, k Key, m Meta, enc Encode, old *Object) (*Object, error) {
 	rv := s.rv + 1
 	data, err := enc(rv)
