@@ -123,69 +123,110 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 	if o.LocalIPs, err = ParseIPList(*localIPs); err != nil {
 		return nil, fmt.Errorf("--local-ip: %w", err)
 	}
-	if strings.TrimSpace(*upSvc) == "" {
-		return nil, errors.New("--upstream-svc-ip is required (or $NODE_LOCAL_UPSTREAM_SERVICE_HOST)")
+	if o.UpstreamSvcIP, err = upstreamServiceIP(*upSvc, o.LocalIPs); err != nil {
+		return nil, err
 	}
-	if o.UpstreamSvcIP, err = netip.ParseAddr(strings.TrimSpace(*upSvc)); err != nil {
-		return nil, fmt.Errorf("--upstream-svc-ip: %q is not an IP address", *upSvc)
+	if o.ClusterZones, err = clusterZonesOf(*zones); err != nil {
+		return nil, err
 	}
-	o.UpstreamSvcIP = o.UpstreamSvcIP.Unmap()
-	for _, ip := range o.LocalIPs {
-		if ip == o.UpstreamSvcIP {
-			return nil, fmt.Errorf("--upstream-svc-ip %s is one of --local-ip: the cache would forward to itself", ip)
+	if o.UpstreamServers, err = hostResolvers(*servers, *resolvConf, o.LocalIPs); err != nil {
+		return nil, err
+	}
+	if err := validateCacheOptions(o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// upstreamServiceIP parses --upstream-svc-ip, which must not be one of the
+// cache's own IPs (the cache would forward to itself).
+func upstreamServiceIP(flag string, local []netip.Addr) (netip.Addr, error) {
+	if strings.TrimSpace(flag) == "" {
+		return netip.Addr{}, errors.New("--upstream-svc-ip is required (or $NODE_LOCAL_UPSTREAM_SERVICE_HOST)")
+	}
+	ip, err := netip.ParseAddr(strings.TrimSpace(flag))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("--upstream-svc-ip: %q is not an IP address", flag)
+	}
+	ip = ip.Unmap()
+	for _, l := range local {
+		if l == ip {
+			return netip.Addr{}, fmt.Errorf("--upstream-svc-ip %s is one of --local-ip: the cache would forward to itself", ip)
 		}
 	}
-	for _, z := range cliflag.SplitList(*zones) {
+	return ip, nil
+}
+
+// clusterZonesOf parses --cluster-zones.
+func clusterZonesOf(list string) ([]string, error) {
+	var zones []string
+	for _, z := range cliflag.SplitList(list) {
 		if _, ok := dns.IsDomainName(z); !ok {
 			return nil, fmt.Errorf("--cluster-zones: %q is not a domain name", z)
 		}
-		o.ClusterZones = append(o.ClusterZones, z)
+		zones = append(zones, z)
 	}
-	if len(o.ClusterZones) == 0 {
+	if len(zones) == 0 {
 		return nil, errors.New("--cluster-zones is empty")
 	}
-	if strings.TrimSpace(*servers) != "" {
-		if o.UpstreamServers, err = ParseServerList(*servers); err != nil {
+	return zones, nil
+}
+
+// hostResolvers are --upstream-servers, or else the nameservers of
+// --resolv-conf other than the cache's own IPs.
+func hostResolvers(servers, resolvConf string, local []netip.Addr) ([]string, error) {
+	if strings.TrimSpace(servers) != "" {
+		list, err := ParseServerList(servers)
+		if err != nil {
 			return nil, fmt.Errorf("--upstream-servers: %w", err)
 		}
-	} else if *resolvConf != "" {
-		f, err := os.Open(*resolvConf)
-		if err != nil {
-			return nil, fmt.Errorf("--resolv-conf: %w", err)
-		}
-		o.UpstreamServers, err = upstream.ParseResolvConf(f, o.LocalIPs)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("--resolv-conf: %w", err)
-		}
+		return list, nil
 	}
+	if resolvConf == "" {
+		return nil, nil
+	}
+	f, err := os.Open(resolvConf)
+	if err != nil {
+		return nil, fmt.Errorf("--resolv-conf: %w", err)
+	}
+	defer f.Close()
+	list, err := upstream.ParseResolvConf(f, local)
+	if err != nil {
+		return nil, fmt.Errorf("--resolv-conf: %w", err)
+	}
+	return list, nil
+}
+
+// validateCacheOptions checks the ports, the metrics address, the cache
+// settings and the durations.
+func validateCacheOptions(o *CacheOptions) error {
 	for _, p := range []struct {
 		n    string
 		v    int
 		zero bool
 	}{{"dns-port", o.DNSPort, false}, {"upstream-svc-port", o.UpstreamSvcPort, false}, {"health-port", o.HealthPort, true}} {
 		if err := validPort(p.n, p.v, p.zero); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.MetricsAddress != "" {
 		if err := cliflag.ValidateListenAddress(o.MetricsAddress); err != nil {
-			return nil, fmt.Errorf("--metrics-listen-address %q: %v", o.MetricsAddress, err)
+			return fmt.Errorf("--metrics-listen-address %q: %v", o.MetricsAddress, err)
 		}
 	}
 	switch {
 	case o.Cache.SuccessCapacity < 0 || o.Cache.DenialCapacity < 0:
-		return nil, errors.New("cache capacities cannot be negative")
+		return errors.New("cache capacities cannot be negative")
 	case o.Cache.SuccessTTL < 0 || o.Cache.DenialTTL < 0 || o.Cache.ServeStale < 0:
-		return nil, errors.New("cache durations cannot be negative")
+		return errors.New("cache durations cannot be negative")
 	case o.Cache.PrefetchAmount < 0 || o.Cache.PrefetchPercentage < 0 || o.Cache.PrefetchPercentage > 100:
-		return nil, errors.New("--prefetch-amount must be >= 0 and --prefetch-percentage in 0..100")
+		return errors.New("--prefetch-amount must be >= 0 and --prefetch-percentage in 0..100")
 	case o.DrainDuration < 0:
-		return nil, errors.New("--drain-duration cannot be negative")
+		return errors.New("--drain-duration cannot be negative")
 	case o.UpstreamTimeout <= 0 || o.SyncInterval <= 0:
-		return nil, errors.New("--upstream-timeout and --sync-interval must be positive")
+		return errors.New("--upstream-timeout and --sync-interval must be positive")
 	}
-	return o, nil
+	return nil
 }
 
 // setupErrors counts failed setup steps by kind, as upstream node-cache's
@@ -222,30 +263,110 @@ func RunCache(ctx context.Context, args []string) error {
 	return RunCacheWithOptions(ctx, o)
 }
 
-// RunCacheWithOptions is RunCache after flag parsing.
+// RunCacheWithOptions is RunCache after flag parsing: it runs the cache
+// until ctx ends or a server fails.
 func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	setupErrs := newSetupErrors(reg)
-	countErr := func(err error) {
-		for _, e := range flatten(err) {
-			setupErrs.WithLabelValues(errKind(e)).Inc()
-		}
+	r := &cacheRun{o: o, reg: prometheus.NewRegistry()}
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.setupErrs = newSetupErrors(r.reg)
+	r.ruleSet = rules.Build(rules.Config{LocalIPs: o.LocalIPs, DNSPort: o.DNSPort, HealthPort: o.HealthPort})
+	r.synced = !o.SetupIptables
+	if err := r.setupInterface(); err != nil {
+		return err
 	}
-
-	var nif *netif.Manager
-	if o.SetupInterface {
-		nif = netif.New(netif.Options{Name: o.InterfaceName, Fallback: o.FallbackIface, IPs: o.LocalIPs, IPCommand: o.IPCommand})
-		res, err := nif.Ensure()
-		if err != nil {
-			countErr(err)
-			return fmt.Errorf("setting up the interface: %w", err)
-		}
-		klog.InfoS("Local IPs in place", "device", res.Device, "fallback", res.Fallback, "added", res.AddedAddress)
-	}
-
 	upstreamTCP := upstream.NewTCPUpstream(net.JoinHostPort(o.UpstreamSvcIP.String(), strconv.Itoa(o.UpstreamSvcPort)), o.UpstreamTimeout)
 	defer upstreamTCP.Close()
+	h, err := cache.NewHandler(cache.HandlerConfig{Cache: o.Cache, Routes: r.routes(upstreamTCP), Identity: o.Identity, UpstreamTimeout: o.UpstreamTimeout}, r.reg)
+	if err != nil {
+		return err
+	}
+	r.h = h
+	if err := r.listen(); err != nil {
+		return err
+	}
+	klog.InfoS("NodeLocal cache serving", "addresses", r.addrs, "upstream", upstreamTCP.String(), "hostResolvers", o.UpstreamServers)
+	if o.SetupIptables {
+		r.ipt = rules.NewManager(rules.Options{Binary: o.IptablesBinary})
+	}
+	// The servers outlive ctx by the drain period: they stop when
+	// serveCtx ends.
+	serveCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.errc, r.failed = make(chan error, 8), make(chan struct{})
+	if err := r.startServers(serveCtx); err != nil {
+		cancel()
+		r.closeListeners()
+		r.wg.Wait()
+		r.teardownInterfaceOnError()
+		return err
+	}
+	graceful := r.syncUntilDone(ctx)
+	if graceful && !o.SkipTeardown {
+		r.drain()
+	}
+	cancel()
+	return r.stop()
+}
+
+// cacheRun is one run of the cache: what RunCacheWithOptions sets up and
+// must take down.
+type cacheRun struct {
+	o         *CacheOptions
+	reg       *prometheus.Registry
+	setupErrs *prometheus.CounterVec
+	nif       *netif.Manager // nil without --setup-interface
+	ipt       *rules.Manager // nil without --setup-iptables, and once torn down
+	ruleSet   []rules.Rule
+	h         *cache.Handler
+	addrs     []string
+	listeners []*server.Listener
+
+	mu       sync.Mutex
+	lastSync error
+	synced   bool
+
+	wg       sync.WaitGroup
+	errc     chan error
+	failed   chan struct{} // closed when a server fails
+	failOnce sync.Once
+	errs     []error // teardown errors, returned at the end
+}
+
+// countErr counts each error of err by kind in the setup-errors metric.
+func (r *cacheRun) countErr(err error) {
+	for _, e := range flatten(err) {
+		r.setupErrs.WithLabelValues(errKind(e)).Inc()
+	}
+}
+
+// setupInterface puts the local IPs on the interface (--setup-interface).
+func (r *cacheRun) setupInterface() error {
+	o := r.o
+	if !o.SetupInterface {
+		return nil
+	}
+	r.nif = netif.New(netif.Options{Name: o.InterfaceName, Fallback: o.FallbackIface, IPs: o.LocalIPs, IPCommand: o.IPCommand})
+	res, err := r.nif.Ensure()
+	if err != nil {
+		r.countErr(err)
+		return fmt.Errorf("setting up the interface: %w", err)
+	}
+	klog.InfoS("Local IPs in place", "device", res.Device, "fallback", res.Fallback, "added", res.AddedAddress)
+	return nil
+}
+
+// teardownInterfaceOnError removes the local IPs after a failed start,
+// unless --skip-teardown.
+func (r *cacheRun) teardownInterfaceOnError() {
+	if r.nif != nil && !r.o.SkipTeardown {
+		_ = r.nif.Teardown()
+	}
+}
+
+// routes are the cluster zones to upstreamTCP, with the pods' addresses
+// as ECS when --client-subnet, and every other name to the host resolvers.
+func (r *cacheRun) routes(upstreamTCP *upstream.TCPUpstream) []upstream.Route {
+	o := r.o
 	var routes []upstream.Route
 	for _, z := range o.ClusterZones {
 		routes = append(routes, upstream.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster", ClientSubnet: o.ClientSubnet})
@@ -255,206 +376,197 @@ func RunCacheWithOptions(ctx context.Context, o *CacheOptions) error {
 	} else {
 		klog.InfoS("No host resolvers: names outside the cluster zones get SERVFAIL")
 	}
-	h, err := cache.NewHandler(cache.HandlerConfig{Cache: o.Cache, Routes: routes, Identity: o.Identity, UpstreamTimeout: o.UpstreamTimeout}, reg)
-	if err != nil {
-		return err
-	}
-	// The sockets of partition-dns: per IP, one UDP socket per core
-	// sharing the port (SO_REUSEPORT) and one TCP socket.
-	var addrs []string
-	var listeners []*server.Listener
-	for _, ip := range o.LocalIPs {
-		addr := net.JoinHostPort(ip.String(), strconv.Itoa(o.DNSPort))
+	return routes
+}
+
+// listen opens partition-dns's sockets on every local IP: one UDP socket
+// per core sharing the port (SO_REUSEPORT) and one TCP socket.
+func (r *cacheRun) listen() error {
+	for _, ip := range r.o.LocalIPs {
+		addr := net.JoinHostPort(ip.String(), strconv.Itoa(r.o.DNSPort))
 		l, err := server.Listen(addr, runtime.GOMAXPROCS(0))
 		if err != nil {
-			setupErrs.WithLabelValues("listen").Inc()
-			for _, l := range listeners {
-				l.Close()
-			}
-			if nif != nil && !o.SkipTeardown {
-				_ = nif.Teardown()
-			}
+			r.setupErrs.WithLabelValues("listen").Inc()
+			r.closeListeners()
+			r.teardownInterfaceOnError()
 			return err
 		}
-		addrs = append(addrs, addr)
-		listeners = append(listeners, l)
+		r.addrs = append(r.addrs, addr)
+		r.listeners = append(r.listeners, l)
 	}
-	klog.InfoS("NodeLocal cache serving", "addresses", addrs, "upstream", upstreamTCP.String(), "hostResolvers", o.UpstreamServers)
+	return nil
+}
 
-	var ipt *rules.Manager
-	ruleSet := rules.Build(rules.Config{LocalIPs: o.LocalIPs, DNSPort: o.DNSPort, HealthPort: o.HealthPort})
-	var (
-		mu       sync.Mutex
-		lastSync error
-		synced   = !o.SetupIptables
-	)
-	syncNet := func() {
-		var errs []error
-		if nif != nil {
-			if _, err := nif.Ensure(); err != nil {
-				countErr(err)
-				errs = append(errs, err)
-			}
+func (r *cacheRun) closeListeners() {
+	for _, l := range r.listeners {
+		l.Close()
+	}
+}
+
+// syncNet re-ensures the interface and the rules, and records the outcome
+// for /readyz.
+func (r *cacheRun) syncNet() {
+	var errs []error
+	if r.nif != nil {
+		if _, err := r.nif.Ensure(); err != nil {
+			r.countErr(err)
+			errs = append(errs, err)
 		}
-		if ipt != nil {
-			res, err := ipt.Sync(ruleSet)
-			if res.Added > 0 || res.Removed > 0 {
-				klog.InfoS("Repaired iptables rules", "added", res.Added, "removed", res.Removed)
-			}
-			if err != nil {
-				countErr(err)
-				errs = append(errs, err)
-			}
+	}
+	if r.ipt != nil {
+		res, err := r.ipt.Sync(r.ruleSet)
+		if res.Added > 0 || res.Removed > 0 {
+			klog.InfoS("Repaired iptables rules", "added", res.Added, "removed", res.Removed)
 		}
-		err := errors.Join(errs...)
 		if err != nil {
-			klog.ErrorS(err, "Network setup")
+			r.countErr(err)
+			errs = append(errs, err)
 		}
-		mu.Lock()
-		lastSync, synced = err, true
-		mu.Unlock()
 	}
-	if o.SetupIptables {
-		ipt = rules.NewManager(rules.Options{Binary: o.IptablesBinary})
+	err := errors.Join(errs...)
+	if err != nil {
+		klog.ErrorS(err, "Network setup")
 	}
+	r.mu.Lock()
+	r.lastSync, r.synced = err, true
+	r.mu.Unlock()
+}
 
-	opsSrv := ops.New(reg)
+// networkReady is /readyz's check: the last network sync's error.
+func (r *cacheRun) networkReady() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.synced {
+		return errors.New("network not set up yet")
+	}
+	return r.lastSync
+}
+
+// serve runs f until it returns; an error fails the run.
+func (r *cacheRun) serve(f func() error) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := f(); err != nil {
+			r.errc <- err
+			r.failOnce.Do(func() { close(r.failed) })
+		}
+	}()
+}
+
+// startServers starts DNS on every listener, /metrics (with /healthz and
+// /readyz) on --metrics-listen-address and /healthz on the local IPs'
+// --health-port, all until ctx ends.
+func (r *cacheRun) startServers(ctx context.Context) error {
+	opsSrv := ops.New(r.reg)
 	opsSrv.AddHealthz("dns", func() error { return nil })
-	opsSrv.AddReadyz("network", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if !synced {
-			return errors.New("network not set up yet")
-		}
-		return lastSync
-	})
-
-	// The servers outlive ctx by the drain period: they stop when
-	// serveCtx ends.
-	serveCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	failed := make(chan struct{})
-	var failOnce sync.Once
-	serve := func(f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				errc <- err
-				failOnce.Do(func() { close(failed) })
-			}
-		}()
+	opsSrv.AddReadyz("network", r.networkReady)
+	for _, l := range r.listeners {
+		r.serve(func() error { return server.Serve(ctx, l, r.h) })
 	}
-	for _, l := range listeners {
-		serve(func() error { return server.Serve(serveCtx, l, h) })
-	}
-	if o.MetricsAddress != "" {
-		ln, err := net.Listen("tcp", o.MetricsAddress)
+	if r.o.MetricsAddress != "" {
+		ln, err := net.Listen("tcp", r.o.MetricsAddress)
 		if err != nil {
-			setupErrs.WithLabelValues("listen").Inc()
-			cancel()
-			for _, l := range listeners {
-				l.Close()
-			}
-			wg.Wait()
-			if nif != nil && !o.SkipTeardown {
-				_ = nif.Teardown()
-			}
+			r.setupErrs.WithLabelValues("listen").Inc()
 			return fmt.Errorf("metrics listener: %w", err)
 		}
-		serve(func() error { return opsSrv.ServeListener(serveCtx, ln) })
+		r.serve(func() error { return opsSrv.ServeListener(ctx, ln) })
 	}
-	if o.HealthPort > 0 {
-		for _, ip := range o.LocalIPs {
-			ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(o.HealthPort)))
+	if r.o.HealthPort > 0 {
+		for _, ip := range r.o.LocalIPs {
+			ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(r.o.HealthPort)))
 			if err != nil {
 				// Health on the local IPs is a convenience; metrics and
 				// DNS keep working.
-				setupErrs.WithLabelValues("listen").Inc()
+				r.setupErrs.WithLabelValues("listen").Inc()
 				klog.ErrorS(err, "Health listener", "ip", ip)
 				continue
 			}
-			serve(func() error { return opsSrv.ServeListener(serveCtx, ln) })
+			r.serve(func() error { return opsSrv.ServeListener(ctx, ln) })
 		}
 	}
-	// Rules only once the cache is serving, so they never point traffic at
-	// a cache that failed to start.
-	syncNet()
-	t := time.NewTicker(o.SyncInterval)
+	return nil
+}
+
+// syncUntilDone keeps the network set up every --sync-interval until ctx
+// ends (graceful) or a server fails. Rules go in only once the cache is
+// serving, so they never point traffic at a cache that failed to start.
+func (r *cacheRun) syncUntilDone(ctx context.Context) (graceful bool) {
+	r.syncNet()
+	t := time.NewTicker(r.o.SyncInterval)
 	defer t.Stop()
-	graceful := false
-loop:
 	for {
 		select {
 		case <-ctx.Done():
-			graceful = true
-			break loop
-		case <-failed:
-			break loop
+			return true
+		case <-r.failed:
+			return false
 		case <-t.C:
-			syncNet()
+			r.syncNet()
 		}
 	}
-	var errs []error
-	// teardownRules removes the iptables rules once: before the drain on a
-	// graceful stop, at the end otherwise.
-	teardownRules := func() {
-		if ipt == nil {
-			return
-		}
-		res, err := ipt.Teardown(rules.Families(ruleSet)...)
-		klog.InfoS("Removed iptables rules", "count", res.Removed)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		ipt = nil
+}
+
+// teardownRules removes the iptables rules once: before the drain on a
+// graceful stop, at the end otherwise.
+func (r *cacheRun) teardownRules() {
+	if r.ipt == nil {
+		return
 	}
-	if graceful && !o.SkipTeardown {
-		// Move the traffic away before the sockets close, so a graceful
-		// stop loses no query: fail the watcher's probe and keep serving
-		// while it removes the switch rules, or remove our own rules first.
-		h.SetDraining(true)
-		teardownRules()
-		if o.DrainDuration > 0 {
-			klog.InfoS("Draining: failing the watcher's probe while still serving", "duration", o.DrainDuration)
-			select {
-			case <-time.After(o.DrainDuration):
-			case <-failed:
-			}
+	res, err := r.ipt.Teardown(rules.Families(r.ruleSet)...)
+	klog.InfoS("Removed iptables rules", "count", res.Removed)
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+	r.ipt = nil
+}
+
+// drain moves the traffic away before the sockets close, so a graceful
+// stop loses no query: it fails the watcher's probe and keeps serving
+// while the watcher removes the switch rules, or removes our own rules
+// first.
+func (r *cacheRun) drain() {
+	r.h.SetDraining(true)
+	r.teardownRules()
+	if r.o.DrainDuration > 0 {
+		klog.InfoS("Draining: failing the watcher's probe while still serving", "duration", r.o.DrainDuration)
+		select {
+		case <-time.After(r.o.DrainDuration):
+		case <-r.failed:
 		}
 	}
-	cancel()
+}
+
+// stop waits for the servers (whose context is cancelled), then tears the
+// rules and the interface down unless --skip-teardown.
+func (r *cacheRun) stop() error {
 	// server.Serve can miss a shutdown that lands before a server has
 	// started; closing the sockets after a grace period ends it for sure.
 	stopped := make(chan struct{})
-	go func() { wg.Wait(); close(stopped) }()
+	go func() { r.wg.Wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(5 * time.Second):
-		for _, l := range listeners {
-			l.Close()
-		}
+		r.closeListeners()
 		<-stopped
 	}
-	h.Wait()
+	r.h.Wait()
 	select {
-	case err := <-errc:
-		errs = append(errs, err)
+	case err := <-r.errc:
+		r.errs = append(r.errs, err)
 	default:
 	}
-	if o.SkipTeardown {
+	if r.o.SkipTeardown {
 		klog.InfoS("Leaving the interface and the iptables rules in place (--skip-teardown)")
-		return errors.Join(errs...)
+		return errors.Join(r.errs...)
 	}
-	teardownRules()
-	if nif != nil {
-		if err := nif.Teardown(); err != nil {
-			errs = append(errs, err)
+	r.teardownRules()
+	if r.nif != nil {
+		if err := r.nif.Teardown(); err != nil {
+			r.errs = append(r.errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(r.errs...)
 }
 
 func flatten(err error) []error {

@@ -84,25 +84,8 @@ func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, 
 			return nil, fmt.Errorf("--metrics-listen-address %q: %v", o.MetricsAddress, err)
 		}
 	}
-	if *probeIP != "" {
-		if o.ProbeIP, err = netip.ParseAddr(*probeIP); err != nil {
-			return nil, fmt.Errorf("--probe-ip: %q is not an IP address", *probeIP)
-		}
-	} else {
-		o.ProbeIP = o.LocalIPs[0]
-		for _, ip := range o.LocalIPs {
-			if !rules.IsSwitched(ip) {
-				o.ProbeIP = ip
-				break
-			}
-		}
-	}
-	for _, ip := range o.LocalIPs {
-		if ip == o.ProbeIP.Unmap() && rules.IsSwitched(ip) {
-			// After a failover, queries to a switched IP reach kube-dns:
-			// the probe would test kube-dns and never switch back.
-			return nil, fmt.Errorf("the probe IP %s is a switched (non-link-local) IP; probe a link-local IP such as %s", ip, LinkLocalIP)
-		}
+	if o.ProbeIP, err = probeIPOf(*probeIP, o.LocalIPs); err != nil {
+		return nil, err
 	}
 	o.Watch = watch.Config{
 		Target:    net.JoinHostPort(o.ProbeIP.Unmap().String(), strconv.Itoa(o.DNSPort)),
@@ -111,16 +94,50 @@ func parseWatchFlags(args []string, getenv func(string) string) (*WatchOptions, 
 		SyncInterval: *syncInterval, SkipTeardown: *skipTeardown,
 		Rules: rules.Build(rules.Config{LocalIPs: o.LocalIPs, DNSPort: o.DNSPort, HealthPort: o.HealthPort}),
 	}
-	switch {
-	case o.Watch.Interval <= 0 || o.Watch.Timeout <= 0 || o.Watch.SyncInterval <= 0:
-		return nil, errors.New("--interval, --probe-timeout and --sync-interval must be positive")
-	case o.Watch.FailureThreshold < 1 || o.Watch.SuccessThreshold < 1:
-		return nil, errors.New("--failure-threshold and --success-threshold must be at least 1")
-	}
-	if o.Watch.Timeout > o.Watch.Interval {
-		return nil, errors.New("--probe-timeout must not exceed --interval")
+	if err := validateWatch(&o.Watch); err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// probeIPOf is the IP the watcher probes: --probe-ip, or the first local
+// IP that is not switched (link-local). A switched IP is refused: after a
+// failover, queries to it reach kube-dns, so the probe would test kube-dns
+// and never switch back.
+func probeIPOf(flag string, local []netip.Addr) (netip.Addr, error) {
+	probe := local[0]
+	if flag != "" {
+		var err error
+		if probe, err = netip.ParseAddr(flag); err != nil {
+			return netip.Addr{}, fmt.Errorf("--probe-ip: %q is not an IP address", flag)
+		}
+	} else {
+		for _, ip := range local {
+			if !rules.IsSwitched(ip) {
+				probe = ip
+				break
+			}
+		}
+	}
+	for _, ip := range local {
+		if ip == probe.Unmap() && rules.IsSwitched(ip) {
+			return netip.Addr{}, fmt.Errorf("the probe IP %s is a switched (non-link-local) IP; probe a link-local IP such as %s", ip, LinkLocalIP)
+		}
+	}
+	return probe, nil
+}
+
+// validateWatch checks the probe timing and thresholds.
+func validateWatch(c *watch.Config) error {
+	switch {
+	case c.Interval <= 0 || c.Timeout <= 0 || c.SyncInterval <= 0:
+		return errors.New("--interval, --probe-timeout and --sync-interval must be positive")
+	case c.FailureThreshold < 1 || c.SuccessThreshold < 1:
+		return errors.New("--failure-threshold and --success-threshold must be at least 1")
+	case c.Timeout > c.Interval:
+		return errors.New("--probe-timeout must not exceed --interval")
+	}
+	return nil
 }
 
 // RunWatch runs `partition-dns node-cache-watch` with args (flags only)
