@@ -247,6 +247,7 @@ func (r *Resolver) lookup(q dns.Question, do bool, client *netip.Addr) (*Entry, 
 	}
 	return e, st
 }
+
 // scopedTo returns the client an upstream answer belongs to: client when
 // the answer's ECS option has a scope prefix longer than /0, else the zero
 // Addr (every client shares it).
