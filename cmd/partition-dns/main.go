@@ -72,6 +72,7 @@ type config struct {
 	systemPartition  string
 	udpSockets       int
 	publishInterval  time.Duration
+	listPageSize     int64
 	cacheSize        int
 	cacheMaxTTL      time.Duration
 	cacheMaxNegative time.Duration
@@ -114,6 +115,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.unknownSources, "isolation-unknown-sources", "allow", "With --tenant-isolation, whether queriers that are not a known pod see every tenant (allow) or only the system tenant (deny).")
 	fs.StringVar(&c.systemPartition, "system-partition", "", "Partition (name or 0-based index) answering system-tenant names for queriers that are not a known pod. Default: the first.")
 	fs.IntVar(&c.udpSockets, "udp-sockets", runtime.GOMAXPROCS(0), "UDP sockets sharing the port through SO_REUSEPORT.")
+	fs.Int64Var(&c.listPageSize, "list-page-size", source.DefaultPageSize, "Objects per page of the lists partition-dns reads from the partitions (limit and continue). Each page becomes index records before the next is read, and all partitions read one page at a time, so start-up memory stays near the index's; -1 reads each list in one piece.")
 	fs.DurationVar(&c.publishInterval, "publish-interval", 10*time.Millisecond, "Least time between two index publishes; a burst of changes becomes one publish.")
 	fs.IntVar(&c.cacheSize, "cache-size", 10000, "Answers kept by the forward cache, successes and denials each; 0 or negative disables it.")
 	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
@@ -145,6 +147,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if len(c.zones.vals) == 0 {
 		return nil, errors.New("--zone: at least one zone is needed")
+	}
+	if c.listPageSize == 0 || c.listPageSize < -1 {
+		return nil, fmt.Errorf("--list-page-size %d: must be positive, or -1 for lists in one piece", c.listPageSize)
 	}
 	if c.maxForwards < 1 {
 		return nil, fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
@@ -373,7 +378,7 @@ func run(ctx context.Context, c *config) error {
 	reg.MustRegister(programming, set.Collector())
 
 	b := index.NewBuilder(index.Options{Partitions: names, ObserveLatency: func(d time.Duration) { programming.Observe(d.Seconds()) }})
-	src, err := source.New(source.FromSet(set), b, source.Options{Namespaces: c.dnsNamespaces.vals, Tenant: c.dnsTenant, Resync: c.part.Resync})
+	src, err := source.New(source.FromSet(set), b, source.Options{Namespaces: c.dnsNamespaces.vals, Tenant: c.dnsTenant, Resync: c.part.Resync, PageSize: c.listPageSize})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -37,6 +38,27 @@ type FeedOptions struct {
 	Backoff *wait.Backoff
 	// Clock replaces the real clock (tests).
 	Clock clock.Clock
+	// PageSize, when positive and the sink is a PagedSink, lists in pages
+	// of that many objects (limit and continue, a consistent read) and
+	// hands each page to the sink before the next is fetched, so that a
+	// list never holds more than one page of API objects.
+	PageSize int64
+	// PageGate, when set, is held (one token) while a page is fetched and
+	// staged: feeds that share it (all TPs' feeds of one program) list one
+	// page at a time, and the peak memory of their initial lists does not
+	// grow with their number.
+	PageGate chan struct{}
+}
+
+// PagedSink is a Sink that takes a list page by page (FeedOptions.PageSize):
+// StartList begins every (re)list, ListPage hands over each page, and the
+// Replace that follows, with no items of its own, ends it: the sink applies
+// everything staged since StartList as one full list. A list that fails
+// half way is never applied; the next one starts over with StartList.
+type PagedSink interface {
+	Sink
+	StartList()
+	ListPage(items []any) error
 }
 
 // Feed runs one list/watch into a Sink with a client-go reflector: a full
@@ -58,7 +80,11 @@ func NewFeed(lw cache.ListerWatcher, expected any, sink Sink, o FeedOptions) *Fe
 		b := DefaultBackoff
 		backoff = &b
 	}
-	f.r = cache.NewReflectorWithOptions(listThenWatch{lw, cache.ToListerWatcherWithContext(lw)}, expected, (*feedSink)(f), cache.ReflectorOptions{
+	ctxLW := cache.ToListerWatcherWithContext(lw)
+	if ps, ok := sink.(PagedSink); ok && o.PageSize > 0 {
+		ctxLW = pagedList{ListerWatcherWithContext: ctxLW, sink: ps, size: o.PageSize, gate: o.PageGate}
+	}
+	f.r = cache.NewReflectorWithOptions(listThenWatch{lw, ctxLW}, expected, (*feedSink)(f), cache.ReflectorOptions{
 		Name: o.Name, TypeDescription: o.Name, ResyncPeriod: o.Resync, Backoff: backoff, Clock: o.Clock,
 	})
 	return f
@@ -108,4 +134,68 @@ func (s *feedSink) Replace(list []any, rv string) error {
 	}
 	s.synced.Store(true)
 	return nil
+}
+
+// pagedList lists page by page into a PagedSink and hands the reflector an
+// empty list with the list's resourceVersion: the reflector's Replace then
+// ends the staged list (see PagedSink).
+type pagedList struct {
+	cache.ListerWatcherWithContext
+	sink PagedSink
+	size int64
+	gate chan struct{}
+}
+
+func (p pagedList) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	p.sink.StartList()
+	// A consistent read: resourceVersion "0" would be served from the
+	// API server's watch cache, which ignores limit. The continue token
+	// keeps every page at the first one's resourceVersion.
+	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue = "", "", p.size, ""
+	for {
+		list, cont, err := p.page(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if cont == "" {
+			if err := meta.SetList(list, nil); err != nil {
+				return nil, err
+			}
+			return list, nil
+		}
+		opts.Continue = cont
+	}
+}
+
+// page fetches one page and stages its items, holding the gate; it returns
+// the page and its continue token.
+func (p pagedList) page(ctx context.Context, opts metav1.ListOptions) (runtime.Object, string, error) {
+	if p.gate != nil {
+		select {
+		case p.gate <- struct{}{}:
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		}
+		defer func() { <-p.gate }()
+	}
+	list, err := p.ListerWatcherWithContext.ListWithContext(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, "", err
+	}
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, "", err
+	}
+	items := make([]any, len(objs))
+	for i, o := range objs {
+		items[i] = o
+	}
+	if err := p.sink.ListPage(items); err != nil {
+		return nil, "", err
+	}
+	return list, lm.GetContinue(), nil
 }

@@ -38,7 +38,9 @@ import (
 func TestArktosTPs(t *testing.T) {
 	tps := startArktosTPs(t)
 	facts := seedArktos(t, tps)
-	d := startPartitionDNS(t, t, "partition-dns", tps.kubeconfigs[0]+","+tps.kubeconfigs[1], "--zone", "cluster.local,in-addr.arpa")
+	d := startPartitionDNS(t, t, "partition-dns", tps.kubeconfigs[0]+","+tps.kubeconfigs[1], "--zone", "cluster.local,in-addr.arpa",
+		// Pages of 2: every list is paged (limit and continue), as Arktos serves them.
+		"--list-page-size", "2")
 
 	t.Run("synced-metric", func(t *testing.T) {
 		_, body := httpGet(d.metrics + "/metrics")

@@ -189,6 +189,7 @@ type store struct {
 	tp     int
 	kind   kind
 	synced atomic.Bool // the first list has been delivered
+	staged staging     // the pages of the list being received
 }
 
 func (st *store) Add(obj any) error    { return st.apply(obj, false) }
@@ -248,52 +249,88 @@ func (st *store) apply(obj any, deleted bool) error {
 	return nil
 }
 
+// staging is a list being received page by page (informer.PagedSink): the
+// index records of the pages so far, applied together by Replace.
+type staging struct {
+	namespaces []index.NamespaceKey
+	services   []*index.Service
+	endpoints  []*index.EndpointSlice
+	pods       []*index.Pod
+	bad        any // an object of the wrong type, reported by Replace
+}
+
+// StartList begins a paged list: what an earlier, failed one staged goes.
+func (st *store) StartList() { st.staged = staging{} }
+
+// ListPage converts one page of a list to index records and stages them,
+// so that only the records, not the API objects, wait for the rest.
+func (st *store) ListPage(items []any) error {
+	st.stage(items)
+	return nil
+}
+
 // Replace hands a whole (re)list to the index: what the list lacks is
-// deleted.
+// deleted. With paged lists, list is empty and the pages were staged.
 func (st *store) Replace(list []any, _ string) error {
-	b, s, tp := st.s.b, st.s, st.tp
-	var bad any
+	st.stage(list)
+	b, tp, staged := st.s.b, st.tp, st.staged
+	st.staged = staging{}
 	switch st.kind {
 	case namespaces:
-		b.ReplaceNamespaces(tp, records(list, &bad, func(o *corev1.Namespace) (index.NamespaceKey, bool) {
+		b.ReplaceNamespaces(tp, staged.namespaces)
+	case services:
+		b.ReplaceServices(tp, staged.services)
+	case endpoints:
+		b.ReplaceEndpointSlices(tp, staged.endpoints)
+	case pods:
+		b.ReplacePods(tp, staged.pods)
+	}
+	st.synced.Store(true)
+	if staged.bad != nil {
+		return fmt.Errorf("partition-dns: %s feed listed a %T", st.kind, staged.bad)
+	}
+	return nil
+}
+
+// stage converts listed objects to the kind's index records and adds them
+// to st.staged.
+func (st *store) stage(list []any) {
+	s, g := st.s, &st.staged
+	switch st.kind {
+	case namespaces:
+		g.namespaces = records(g.namespaces, list, &g.bad, func(o *corev1.Namespace) (index.NamespaceKey, bool) {
 			t := tenantOf(o)
 			return index.NamespaceKey{Tenant: t, Name: o.Name}, s.exposed(t, o.Name, "")
-		}))
+		})
 	case services:
-		b.ReplaceServices(tp, records(list, &bad, func(o *corev1.Service) (*index.Service, bool) {
+		g.services = records(g.services, list, &g.bad, func(o *corev1.Service) (*index.Service, bool) {
 			if !s.exposed(tenantOf(o), o.Namespace, o.Name) {
 				return nil, false
 			}
 			return toService(o), true
-		}))
+		})
 	case endpoints:
-		b.ReplaceEndpointSlices(tp, records(list, &bad, func(o metav1.Object) (*index.EndpointSlice, bool) {
+		g.endpoints = records(g.endpoints, list, &g.bad, func(o metav1.Object) (*index.EndpointSlice, bool) {
 			if !s.exposed(tenantOf(o), o.GetNamespace(), serviceOf(o)) {
 				return nil, false
 			}
 			rec, ok := endpointsRecord(o)
 			if !ok {
-				bad = o
+				g.bad = o
 			}
 			return rec, rec != nil
-		}))
+		})
 	case pods:
-		b.ReplacePods(tp, records(list, &bad, func(o *corev1.Pod) (*index.Pod, bool) {
+		g.pods = records(g.pods, list, &g.bad, func(o *corev1.Pod) (*index.Pod, bool) {
 			rec := toPod(o)
 			return rec, rec != nil
-		}))
+		})
 	}
-	st.synced.Store(true)
-	if bad != nil {
-		return fmt.Errorf("partition-dns: %s feed listed a %T", st.kind, bad)
-	}
-	return nil
 }
 
-// records converts the listed objects of type O that conv keeps; an object
-// of another type is left out and put in *bad.
-func records[O, R any](list []any, bad *any, conv func(O) (R, bool)) []R {
-	out := make([]R, 0, len(list))
+// records appends to out the listed objects of type O that conv keeps; an
+// object of another type is left out and put in *bad.
+func records[O, R any](out []R, list []any, bad *any, conv func(O) (R, bool)) []R {
 	for _, obj := range list {
 		o, ok := obj.(O)
 		if !ok {

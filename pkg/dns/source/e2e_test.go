@@ -82,19 +82,21 @@ type env struct {
 	isolated string
 }
 
-// modes are the two ways a TP serves endpoints: the tests pass on both.
+// modes are the two ways a TP serves endpoints: the tests pass on both. The
+// second also lists in pages of 2 objects, so that every list is paged.
 var modes = []struct {
 	name      string
 	tps       faketp.Options
 	endpoints string // what the source reads
+	pageSize  int64  // source.Options.PageSize
 }{
-	{"endpoints", faketp.Options{}, "endpoints"},
-	{"endpointslices", faketp.Options{EndpointSlices: true}, "endpointslices"},
+	{"endpoints", faketp.Options{}, "endpoints", 0},
+	{"endpointslices-paged", faketp.Options{EndpointSlices: true}, "endpointslices", 2},
 }
 
 // start seeds three fake TPs, starts partition-dns's parts on them, and
 // returns before anything has synced.
-func start(t *testing.T, o faketp.Options) *env {
+func start(t *testing.T, o faketp.Options, so source.Options) *env {
 	o.Partitions = 3
 	c := faketp.StartT(t, o)
 	tps := c.TPs()
@@ -147,7 +149,7 @@ func start(t *testing.T, o faketp.Options) *env {
 		t.Fatal(err)
 	}
 	b := index.NewBuilder(index.Options{Partitions: names})
-	src, err := source.New(source.FromSet(set), b, source.Options{})
+	src, err := source.New(source.FromSet(set), b, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,12 +237,12 @@ func answers(r *dns.Msg) []string {
 
 func TestEndToEnd(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) { testEndToEnd(t, m.tps, m.endpoints) })
+		t.Run(m.name, func(t *testing.T) { testEndToEnd(t, m.tps, m.endpoints, m.pageSize) })
 	}
 }
 
-func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string) {
-	e := start(t, o)
+func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize int64) {
+	e := start(t, o, source.Options{PageSize: pageSize})
 
 	// Before the first sync, cluster names are SERVFAIL, not NXDOMAIN.
 	for _, network := range []string{"udp", "tcp"} {

@@ -29,7 +29,16 @@ type Options struct {
 	// Resync is the feeds' resync period; 0 disables it. The sinks
 	// keep no objects, so a resync changes nothing in the index.
 	Resync time.Duration
+	// PageSize is the most objects of one list page (DefaultPageSize when
+	// zero; negative lists in one piece). Each page becomes index records
+	// before the next is read, and all partitions' feeds read one page at
+	// a time, so a start's peak memory is the index plus one page, however
+	// many objects and partitions there are.
+	PageSize int64
 }
+
+// DefaultPageSize is Options.PageSize's default, client-go's list page.
+const DefaultPageSize = 500
 
 // Partition is what the source needs of a TP: partition.Partition is one.
 type Partition struct {
@@ -67,11 +76,17 @@ type Source struct {
 	feeds  [][]*informer.Feed
 	stores [][]*store
 	eps    []*informer.EndpointsListWatch // per partition
+	// pageGate lets one list page at a time be read and staged (see
+	// Options.PageSize).
+	pageGate chan struct{}
 }
 
 // New builds the feeds; nothing runs before Start.
 func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
-	s := &Source{b: b, parts: parts, opts: o}
+	s := &Source{b: b, parts: parts, opts: o, pageGate: make(chan struct{}, 1)}
+	if s.opts.PageSize == 0 {
+		s.opts.PageSize = DefaultPageSize
+	}
 	if o.Tenant != "" {
 		if err := tenancy.ValidateTenantName(o.Tenant); err != nil && o.Tenant != tenancy.SystemTenant {
 			return nil, fmt.Errorf("--dns-tenant: %w", err)
@@ -112,6 +127,7 @@ func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.En
 		st := &store{s: s, tp: p.Index, kind: k}
 		feeds = append(feeds, informer.NewFeed(lw, expected, st, informer.FeedOptions{
 			Name: "partition-dns " + k.String() + " of " + p.Name, Resync: s.opts.Resync,
+			PageSize: max(s.opts.PageSize, 0), PageGate: s.pageGate,
 		}))
 		stores = append(stores, st)
 	}
