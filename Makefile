@@ -7,7 +7,7 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-failover check-arktos check-arktos-vendor demo fuzz clean
+.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-failover check-arktos check-arktos-vendor demo fuzz clean
 
 all: build
 
@@ -18,6 +18,8 @@ help:
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
 	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
+	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
+	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
@@ -60,6 +62,15 @@ bench-dns:
 bench-nodecache:
 	./hack/ensure-tools.sh dnsperf dig
 	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-10} ./test/bench/nodecache/run.sh
+
+# partition-dns's UDP path against udpfloor -batch 32 (docs/benchmarks.md, "batched UDP").
+bench-udp:
+	./hack/ensure-tools.sh dnsperf
+	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-10} ./test/bench/udp/run.sh
+
+# Start-up memory with and without paged lists (docs/benchmarks.md, "Start-up memory").
+bench-memory:
+	SERVICES=$${SERVICES:-72000} PODS=$${PODS:-72000} ./test/bench/memory/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:

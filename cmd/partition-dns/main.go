@@ -73,6 +73,7 @@ type config struct {
 	udpSockets       int
 	publishInterval  time.Duration
 	listPageSize     int64
+	udpBatch         int
 	cacheSize        int
 	cacheMaxTTL      time.Duration
 	cacheMaxNegative time.Duration
@@ -114,6 +115,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.isolation, "tenant-isolation", false, "A pod of tenant A asking for a name of regular tenant B gets NXDOMAIN; system-tenant names stay visible to all.")
 	fs.StringVar(&c.unknownSources, "isolation-unknown-sources", "allow", "With --tenant-isolation, whether queriers that are not a known pod see every tenant (allow) or only the system tenant (deny).")
 	fs.StringVar(&c.systemPartition, "system-partition", "", "Partition (name or 0-based index) answering system-tenant names for queriers that are not a known pod. Default: the first.")
+	fs.IntVar(&c.udpBatch, "udp-batch", 32, "UDP packets one recvmmsg and one sendmmsg move, with one goroutine per UDP socket (Linux); 1 reads and writes one packet per call, with GOMAXPROCS readers per socket.")
 	fs.IntVar(&c.udpSockets, "udp-sockets", runtime.GOMAXPROCS(0), "UDP sockets sharing the port through SO_REUSEPORT.")
 	fs.Int64Var(&c.listPageSize, "list-page-size", source.DefaultPageSize, "Objects per page of the lists partition-dns reads from the partitions (limit and continue). Each page becomes index records before the next is read, and all partitions read one page at a time, so start-up memory stays near the index's; -1 reads each list in one piece.")
 	fs.DurationVar(&c.publishInterval, "publish-interval", 10*time.Millisecond, "Least time between two index publishes; a burst of changes becomes one publish.")
@@ -150,6 +152,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if c.listPageSize == 0 || c.listPageSize < -1 {
 		return nil, fmt.Errorf("--list-page-size %d: must be positive, or -1 for lists in one piece", c.listPageSize)
+	}
+	if c.udpBatch < 1 || c.udpBatch > 1024 {
+		return nil, fmt.Errorf("--udp-batch %d: must be between 1 and 1024", c.udpBatch)
 	}
 	if c.maxForwards < 1 {
 		return nil, fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
@@ -395,7 +400,7 @@ func run(ctx context.Context, c *config) error {
 		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
 		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
 		Forwarder: fwd, Metrics: server.NewMetrics(reg),
-		MaxConcurrentForwards: c.maxForwards, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs,
+		MaxConcurrentForwards: c.maxForwards, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs, UDPBatch: c.udpBatch,
 	})
 	if err != nil {
 		return err

@@ -62,6 +62,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--allow-recursion", "10.0.0.0/33"}, "--allow-recursion"},
 		{[]string{"--trusted-forwarders", "10.0.0.1"}, "--trusted-forwarders"},
 		{[]string{"--list-page-size", "0"}, "--list-page-size"},
+		{[]string{"--udp-batch", "0"}, "--udp-batch"},
 		{[]string{"--no-such-flag"}, "-no-such-flag"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

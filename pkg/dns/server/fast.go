@@ -102,22 +102,7 @@ func (h *Handler) serveUDP(pc *net.UDPConn) error {
 				continue
 			}
 		}
-		select {
-		case h.slow <- struct{}{}:
-			go func(pkt []byte) {
-				defer func() { <-h.slow }()
-				h.slowUDP(pc, pkt, ap)
-			}(append([]byte(nil), pkt...))
-		default:
-			// As many packets wait on the slow path as it takes: answer at
-			// once rather than queue more goroutines and memory.
-			if out := quickReply(pkt, dns.RcodeServerFailure); out != nil {
-				_, _ = pc.WriteToUDPAddrPort(out, ap)
-			}
-			if m := h.opts.Metrics; m != nil {
-				m.forwardsRejected.Inc()
-			}
-		}
+		h.offSlowPath(pc, pkt, ap)
 	}
 }
 
@@ -216,6 +201,10 @@ func serveFast(ctx context.Context, l *Listener, h *Handler, readers int) error 
 		u, ok := pc.(*net.UDPConn)
 		if !ok {
 			return errors.New("dns: fast path needs UDP sockets")
+		}
+		if batch := h.opts.UDPBatch; batch > 1 && batchSupported {
+			go func() { errc <- h.serveUDPBatch(u, batch) }()
+			continue
 		}
 		for r := 0; r < readers; r++ {
 			go func() { errc <- h.serveUDP(u) }()

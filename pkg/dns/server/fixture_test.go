@@ -119,6 +119,9 @@ type testServer struct {
 
 func startServer(t testing.TB, snaps Snapshots, o Options) *testServer {
 	t.Helper()
+	if o.UDPBatch == 0 {
+		o.UDPBatch = 32 // as partition-dns: the socket tests run the batched path
+	}
 	h := newHandler(t, snaps, o)
 	l, err := Listen("127.0.0.1:0", 2)
 	if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net"
 	"testing"
 
@@ -115,8 +116,14 @@ func TestRecords(t *testing.T) {
 // TestRecordsOverSockets: the same answers over UDP and TCP, through the
 // fast path and the miekg/dns server.
 func TestRecordsOverSockets(t *testing.T) {
+	for _, batch := range []int{32, 1} {
+		t.Run(fmt.Sprintf("udp-batch-%d", batch), func(t *testing.T) { testRecordsOverSockets(t, batch) })
+	}
+}
+
+func testRecordsOverSockets(t *testing.T, batch int) {
 	b := fixture(t)
-	s := startServer(t, b, Options{Pods: PodsInsecure})
+	s := startServer(t, b, Options{Pods: PodsInsecure, UDPBatch: batch})
 	serial := b.Current().Serial
 	for _, c := range []dnsCase{
 		{Qname: kdns, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.0.0.10"}},

@@ -123,6 +123,11 @@ type Options struct {
 	// option from any other source is ignored for identity. Nil trusts no
 	// one.
 	TrustedForwarders []netip.Prefix
+	// UDPBatch, above 1, is how many packets one read (recvmmsg) and one
+	// write (sendmmsg) move on each UDP socket, with one goroutine per
+	// socket (Linux; elsewhere, and at 0 or 1, each socket has GOMAXPROCS
+	// readers that move a packet per call).
+	UDPBatch int
 	// Metrics, when set, counts requests.
 	Metrics *Metrics
 }
