@@ -555,21 +555,14 @@ func (b *Builder) Publish() bool {
 		return false
 	}
 	old := b.cur.Load()
-	s := &Snapshot{TPs: slices.Clone(old.TPs)}
-	clonedTP := map[int]bool{}
-	type tpTenant struct {
-		tp     int
-		tenant string
-	}
-	clonedTenant := map[tpTenant]bool{}
+	e := newSnapshotEdit(old)
+	s := e.s
 	w := &ipWriter{rev: addrEdits[PTR]{old: &old.rev}, src: addrEdits[srcOwner]{old: &old.src}}
 	tenantsChanged := false
-
 	for dk, p := range b.dirty {
 		rec := b.tps[dk.tp][dk.nsKey]
-		tpv := s.TPs[dk.tp]
 		var oldNS *NamespaceView
-		if tv := tpv.Tenants[dk.tenant]; tv != nil {
+		if tv := s.TPs[dk.tp].Tenants[dk.tenant]; tv != nil {
 			oldNS = tv.Namespaces[dk.ns]
 		}
 		w.setPodAddrs(dk, rec, p.podAddrs)
@@ -577,39 +570,8 @@ func (b *Builder) Publish() bool {
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
 		}
-		if newNS == oldNS {
-			continue
-		}
-		if !clonedTP[dk.tp] {
-			c := *tpv
-			c.Tenants = maps.Clone(tpv.Tenants)
-			tpv = &c
-			s.TPs[dk.tp] = tpv
-			clonedTP[dk.tp] = true
-		}
-		tv := tpv.Tenants[dk.tenant]
-		if tk := (tpTenant{dk.tp, dk.tenant}); !clonedTenant[tk] {
-			n := &TenantView{}
-			if tv != nil {
-				n.Namespaces = maps.Clone(tv.Namespaces)
-			} else {
-				n.Namespaces = map[string]*NamespaceView{}
-			}
-			tv = n
-			tpv.Tenants[dk.tenant] = tv
-			clonedTenant[tk] = true
-		}
-		if newNS == nil {
-			delete(tv.Namespaces, dk.ns)
+		if newNS != oldNS && e.setNamespace(dk, oldNS, newNS) {
 			tenantsChanged = true
-			if len(tv.Namespaces) == 0 {
-				delete(tpv.Tenants, dk.tenant)
-			}
-		} else {
-			if oldNS == nil {
-				tenantsChanged = true
-			}
-			tv.Namespaces[dk.ns] = newNS
 		}
 	}
 	s.rev, s.src = w.rev.apply(), w.src.apply()
@@ -652,6 +614,58 @@ func homes(tps []*TPView) (map[string]int, []string) {
 	}
 	sort.Strings(conflicts)
 	return home, conflicts
+}
+
+// snapshotEdit makes the next snapshot from the current one, copy on
+// write: a partition's view and a tenant's view are cloned the first time
+// one of their namespaces changes, and everything unchanged is shared.
+type snapshotEdit struct {
+	s            *Snapshot
+	clonedTP     map[int]bool
+	clonedTenant map[tpTenant]bool
+}
+
+type tpTenant struct {
+	tp     int
+	tenant string
+}
+
+func newSnapshotEdit(old *Snapshot) *snapshotEdit {
+	return &snapshotEdit{s: &Snapshot{TPs: slices.Clone(old.TPs)}, clonedTP: map[int]bool{}, clonedTenant: map[tpTenant]bool{}}
+}
+
+// setNamespace puts newNS (nil: none) in place of oldNS for dk. It reports
+// whether a namespace appeared or went, which may change tenants' homes.
+func (e *snapshotEdit) setNamespace(dk dirtyKey, oldNS, newNS *NamespaceView) (tenantsChanged bool) {
+	tpv := e.s.TPs[dk.tp]
+	if !e.clonedTP[dk.tp] {
+		c := *tpv
+		c.Tenants = maps.Clone(tpv.Tenants)
+		tpv = &c
+		e.s.TPs[dk.tp] = tpv
+		e.clonedTP[dk.tp] = true
+	}
+	tv := tpv.Tenants[dk.tenant]
+	if tk := (tpTenant{dk.tp, dk.tenant}); !e.clonedTenant[tk] {
+		n := &TenantView{}
+		if tv != nil {
+			n.Namespaces = maps.Clone(tv.Namespaces)
+		} else {
+			n.Namespaces = map[string]*NamespaceView{}
+		}
+		tv = n
+		tpv.Tenants[dk.tenant] = tv
+		e.clonedTenant[tk] = true
+	}
+	if newNS == nil {
+		delete(tv.Namespaces, dk.ns)
+		if len(tv.Namespaces) == 0 {
+			delete(tpv.Tenants, dk.tenant)
+		}
+		return true
+	}
+	tv.Namespaces[dk.ns] = newNS
+	return oldNS == nil
 }
 
 // buildNamespace returns the new view of one namespace (nil when it is
