@@ -284,16 +284,8 @@ type PodDNS struct {
 // them the pod falls back to Default with a MissingClusterDNS warning.
 func (c *Configurer) GetPodDNS(ctx context.Context, pod Pod) (*PodDNS, error) {
 	tenant := pod.tenant()
-	if err := tenancy.ValidateTenantName(tenant); err != nil {
+	if err := validatePod(&pod, tenant); err != nil {
 		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
-	}
-	if err := tenancy.ValidateLabel("namespace", pod.Namespace); err != nil {
-		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
-	}
-	if dc := pod.DNSConfig; dc != nil {
-		if err := validatePodDNSConfig(dc); err != nil {
-			return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
-		}
 	}
 	host, err := c.hostResolvConf()
 	if err != nil {
@@ -314,49 +306,24 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod Pod) (*PodDNS, error) {
 	case dnsNone:
 		// None starts from nothing; only dnsConfig fills it.
 	case dnsCluster:
-		servers, ws, err := c.clusterNameservers(ctx, &pod, tenant)
-		if err != nil {
+		var ok bool
+		var ws []Warning
+		if rc, ok, ws, err = c.clusterFirst(ctx, &pod, tenant, host); err != nil {
 			return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 		}
 		warnings = append(warnings, ws...)
-		if len(servers) > 0 {
-			// The cluster DNS server is the only nameserver: it forwards
-			// what it cannot answer to the servers it is configured with.
-			rc.Nameservers = servers
-			if tenancy.IsSystem(tenant) {
-				rc.Searches = clusterSearches(host.Searches, pod.Namespace, c.domain)
-				rc.Options = []string{systemNdots}
-			} else {
-				rc.Searches = tenantSearches(host.Searches, pod.Namespace, tenant, c.domain, c.scope)
-				rc.Options = []string{tenantNdots}
-			}
+		if ok {
 			break
 		}
-		warnings = append(warnings, Warning{ReasonMissingClusterDNS, fmt.Sprintf(
-			"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
-			podRef(&pod, tenant), DNSClusterFirst, DNSDefault)})
 		fallthrough
 	case dnsHost:
-		rc = host
-		if c.openHost == nil {
-			// No host file: a local nameserver and the root search, which
-			// effectively disables search (upstream's --resolv-conf="").
-			rc.Nameservers = append([]string(nil), c.localServers...)
-			rc.Searches = []string{"."}
-		}
+		rc = c.hostDefault(host)
 	}
 
 	if dc := pod.DNSConfig; dc != nil {
 		rc = appendPodDNSConfig(rc, dc)
 	}
-	var w *Warning
-	if rc.Nameservers, w = fitNameservers(rc.Nameservers, c.limits); w != nil {
-		warnings = append(warnings, *w)
-	}
-	if rc.Searches, w = fitSearches(rc.Searches, c.limits); w != nil {
-		warnings = append(warnings, *w)
-	}
-	if err := rc.Validate(); err != nil {
+	if rc, err = c.fit(rc, &warnings); err != nil {
 		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 	}
 	if c.logf != nil {
@@ -365,6 +332,72 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod Pod) (*PodDNS, error) {
 		}
 	}
 	return &PodDNS{ResolvConf: rc, Warnings: warnings}, nil
+}
+
+// validatePod checks the names that become search domains and the pod's
+// dnsConfig.
+func validatePod(pod *Pod, tenant string) error {
+	if err := tenancy.ValidateTenantName(tenant); err != nil {
+		return err
+	}
+	if err := tenancy.ValidateLabel("namespace", pod.Namespace); err != nil {
+		return err
+	}
+	if dc := pod.DNSConfig; dc != nil {
+		return validatePodDNSConfig(dc)
+	}
+	return nil
+}
+
+// clusterFirst is the ClusterFirst resolv.conf: the pod's TP's cluster DNS
+// server as the only nameserver (it forwards what it cannot answer), and
+// the search list of the pod's tenant. ok is false, with a warning, when
+// there is no cluster DNS server: the caller falls back to Default.
+func (c *Configurer) clusterFirst(ctx context.Context, pod *Pod, tenant string, host ResolvConf) (rc ResolvConf, ok bool, warnings []Warning, err error) {
+	servers, warnings, err := c.clusterNameservers(ctx, pod, tenant)
+	if err != nil {
+		return rc, false, nil, err
+	}
+	if len(servers) == 0 {
+		warnings = append(warnings, Warning{ReasonMissingClusterDNS, fmt.Sprintf(
+			"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
+			podRef(pod, tenant), DNSClusterFirst, DNSDefault)})
+		return rc, false, warnings, nil
+	}
+	rc.Nameservers = servers
+	if tenancy.IsSystem(tenant) {
+		rc.Searches = clusterSearches(host.Searches, pod.Namespace, c.domain)
+		rc.Options = []string{systemNdots}
+	} else {
+		rc.Searches = tenantSearches(host.Searches, pod.Namespace, tenant, c.domain, c.scope)
+		rc.Options = []string{tenantNdots}
+	}
+	return rc, true, warnings, nil
+}
+
+// hostDefault is the Default policy's resolv.conf: the host's.
+func (c *Configurer) hostDefault(host ResolvConf) ResolvConf {
+	rc := host
+	if c.openHost == nil {
+		// No host file: a local nameserver and the root search, which
+		// effectively disables search (upstream's --resolv-conf="").
+		rc.Nameservers = append([]string(nil), c.localServers...)
+		rc.Searches = []string{"."}
+	}
+	return rc
+}
+
+// fit cuts rc to the resolver's limits, adding a warning for each cut, and
+// validates the result.
+func (c *Configurer) fit(rc ResolvConf, warnings *[]Warning) (ResolvConf, error) {
+	var w *Warning
+	if rc.Nameservers, w = fitNameservers(rc.Nameservers, c.limits); w != nil {
+		*warnings = append(*warnings, *w)
+	}
+	if rc.Searches, w = fitSearches(rc.Searches, c.limits); w != nil {
+		*warnings = append(*warnings, *w)
+	}
+	return rc, rc.Validate()
 }
 
 // hostResolvConf reads the host file, or returns an empty ResolvConf when
