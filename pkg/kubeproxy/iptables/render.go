@@ -176,102 +176,129 @@ func (r *Renderer) RenderFull(s *kubeproxy.Snapshot, stale []string) *Plan {
 // TPKIT-SERVICES added or deleted one by one, and chains they no longer need
 // deleted. Other services are not touched.
 func (r *Renderer) RenderPartial(s *kubeproxy.Snapshot, changed []kubeproxy.ServiceName) *Plan {
-	p := &Plan{next: make(map[kubeproxy.ServiceName][]installedPort, len(changed))}
-	var natChains, natRules, natDel, filterRules, filterDel, drop bytes.Buffer
+	w := &partialWriter{p: &Plan{next: make(map[kubeproxy.ServiceName][]installedPort, len(changed))}}
 	for _, key := range changed {
-		if _, seen := p.next[key]; seen {
+		if _, seen := w.p.next[key]; seen {
 			continue
 		}
-		infos := s.Service(key)
-		ports := r.build(infos)
-		old := r.installed[key]
-		if len(ports) == 0 {
-			p.next[key] = nil
-		} else {
-			p.next[key] = ports
+		w.service(r, s, key)
+	}
+	if w.p.Result.Services == 0 {
+		return w.p
+	}
+	w.p.Input = w.input()
+	w.p.Result.Bytes = len(w.p.Input)
+	return w.p
+}
+
+// partialWriter collects what RenderPartial writes, by table and by the
+// order iptables-restore needs.
+type partialWriter struct {
+	p                                                   *Plan
+	natChains, natRules, natDel, filterRules, filterDel bytes.Buffer
+	drop                                                bytes.Buffer // chains to delete (-X)
+}
+
+// service renders one changed service: its port chains, the TPKIT-SERVICES
+// rules it gains and loses, and the chains it no longer needs.
+func (w *partialWriter) service(r *Renderer, s *kubeproxy.Snapshot, key kubeproxy.ServiceName) {
+	p := w.p
+	infos := s.Service(key)
+	ports := r.build(infos)
+	old := r.installed[key]
+	if len(ports) == 0 {
+		p.next[key] = nil
+	} else {
+		p.next[key] = ports
+	}
+	p.Result.Services++
+	oldDispatch, oldReject := ruleSets(old)
+	keep := map[string]bool{}
+	newDispatch, newReject := map[string]bool{}, map[string]bool{}
+	for i := range ports {
+		ip := &ports[i]
+		r.writePortChains(&w.natChains, &w.natRules, infos[i], ip, &p.Result)
+		if ip.svcChain != "" {
+			keep[ip.svcChain] = true
 		}
-		p.Result.Services++
-		keep := map[string]bool{}
-		oldDispatch, oldReject := map[string]bool{}, map[string]bool{}
-		for _, op := range old {
-			for _, d := range op.dispatch {
-				oldDispatch[d] = true
-			}
-			for _, d := range op.reject {
-				oldReject[d] = true
-			}
+		for _, c := range ip.sepChains {
+			keep[c] = true
 		}
-		newDispatch, newReject := map[string]bool{}, map[string]bool{}
-		for i := range ports {
-			ip := &ports[i]
-			r.writePortChains(&natChains, &natRules, infos[i], ip, &p.Result)
-			if ip.svcChain != "" {
-				keep[ip.svcChain] = true
-			}
-			for _, c := range ip.sepChains {
-				keep[c] = true
-			}
-			for _, d := range ip.dispatch {
-				newDispatch[d] = true
-				if !oldDispatch[d] {
-					writeRule(&natRules, "-A", ServicesChain, d)
-					p.Result.Rules++
-				}
-			}
-			for _, d := range ip.reject {
-				newReject[d] = true
-				if !oldReject[d] {
-					writeRule(&filterRules, "-A", ServicesChain, d)
-					p.Result.Rules++
-				}
-			}
-		}
-		for _, op := range old {
-			for _, d := range op.dispatch {
-				if !newDispatch[d] {
-					writeRule(&natDel, "-D", ServicesChain, d)
-					p.Result.RulesDeleted++
-				}
-			}
-			for _, d := range op.reject {
-				if !newReject[d] {
-					writeRule(&filterDel, "-D", ServicesChain, d)
-					p.Result.RulesDeleted++
-				}
-			}
-			for _, c := range append([]string{op.svcChain}, op.sepChains...) {
-				if c != "" && !keep[c] {
-					keep[c] = true // delete once
-					declare(&natChains, c)
-					drop.WriteString("-X ")
-					drop.WriteString(c)
-					drop.WriteByte('\n')
-					p.Result.ChainsDeleted++
-				}
+		w.addRules(&w.natRules, ip.dispatch, oldDispatch, newDispatch)
+		w.addRules(&w.filterRules, ip.reject, oldReject, newReject)
+	}
+	for _, op := range old {
+		w.deleteRules(&w.natDel, op.dispatch, newDispatch)
+		w.deleteRules(&w.filterDel, op.reject, newReject)
+		for _, c := range append([]string{op.svcChain}, op.sepChains...) {
+			if c != "" && !keep[c] {
+				keep[c] = true // delete once
+				declare(&w.natChains, c)
+				w.drop.WriteString("-X ")
+				w.drop.WriteString(c)
+				w.drop.WriteByte('\n')
+				p.Result.ChainsDeleted++
 			}
 		}
 	}
-	if p.Result.Services == 0 {
-		return p
+}
+
+// ruleSets are the TPKIT-SERVICES rules (dispatch in nat, reject in filter)
+// of installed ports.
+func ruleSets(ports []installedPort) (dispatch, reject map[string]bool) {
+	dispatch, reject = map[string]bool{}, map[string]bool{}
+	for _, op := range ports {
+		for _, d := range op.dispatch {
+			dispatch[d] = true
+		}
+		for _, d := range op.reject {
+			reject[d] = true
+		}
 	}
+	return dispatch, reject
+}
+
+// addRules appends to TPKIT-SERVICES the rules that were not installed,
+// and notes every rule in now.
+func (w *partialWriter) addRules(b *bytes.Buffer, rules []string, installed, now map[string]bool) {
+	for _, d := range rules {
+		now[d] = true
+		if !installed[d] {
+			writeRule(b, "-A", ServicesChain, d)
+			w.p.Result.Rules++
+		}
+	}
+}
+
+// deleteRules deletes from TPKIT-SERVICES the installed rules that are not
+// in now.
+func (w *partialWriter) deleteRules(b *bytes.Buffer, rules []string, now map[string]bool) {
+	for _, d := range rules {
+		if !now[d] {
+			writeRule(b, "-D", ServicesChain, d)
+			w.p.Result.RulesDeleted++
+		}
+	}
+}
+
+// input is the iptables-restore input of what was collected.
+func (w *partialWriter) input() []byte {
 	var b bytes.Buffer
-	if filterRules.Len()+filterDel.Len() > 0 {
+	if w.filterRules.Len()+w.filterDel.Len() > 0 {
 		b.WriteString("*filter\n")
-		b.Write(filterDel.Bytes())
-		b.Write(filterRules.Bytes())
+		b.Write(w.filterDel.Bytes())
+		b.Write(w.filterRules.Bytes())
 		b.WriteString("COMMIT\n")
 	}
 	b.WriteString("*nat\n")
-	b.Write(natChains.Bytes())
+	b.Write(w.natChains.Bytes())
 	// Deletions from TPKIT-SERVICES come before the chains they jump to are
 	// deleted, and before new rules, so a changed rule is never doubled.
-	b.Write(natDel.Bytes())
-	b.Write(natRules.Bytes())
-	b.Write(drop.Bytes())
+	b.Write(w.natDel.Bytes())
+	b.Write(w.natRules.Bytes())
+	b.Write(w.drop.Bytes())
 	b.WriteString("COMMIT\n")
-	p.Input = b.Bytes()
-	p.Result.Bytes = b.Len()
-	return p
+	return b.Bytes()
 }
 
 // build computes the installed form of a service's ports.
