@@ -138,43 +138,55 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if c.ttl > 3600 {
-		return nil, fmt.Errorf("--ttl %d: must be at most 3600", c.ttl)
+	if err := c.validateValues(); err != nil {
+		return nil, err
 	}
-	if _, ok := server.ParsePodMode(c.pods); !ok {
-		return nil, fmt.Errorf("--pods %q: want disabled, insecure or verified", c.pods)
+	var err error
+	// Empty, not nil: --allow-recursion= allows none.
+	if c.recursionCIDRs, err = parseCIDRs("--allow-recursion", c.allowRecursion.vals, "10.0.0.0/8"); err != nil {
+		return nil, err
 	}
-	if c.unknownSources != "allow" && c.unknownSources != "deny" {
-		return nil, fmt.Errorf("--isolation-unknown-sources %q: want allow or deny", c.unknownSources)
-	}
-	if len(c.zones.vals) == 0 {
-		return nil, errors.New("--zone: at least one zone is needed")
-	}
-	if c.listPageSize == 0 || c.listPageSize < -1 {
-		return nil, fmt.Errorf("--list-page-size %d: must be positive, or -1 for lists in one piece", c.listPageSize)
-	}
-	if c.udpBatch < 1 || c.udpBatch > 1024 {
-		return nil, fmt.Errorf("--udp-batch %d: must be between 1 and 1024", c.udpBatch)
-	}
-	if c.maxForwards < 1 {
-		return nil, fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
-	}
-	c.recursionCIDRs = []netip.Prefix{} // empty, not nil: --allow-recursion= allows none
-	for _, v := range c.allowRecursion.vals {
-		p, err := netip.ParsePrefix(v)
-		if err != nil {
-			return nil, fmt.Errorf("--allow-recursion %q: want a CIDR such as 10.0.0.0/8", v)
-		}
-		c.recursionCIDRs = append(c.recursionCIDRs, p.Masked())
-	}
-	for _, v := range c.trustedFwd.vals {
-		p, err := netip.ParsePrefix(v)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-forwarders %q: want a CIDR such as 10.0.0.0/16", v)
-		}
-		c.trustedCIDRs = append(c.trustedCIDRs, p.Masked())
+	if c.trustedCIDRs, err = parseCIDRs("--trusted-forwarders", c.trustedFwd.vals, "10.0.0.0/16"); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// validateValues checks the flags whose values have a range or a set of
+// words.
+func (c *config) validateValues() error {
+	switch {
+	case c.ttl > 3600:
+		return fmt.Errorf("--ttl %d: must be at most 3600", c.ttl)
+	case c.unknownSources != "allow" && c.unknownSources != "deny":
+		return fmt.Errorf("--isolation-unknown-sources %q: want allow or deny", c.unknownSources)
+	case len(c.zones.vals) == 0:
+		return errors.New("--zone: at least one zone is needed")
+	case c.listPageSize == 0 || c.listPageSize < -1:
+		return fmt.Errorf("--list-page-size %d: must be positive, or -1 for lists in one piece", c.listPageSize)
+	case c.udpBatch < 1 || c.udpBatch > 1024:
+		return fmt.Errorf("--udp-batch %d: must be between 1 and 1024", c.udpBatch)
+	case c.maxForwards < 1:
+		return fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
+	}
+	if _, ok := server.ParsePodMode(c.pods); !ok {
+		return fmt.Errorf("--pods %q: want disabled, insecure or verified", c.pods)
+	}
+	return nil
+}
+
+// parseCIDRs parses the values of a CIDR-list flag, masked; an empty list
+// is an empty, not nil, slice.
+func parseCIDRs(flag string, vals []string, example string) ([]netip.Prefix, error) {
+	out := []netip.Prefix{}
+	for _, v := range vals {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: want a CIDR such as %s", flag, v, example)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func prefixStrings(ps []netip.Prefix) []string {
