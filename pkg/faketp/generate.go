@@ -44,98 +44,122 @@ func (tp *TP) Generate(o GenerateOptions) error {
 	if err := tenancy.ValidateTenantName(tenant); err != nil {
 		return err
 	}
-	nsCount := max(o.Namespaces, 1)
-	nodes := o.Nodes
-	if nodes <= 0 {
-		nodes = 10
+	g := &generator{tp: tp, tenant: tenant, nsCount: max(o.Namespaces, 1), nodes: o.Nodes, svcCount: max(o.Services, 1), pods: o.Pods}
+	if g.nodes <= 0 {
+		g.nodes = 10
 	}
-	const batch = 5000
-	var objs []obj
-	flush := func(force bool) error {
-		if len(objs) == 0 || (!force && len(objs) < batch) {
-			return nil
-		}
-		err := tp.seedObjects(objs)
-		objs = objs[:0]
-		return err
-	}
-	add := func(o obj) error {
-		objs = append(objs, o)
-		return flush(false)
-	}
-	ns := func(i int) string { return "gen-" + strconv.Itoa(i%nsCount) }
-	meta := func(name string, i int, labels obj) obj {
-		m := obj{"name": name, "namespace": ns(i), "tenant": tenant}
-		if labels != nil {
-			m["labels"] = labels
-		}
-		return m
-	}
-	svcCount := max(o.Services, 1)
-	for i := 0; i < nsCount && o.Namespaces > 0; i++ {
-		if err := add(obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns(i), "tenant": tenant}}); err != nil {
+	for i := 0; i < g.nsCount && o.Namespaces > 0; i++ {
+		if err := g.add(obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": g.ns(i), "tenant": tenant}}); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < o.Pods; i++ {
-		app := "svc-" + strconv.Itoa(i%svcCount)
-		err := add(obj{
-			"apiVersion": "v1", "kind": "Pod",
-			"metadata": meta(fmt.Sprintf("pod-%d", i), i, obj{"app": app}),
-			"spec": obj{
-				"nodeName":   "node-" + strconv.Itoa(i%nodes),
-				"containers": []any{obj{"name": "app", "image": "registry.k8s.io/pause:3.10"}},
-			},
-			"status": obj{"phase": "Running", "podIP": podIP(i),
-				"conditions": []any{obj{"type": "Ready", "status": "True"}, obj{"type": "ContainersReady", "status": "True"}}},
-		})
-		if err != nil {
+		if err := g.add(g.pod(i)); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < o.Services; i++ {
-		name := "svc-" + strconv.Itoa(i)
-		err := add(obj{
-			"apiVersion": "v1", "kind": "Service",
-			"metadata": meta(name, i, nil),
-			"spec": obj{
-				"selector": obj{"app": name},
-				"ports":    []any{obj{"name": "http", "port": int64(80), "protocol": "TCP", "targetPort": int64(8080)}},
-			},
-		})
-		if err != nil {
+		if err := g.add(g.service(i)); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < o.Services && !tp.runs(EndpointsController); i++ {
-		// Pod j is this service's when j%svcCount == i and it is in the
-		// same namespace.
-		var addrs []any
-		for j := i; j < o.Pods; j += svcCount {
-			if j%nsCount == i%nsCount {
-				addrs = append(addrs, obj{"ip": podIP(j), "nodeName": "node-" + strconv.Itoa(j%nodes),
-					"targetRef": obj{"kind": "Pod", "namespace": ns(j), "name": fmt.Sprintf("pod-%d", j), "tenant": tenant}})
-			}
-		}
-		ep := obj{"apiVersion": "v1", "kind": "Endpoints", "metadata": meta("svc-"+strconv.Itoa(i), i, nil)}
-		if addrs != nil {
-			ep["subsets"] = []any{obj{"addresses": addrs, "ports": []any{obj{"name": "http", "port": int64(8080), "protocol": "TCP"}}}}
-		}
-		if err := add(ep); err != nil {
+		if err := g.add(g.endpoints(i)); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < o.ConfigMaps; i++ {
-		err := add(obj{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": meta("cm-"+strconv.Itoa(i), i, nil),
-			"data":     obj{"key": "value-" + strconv.Itoa(i)},
-		})
-		if err != nil {
+		cm := obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": g.meta("cm-"+strconv.Itoa(i), i, nil), "data": obj{"key": "value-" + strconv.Itoa(i)}}
+		if err := g.add(cm); err != nil {
 			return err
 		}
 	}
-	return flush(true)
+	return g.flush(true)
+}
+
+// generator makes one tenant's generated objects and seeds them in batches.
+type generator struct {
+	tp                       *TP
+	tenant                   string
+	nsCount, nodes, svcCount int
+	pods                     int
+	objs                     []obj
+}
+
+// generateBatch is how many objects are seeded at once.
+const generateBatch = 5000
+
+// add queues o, seeding the queue once it is a batch.
+func (g *generator) add(o obj) error {
+	g.objs = append(g.objs, o)
+	return g.flush(false)
+}
+
+// flush seeds the queued objects: a full batch, or whatever is left when
+// forced.
+func (g *generator) flush(force bool) error {
+	if len(g.objs) == 0 || (!force && len(g.objs) < generateBatch) {
+		return nil
+	}
+	err := g.tp.seedObjects(g.objs)
+	g.objs = g.objs[:0]
+	return err
+}
+
+// ns is the namespace of the i-th object of a kind.
+func (g *generator) ns(i int) string { return "gen-" + strconv.Itoa(i%g.nsCount) }
+
+func (g *generator) meta(name string, i int, labels obj) obj {
+	m := obj{"name": name, "namespace": g.ns(i), "tenant": g.tenant}
+	if labels != nil {
+		m["labels"] = labels
+	}
+	return m
+}
+
+// pod is pod i: running and ready on a node, selected by service i%svcCount.
+func (g *generator) pod(i int) obj {
+	return obj{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": g.meta(fmt.Sprintf("pod-%d", i), i, obj{"app": "svc-" + strconv.Itoa(i%g.svcCount)}),
+		"spec": obj{
+			"nodeName":   "node-" + strconv.Itoa(i%g.nodes),
+			"containers": []any{obj{"name": "app", "image": "registry.k8s.io/pause:3.10"}},
+		},
+		"status": obj{"phase": "Running", "podIP": podIP(i),
+			"conditions": []any{obj{"type": "Ready", "status": "True"}, obj{"type": "ContainersReady", "status": "True"}}},
+	}
+}
+
+// service is service i, selecting its pods.
+func (g *generator) service(i int) obj {
+	name := "svc-" + strconv.Itoa(i)
+	return obj{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": g.meta(name, i, nil),
+		"spec": obj{
+			"selector": obj{"app": name},
+			"ports":    []any{obj{"name": "http", "port": int64(80), "protocol": "TCP", "targetPort": int64(8080)}},
+		},
+	}
+}
+
+// endpoints is service i's core/v1 Endpoints, as the endpoints controller
+// would write them: pod j is the service's when j%svcCount == i and it is
+// in the same namespace.
+func (g *generator) endpoints(i int) obj {
+	var addrs []any
+	for j := i; j < g.pods; j += g.svcCount {
+		if j%g.nsCount == i%g.nsCount {
+			addrs = append(addrs, obj{"ip": podIP(j), "nodeName": "node-" + strconv.Itoa(j%g.nodes),
+				"targetRef": obj{"kind": "Pod", "namespace": g.ns(j), "name": fmt.Sprintf("pod-%d", j), "tenant": g.tenant}})
+		}
+	}
+	ep := obj{"apiVersion": "v1", "kind": "Endpoints", "metadata": g.meta("svc-"+strconv.Itoa(i), i, nil)}
+	if addrs != nil {
+		ep["subsets"] = []any{obj{"addresses": addrs, "ports": []any{obj{"name": "http", "port": int64(8080), "protocol": "TCP"}}}}
+	}
+	return ep
 }
 
 // podIP is a distinct IP in 10.244.0.0/14 for pod i, skipping the .0

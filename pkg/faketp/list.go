@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,6 +124,64 @@ func decodeContinue(s string) (continueToken, error) {
 	return c, nil
 }
 
+// parseLimit reads a list's limit; 0 is none.
+func parseLimit(q url.Values) (int, error) {
+	l := q.Get("limit")
+	if l == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(l, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", truncate(l)))
+	}
+	if n > 0 && n < 1<<31 {
+		return int(n), nil
+	}
+	return 0, nil
+}
+
+// readList reads a list's objects as the API server would: a continued
+// list at its first page's version (etcd's consistent snapshot until
+// compaction), an exact version from etcd, else the current state. It sets
+// rv to the version read and reports whether more objects follow.
+func (tp *TP) readList(cont string, t target, lo store.ListOptions, rv *listRV) ([]*store.Object, bool, error) {
+	switch {
+	case cont != "":
+		tok, err := decodeContinue(cont)
+		if err != nil {
+			return nil, false, err
+		}
+		if rv.exact || rv.atLeast > 0 {
+			return nil, false, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		lo.After = &store.Key{Tenant: tok.Tenant, Namespace: tok.Namespace, Name: tok.Name}
+		rv.exact, rv.atLeast = true, tok.RV
+		objs, more, err := tp.st().ListAt(t.res.storeName(), tok.RV, lo)
+		if err != nil {
+			return nil, false, errGone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+		return objs, more, nil
+	case rv.exact:
+		// kube-apiserver reads exactly this version from etcd.
+		objs, more, err := tp.st().ListAt(t.res.storeName(), rv.atLeast, lo)
+		switch {
+		case errors.Is(err, store.ErrGone):
+			return nil, false, errGone("The resourceVersion for the provided list is too old.")
+		case err != nil:
+			return nil, false, errTooNewRV(rv.atLeast, tp.st().RV())
+		}
+		return objs, more, nil
+	}
+	objs, cur, more := tp.st().List(t.res.storeName(), lo)
+	if rv.atLeast > cur {
+		return nil, false, errTooNewRV(rv.atLeast, cur)
+	}
+	rv.atLeast = cur
+	return objs, more, nil
+}
+
+// serveList answers a list: selectors, limit and continue, the
+// resourceVersion semantics of readList, as JSON or a Table.
 func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 	q := r.URL.Query()
 	sel, err := parseSelector(q, t.res)
@@ -132,15 +191,9 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	lo := t.listOptions()
 	lo.Match = sel.match
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.ParseInt(l, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", truncate(l))))
-			return
-		}
-		if n > 0 && n < 1<<31 {
-			lo.Limit = int(n)
-		}
+	if lo.Limit, err = parseLimit(q); err != nil {
+		writeError(w, err)
+		return
 	}
 	rv, err := listVersion(q, lo.Limit > 0)
 	if err != nil {
@@ -151,46 +204,10 @@ func (tp *TP) serveList(w http.ResponseWriter, r *http.Request, t target) {
 		// Served from the watch cache, which ignores the limit: one page.
 		lo.Limit = 0
 	}
-	var objs []*store.Object
-	var more bool
-	switch {
-	case q.Get("continue") != "":
-		// A continued list reads at the first page's version, as etcd
-		// does: pages are one consistent snapshot until compaction.
-		tok, err := decodeContinue(q.Get("continue"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if rv.exact || rv.atLeast > 0 {
-			writeError(w, apierrors.NewBadRequest("specifying resource version is not allowed when using continue"))
-			return
-		}
-		lo.After = &store.Key{Tenant: tok.Tenant, Namespace: tok.Namespace, Name: tok.Name}
-		rv.exact, rv.atLeast = true, tok.RV
-		if objs, more, err = tp.st().ListAt(t.res.storeName(), tok.RV, lo); err != nil {
-			writeError(w, errGone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."))
-			return
-		}
-	case rv.exact:
-		// kube-apiserver reads exactly this version from etcd.
-		objs, more, err = tp.st().ListAt(t.res.storeName(), rv.atLeast, lo)
-		switch {
-		case errors.Is(err, store.ErrGone):
-			writeError(w, errGone("The resourceVersion for the provided list is too old."))
-			return
-		case err != nil:
-			writeError(w, errTooNewRV(rv.atLeast, tp.st().RV()))
-			return
-		}
-	default:
-		var cur uint64
-		objs, cur, more = tp.st().List(t.res.storeName(), lo)
-		if rv.atLeast > cur {
-			writeError(w, errTooNewRV(rv.atLeast, cur))
-			return
-		}
-		rv.atLeast = cur
+	objs, more, err := tp.readList(q.Get("continue"), t, lo, &rv)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	lm := metav1.ListMeta{SelfLink: r.URL.Path, ResourceVersion: strconv.FormatUint(rv.atLeast, 10)}
 	if more && len(objs) > 0 {

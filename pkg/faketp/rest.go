@@ -44,26 +44,8 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	if t.sub != "" {
 		res += "/" + t.sub
 	}
-	q := r.URL.Query()
-	watch := t.watch || q.Get("watch") == "true" || q.Get("watch") == "1"
-	switch {
-	case r.Method == http.MethodGet && watch:
-		verb = "watch"
-	case r.Method == http.MethodGet && t.kind == targetCollection:
-		verb = "list"
-	case r.Method == http.MethodGet:
-		verb = "get"
-	case r.Method == http.MethodPost && (t.kind == targetCollection || t.sub == "binding"):
-		verb = "create"
-	case r.Method == http.MethodPut && t.kind == targetObject:
-		verb = "update"
-	case r.Method == http.MethodPatch && t.kind == targetObject:
-		verb = "patch"
-	case r.Method == http.MethodDelete && t.kind == targetObject:
-		verb = "delete"
-	case r.Method == http.MethodDelete && t.kind == targetCollection:
-		verb = "deletecollection"
-	default:
+	verb = verbOf(r, t)
+	if verb == "" {
 		writeError(w, errMethodNotAllowed(r.Method, res))
 		return "other", res
 	}
@@ -78,6 +60,38 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 		writeError(w, apierrors.NewNotFound(schema.GroupResource{Resource: "tenants"}, tenantAll))
 		return verb, res
 	}
+	tp.serveVerb(w, r, t, verb)
+	return verb, res
+}
+
+// verbOf is the Kubernetes verb of a request for a resource, "" when its
+// method does not apply to the target.
+func verbOf(r *http.Request, t target) string {
+	q := r.URL.Query()
+	watch := t.watch || q.Get("watch") == "true" || q.Get("watch") == "1"
+	switch {
+	case r.Method == http.MethodGet && watch:
+		return "watch"
+	case r.Method == http.MethodGet && t.kind == targetCollection:
+		return "list"
+	case r.Method == http.MethodGet:
+		return "get"
+	case r.Method == http.MethodPost && (t.kind == targetCollection || t.sub == "binding"):
+		return "create"
+	case r.Method == http.MethodPut && t.kind == targetObject:
+		return "update"
+	case r.Method == http.MethodPatch && t.kind == targetObject:
+		return "patch"
+	case r.Method == http.MethodDelete && t.kind == targetObject:
+		return "delete"
+	case r.Method == http.MethodDelete && t.kind == targetCollection:
+		return "deletecollection"
+	}
+	return ""
+}
+
+// serveVerb serves an allowed verb on t.
+func (tp *TP) serveVerb(w http.ResponseWriter, r *http.Request, t target, verb string) {
 	switch verb {
 	case "watch":
 		tp.serveWatch(w, r, t)
@@ -88,7 +102,7 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	case "create":
 		if t.sub == "binding" {
 			tp.serveBinding(w, r, t)
-			return verb, res
+			return
 		}
 		tp.serveCreate(w, r, t)
 	case "update":
@@ -100,7 +114,6 @@ func (tp *TP) serveAPI(w http.ResponseWriter, r *http.Request) (verb, res string
 	case "deletecollection":
 		tp.serveDeleteCollection(w, r, t)
 	}
-	return verb, res
 }
 
 // key is the store key of object name under t.
