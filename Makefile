@@ -7,7 +7,7 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-failover check-arktos check-arktos-vendor demo fuzz clean
+.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos check-arktos-vendor demo fuzz clean
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
 	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
+	@echo "make bench-scale  partition-dns over 10 TPs at 60k and 600k objects: ready, RSS, programming latency under churn, QPS"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
@@ -71,6 +72,11 @@ bench-udp:
 # Start-up memory with and without paged lists (docs/benchmarks.md, "Start-up memory").
 bench-memory:
 	SERVICES=$${SERVICES:-72000} PODS=$${PODS:-72000} ./test/bench/memory/run.sh
+
+# partition-dns over 10 fake TPs at 60k and 600k objects (docs/benchmarks.md, "Scale").
+bench-scale:
+	./hack/ensure-tools.sh dnsperf
+	SIZES="$${SIZES:-2400 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-20} ./test/bench/scale/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:

@@ -17,12 +17,17 @@ bench_cleanup() {
   rm -rf "$work"
 }
 
-# start_tps SERVICES PODS: 3 fake TPs with SERVICES services and PODS pods
-# each, kubeconfigs and queries.txt in $work; returns once they serve.
+# start_tps SERVICES PODS [TPS]: TPS (default 3) fake TPs with SERVICES
+# services and PODS pods each, kubeconfigs and queries.txt in $work, their
+# list in $KUBECONFIGS; returns once they serve, their PID in $tps_pid.
 start_tps() {
-  echo "Seeding 3 fake TPs with $1 services and $2 pods each..." >&2
-  "$work/tps" --dir "$work" --services "$1" --pods "$2" >"$work/tps.out" 2>"$work/tps.err" &
+  local n=${3:-3} i
+  echo "Seeding $n fake TPs with $1 services and $2 pods each..." >&2
+  "$work/tps" --dir "$work" --partitions "$n" --services "$1" --pods "$2" >"$work/tps.out" 2>"$work/tps.err" &
   local tps=$!
+  tps_pid=$tps
+  KUBECONFIGS=$work/tp1.kubeconfig
+  for i in $(seq 2 "$n"); do KUBECONFIGS=$KUBECONFIGS,$work/tp$i.kubeconfig; done
   pids+=($tps)
   until grep -q READY "$work/tps.out"; do
     kill -0 "$tps" 2>/dev/null || { cat "$work/tps.err" >&2; exit 1; }
@@ -30,10 +35,11 @@ start_tps() {
   done
 }
 
-# start_pdns [FLAG...]: partition-dns over the 3 TPs on 127.0.0.1:$DNS_PORT,
-# with /readyz on $HEALTH_PORT; returns once it is ready, its PID in $pdns.
+# start_pdns [FLAG...]: partition-dns over the TPs of $KUBECONFIGS on
+# 127.0.0.1:$DNS_PORT, with /readyz on $HEALTH_PORT; returns once it is
+# ready, its PID in $pdns.
 start_pdns() {
-  "$work/partition-dns" --tenant-server-kubeconfig "$work/tp1.kubeconfig,$work/tp2.kubeconfig,$work/tp3.kubeconfig" \
+  "$work/partition-dns" --tenant-server-kubeconfig "$KUBECONFIGS" \
     --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --ready-listen "" \
     --upstream none "$@" >"$work/pdns.log" 2>&1 &
   pdns=$!

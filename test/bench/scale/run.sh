@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make bench-scale (issue 20): partition-dns over 10 fake TPs at two sizes,
+# 60k and 600k DNS-relevant objects in all. For each it reports the time to
+# ready, the peak RSS (VmHWM, the start included) and the steady RSS, the
+# programming latency (p50/p99 from a change acknowledged by its TP to the
+# changed answer, measured by test/bench/scale/churn at CHANGES per second
+# while dnsperf runs), and dnsperf's QPS with the server's CPU per query.
+#
+#   SIZES="2400 24000" CHANGES=500 DURATION=20 test/bench/scale/run.sh
+#
+# A size is services per TP; pods per TP are the same, and the headless half
+# of the services has core/v1 Endpoints: 2.5 objects per service, so 24000
+# gives 60k per TP and 600k over 10 TPs.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+
+SIZES=${SIZES:-"2400 24000"}
+TPS=${TPS:-10}
+CHANGES=${CHANGES:-500}
+DURATION=${DURATION:-20}
+DNS_PORT=${DNS_PORT:-25953}
+HEALTH_PORT=${HEALTH_PORT:-25980}
+
+. test/bench/lib.sh
+bench_init
+go build -o "$work/churn" ./test/bench/scale/churn
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k / 1024}'; }
+
+rows=()
+for size in $SIZES; do
+  start_tps "$size" "$size" "$TPS"
+  objects=$(( (size * 5 / 2) * TPS ))
+  start=$(date +%s.%N)
+  start_pdns
+  ready=$(echo "$(date +%s.%N) - $start" | bc)
+  sleep 3
+  steady=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
+  t0=$(ticks "$pdns")
+  "$work/churn" --kubeconfigs "$KUBECONFIGS" --dns "127.0.0.1:$DNS_PORT" --rate "$CHANGES" --duration "${DURATION}s" \
+    >"$work/churn.out" 2>"$work/churn.err" &
+  churn=$!
+  perf=$(dnsperf -s 127.0.0.1 -p "$DNS_PORT" -d "$work/queries.txt" -l "$DURATION" 2>&1)
+  wait "$churn" || { cat "$work/churn.err" >&2; }
+  t1=$(ticks "$pdns")
+  qps=$(awk '/Queries per second/{printf "%.0f", $4}' <<<"$perf")
+  answered=$(awk '/Queries completed/{print $3}' <<<"$perf")
+  cpu=$(echo "scale=2; ($t1 - $t0) * 1000000 / $hz / $answered" | bc)
+  read -r _ changes _ lost _ p50 _ p99 _ max <"$work/churn.out"
+  hwm=$(awk '/VmHWM/{print $2}' /proc/$pdns/status)
+  after=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
+  rows+=("| $objects | $(printf %.1f "$ready") | $(mib "$hwm") | $(mib "$steady") / $(mib "$after") | $p50 / $p99 (max $max, $changes changes, $lost lost) | $qps | $cpu |")
+  echo "${rows[-1]}" >&2
+  kill -TERM "$pdns" "$tps_pid"; wait "$pdns" "$tps_pid" 2>/dev/null || true
+done
+
+cat <<OUT
+
+| objects ($TPS TPs) | ready (s) | peak RSS (MB) | steady RSS before / after the run (MB) | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS | server CPU per query (µs) |
+| --- | --- | --- | --- | --- | --- | --- |
+$(printf '%s\n' "${rows[@]}")
+
+dnsperf with make bench-dns's query mix for ${DURATION}s while churn changes the TPs; CPU from /proc/PID/stat.
+OUT
