@@ -5,6 +5,9 @@
 # programming latency (p50/p99 from a change acknowledged by its TP to the
 # changed answer, measured by test/bench/scale/churn at CHANGES per second
 # while dnsperf runs), and dnsperf's QPS with the server's CPU per query.
+# Then the node's parts against the same TPs, each in its own process
+# (test/bench/scale/node): the kube-proxy view and the tporigin tracker,
+# with their time to the first complete view, live heap and peak RSS.
 #
 #   SIZES="2400 24000" CHANGES=500 DURATION=20 test/bench/scale/run.sh
 #
@@ -24,11 +27,13 @@ HEALTH_PORT=${HEALTH_PORT:-25980}
 . test/bench/lib.sh
 bench_init
 go build -o "$work/churn" ./test/bench/scale/churn
+go build -o "$work/node" ./test/bench/scale/node
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k / 1024}'; }
 
 rows=()
+nodes=()
 for size in $SIZES; do
   start_tps "$size" "$size" "$TPS"
   objects=$(( (size * 5 / 2) * TPS ))
@@ -52,7 +57,14 @@ for size in $SIZES; do
   after=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
   rows+=("| $objects | $(printf %.1f "$ready") | $(mib "$hwm") | $(mib "$steady") / $(mib "$after") | $p50 / $p99 (max $max, $changes changes, $lost lost) | $qps | $cpu |")
   echo "${rows[-1]}" >&2
-  kill -TERM "$pdns" "$tps_pid"; wait "$pdns" "$tps_pid" 2>/dev/null || true
+  kill -TERM "$pdns"; wait "$pdns" 2>/dev/null || true
+  for part in proxy origin; do
+    read -r _ _ _ secs _ entries _ heap _ peak < <("$work/node" --kubeconfigs "$KUBECONFIGS" --part "$part" --dir "$work")
+    nodes+=("| $part | $objects | $secs | $entries | $heap | $peak |")
+    echo "${nodes[-1]}" >&2
+    rm -f "$work/tporigin.db"
+  done
+  kill -TERM "$tps_pid"; wait "$tps_pid" 2>/dev/null || true
 done
 
 cat <<OUT
@@ -62,4 +74,8 @@ cat <<OUT
 $(printf '%s\n' "${rows[@]}")
 
 dnsperf with make bench-dns's query mix for ${DURATION}s while churn changes the TPs; CPU from /proc/PID/stat.
+
+| node part | objects ($TPS TPs) | to the first complete view (s) | entries | live heap after GC (MB) | peak RSS (MB) |
+| --- | --- | --- | --- | --- | --- |
+$(printf '%s\n' "${nodes[@]}")
 OUT
