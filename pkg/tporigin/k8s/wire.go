@@ -29,12 +29,20 @@ type WireOptions struct {
 	// partition's endpoints mode picks for each TP.
 	Services  bool
 	Endpoints bool
+	// PageSize is the most objects of one list page (500 when zero;
+	// negative lists in one piece). Each page is recorded before the next
+	// is read, and the feeds of every TP read one page at a time, so the
+	// initial lists never hold more than a page of API objects.
+	PageSize int64
 }
 
 // Wiring connects a Tracker to every TP of a partition set.
 type Wiring struct {
 	t     *tporigin.Tracker
 	feeds []*feed
+	// pageSize and gate page the feeds' lists (WireOptions.PageSize).
+	pageSize int64
+	gate     chan struct{}
 }
 
 // feed is one list/watch of one kind in one TP, and its sink. The sink is
@@ -51,6 +59,8 @@ type feed struct {
 	// synced is set once a full list has been applied and the origins it
 	// no longer reports are pruned.
 	synced atomic.Bool
+	// live holds the UIDs of a paged list's pages so far (see ListPage).
+	live map[string]struct{}
 }
 
 // metaOf is obj as an API object. A reflector hands its sink the objects of
@@ -73,7 +83,10 @@ func Wire(t *tporigin.Tracker, set *partition.Set, o WireOptions) (*Wiring, erro
 	if !o.Services && !o.Endpoints && o.NodeName == "" {
 		return nil, fmt.Errorf("tporigin: nothing to wire: set a node name, services or endpoints")
 	}
-	w := &Wiring{t: t}
+	w := &Wiring{t: t, pageSize: o.PageSize, gate: make(chan struct{}, 1)}
+	if w.pageSize == 0 {
+		w.pageSize = 500
+	}
 	for _, p := range set.Partitions() {
 		if o.NodeName != "" {
 			sel := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
@@ -112,7 +125,8 @@ func fixed(k tporigin.Kind) func() tporigin.Kind { return func() tporigin.Kind {
 // objects are Endpoints or EndpointSlices.
 func (w *Wiring) add(p *partition.Partition, what string, kind func() tporigin.Kind, lw cache.ListerWatcher, expected runtime.Object) {
 	f := &feed{tp: p.Name, kind: kind, t: w.t}
-	f.f = informer.NewFeed(lw, expected, f, informer.FeedOptions{Name: "tporigin " + p.Name + " " + what})
+	f.f = informer.NewFeed(lw, expected, f, informer.FeedOptions{Name: "tporigin " + p.Name + " " + what,
+		PageSize: max(w.pageSize, 0), PageGate: w.gate})
 	p.TrackSynced("tporigin", f.synced.Load)
 	w.feeds = append(w.feeds, f)
 }
@@ -151,11 +165,30 @@ func (f *feed) Delete(obj any) error {
 	return nil
 }
 
-// Replace is a full list of the TP: everything in it is observed, and the
-// origins of this TP and kind that it lacks are pruned, so objects deleted
-// while nobody watched are forgotten too.
+// StartList begins a paged list (informer.PagedSink).
+func (f *feed) StartList() { f.live = map[string]struct{}{} }
+
+// ListPage observes one page of a list at once, and keeps its UIDs for the
+// prune that ends the list: an origin observed early is still true, but
+// nothing is pruned before the whole list is in.
+func (f *feed) ListPage(items []any) error {
+	for _, obj := range items {
+		if uid := f.observe(obj); uid != "" {
+			f.live[uid] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// Replace is a full list of the TP (with paged lists, its last part): everything
+// in it is observed, and the origins of this TP and kind that the list lacks
+// are pruned, so objects deleted while nobody watched are forgotten too.
 func (f *feed) Replace(list []any, _ string) error {
-	live := make(map[string]struct{}, len(list))
+	live := f.live
+	f.live = nil
+	if live == nil {
+		live = make(map[string]struct{}, len(list))
+	}
 	for _, obj := range list {
 		if uid := f.observe(obj); uid != "" {
 			live[uid] = struct{}{}

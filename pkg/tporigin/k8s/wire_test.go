@@ -99,7 +99,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tporigink8s.Wire(tr, set, tporigink8s.WireOptions{NodeName: "n1", Services: true, Endpoints: true})
+	w, err := tporigink8s.Wire(tr, set, tporigink8s.WireOptions{NodeName: "n1", Services: true, Endpoints: true, PageSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tporigink8s.Wire(tr, set, tporigink8s.WireOptions{NodeName: "n1", Services: true})
+	w, err := tporigink8s.Wire(tr, set, tporigink8s.WireOptions{NodeName: "n1", Services: true, PageSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
