@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +49,15 @@ type FeedOptions struct {
 	// page at a time, and the peak memory of their initial lists does not
 	// grow with their number.
 	PageGate chan struct{}
+	// PageGateHold is the longest a page holds the gate (DefaultPageGateHold
+	// when zero): a TP that does not answer must not stop the others from
+	// listing. A page that takes longer goes on without the gate.
+	PageGateHold time.Duration
 }
+
+// DefaultPageGateHold is FeedOptions.PageGateHold's default: pages take
+// milliseconds, so only a TP that hangs holds the gate this long.
+const DefaultPageGateHold = 2 * time.Second
 
 // PagedSink is a Sink that takes a list page by page (FeedOptions.PageSize):
 // StartList begins every (re)list, ListPage hands over each page, and the
@@ -82,7 +91,11 @@ func NewFeed(lw cache.ListerWatcher, expected any, sink Sink, o FeedOptions) *Fe
 	}
 	ctxLW := cache.ToListerWatcherWithContext(lw)
 	if ps, ok := sink.(PagedSink); ok && o.PageSize > 0 {
-		ctxLW = pagedList{ListerWatcherWithContext: ctxLW, sink: ps, size: o.PageSize, gate: o.PageGate}
+		hold := o.PageGateHold
+		if hold <= 0 {
+			hold = DefaultPageGateHold
+		}
+		ctxLW = pagedList{ListerWatcherWithContext: ctxLW, sink: ps, size: o.PageSize, gate: o.PageGate, hold: hold}
 	}
 	f.r = cache.NewReflectorWithOptions(listThenWatch{lw, ctxLW}, expected, (*feedSink)(f), cache.ReflectorOptions{
 		Name: o.Name, TypeDescription: o.Name, ResyncPeriod: o.Resync, Backoff: backoff, Clock: o.Clock,
@@ -144,6 +157,7 @@ type pagedList struct {
 	sink PagedSink
 	size int64
 	gate chan struct{}
+	hold time.Duration
 }
 
 func (p pagedList) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -176,7 +190,13 @@ func (p pagedList) page(ctx context.Context, opts metav1.ListOptions) (runtime.O
 		case <-ctx.Done():
 			return nil, "", ctx.Err()
 		}
-		defer func() { <-p.gate }()
+		// Released when the page is done, or after hold, whichever comes
+		// first: a hanging TP holds no page in memory, and must not hold
+		// the other TPs' lists either.
+		var once sync.Once
+		release := func() { once.Do(func() { <-p.gate }) }
+		t := time.AfterFunc(p.hold, release)
+		defer func() { t.Stop(); release() }()
 	}
 	list, err := p.ListerWatcherWithContext.ListWithContext(ctx, opts)
 	if err != nil {

@@ -182,3 +182,63 @@ func TestPagedFeed(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// hangingLW is a TP that accepts the list and never answers.
+type hangingLW struct{ *informer.ListWatch }
+
+func (h hangingLW) ListWithContext(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (h hangingLW) List(o metav1.ListOptions) (runtime.Object, error) {
+	return h.ListWithContext(context.Background(), o)
+}
+
+// TestPageGateSurvivesAHangingTP: a TP whose list never answers holds the
+// shared gate no longer than PageGateHold, so another TP's feed still lists
+// and syncs.
+func TestPageGateSurvivesAHangingTP(t *testing.T) {
+	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
+	if err := tp.Seed(svc("acme", "1")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewListWatch(c, informer.Services, informer.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{}, 1)
+	o := informer.FeedOptions{PageSize: 2, PageGate: gate, PageGateHold: 50 * time.Millisecond}
+	o.Name = "hanging"
+	hanging := informer.NewFeed(hangingLW{lw}, &corev1.Service{}, &pagedSink{}, o)
+	o.Name = "healthy"
+	healthySink := &pagedSink{}
+	healthy := informer.NewFeed(lw, &corev1.Service{}, healthySink, o)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); hanging.Run(ctx) }()
+	// The hanging feed takes the gate first.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(gate) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	go func() { defer wg.Done(); healthy.Run(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+	for !healthy.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("a TP that never answers kept the other TP from listing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, _, replaced, _, _ := healthySink.snapshot(); len(replaced) != 1 {
+		t.Fatalf("the healthy feed listed %v", replaced)
+	}
+	if hanging.HasSynced() {
+		t.Fatal("the hanging feed synced")
+	}
+}
