@@ -95,10 +95,12 @@ func (h *Handler) serveUDPBatch(pc *net.UDPConn, batch int) error {
 		}
 		for sent := 0; sent < k; {
 			w, err := conn.WriteBatch(out[sent:k], 0)
+			sent += max(w, 0)
 			if err != nil {
-				break
+				// The answer at sent could not go (its address refused, say):
+				// drop it alone, not the rest of the batch.
+				sent++
 			}
-			sent += w
 		}
 	}
 }
