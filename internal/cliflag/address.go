@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ValidateListenAddress checks an address to listen on, "host:port": the
@@ -69,14 +71,11 @@ func validateHost(h string) error {
 	if name == "" || len(name) > 253 {
 		return fmt.Errorf("%q is not a host name", h)
 	}
+	// Each label a DNS-1123 label, in any case (host names are not case
+	// sensitive; Kubernetes's rule is for lowercase object names).
 	for _, label := range strings.Split(name, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+		if len(validation.IsDNS1123Label(strings.ToLower(label))) != 0 {
 			return fmt.Errorf("%q is not a host name", h)
-		}
-		for _, r := range label {
-			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				return fmt.Errorf("%q is not a host name", h)
-			}
 		}
 	}
 	return nil
