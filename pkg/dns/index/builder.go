@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"hash/maphash"
 	"iter"
 	"maps"
 	"net/netip"
@@ -33,8 +34,13 @@ type nsRec struct {
 	// its own.
 	services    int
 	slicesBySvc map[string][]sliceRec // few per service: a slice beats a map
-	sliceSvc    map[string]string     // slice name → service name
-	pods        map[string]podRec
+	// sliceSvc maps a slice's name to its service's, for the slices named
+	// otherwise than their service: a core/v1 Endpoints (Arktos's kind)
+	// needs no entry.
+	sliceSvc map[string]string
+	// pods holds the namespace's pods by the hash of their name (podID):
+	// 24 bytes a pod where name and record took about 60.
+	pods map[podID]podRec
 	// podAddrs is the number of distinct addresses of the namespace's pods
 	// in the current snapshot. The per-address pod counts live in the
 	// snapshot's source map.
@@ -58,6 +64,14 @@ func newPodRec(ips []netip.Addr, hostNetwork bool) podRec {
 	return podRec{ips: &ips, hostNetwork: hostNetwork}
 }
 
+// same reports whether o records what pr does.
+func (pr *podRec) same(o *podRec) bool {
+	if pr.single != o.single || pr.hostNetwork != o.hostNetwork || pr.v4 != o.v4 {
+		return false
+	}
+	return pr.single || (pr.ips == nil) == (o.ips == nil) && (pr.ips == nil || slices.Equal(*pr.ips, *o.ips))
+}
+
 // addrs returns the pod's addresses, using buf for an inline one.
 func (pr *podRec) addrs(buf *[1]netip.Addr) []netip.Addr {
 	if pr.single {
@@ -69,6 +83,14 @@ func (pr *podRec) addrs(buf *[1]netip.Addr) []netip.Addr {
 	}
 	return *pr.ips
 }
+
+// podID stands for a pod's name in its namespace: the name's 64-bit hash
+// under the Builder's random seed. Two names of one namespace share one
+// with a chance of n²/2⁶⁵ (10⁻⁹ for 200,000 pods), and the seed differs
+// in every process.
+type podID uint64
+
+func (b *Builder) podID(name string) podID { return podID(maphash.String(b.seed, name)) }
 
 // podDelta is a pending change to the count of a namespace's pods with one
 // address, and of those of them that are not on the host network.
@@ -116,8 +138,48 @@ func (r *nsRec) removeSlice(svc, name string) {
 	r.slicesBySvc[svc] = out
 }
 
+// hasSlice reports whether slice name of service svc is recorded with
+// these endpoints.
+func (r *nsRec) hasSlice(svc, name string, views []EndpointView) bool {
+	if old, ok := r.serviceOfSlice(name); !ok || old != svc {
+		return false
+	}
+	for _, e := range r.slicesBySvc[svc] {
+		if e.name == name {
+			return slices.EqualFunc(e.views, views, func(x, y EndpointView) bool {
+				return x.Addr == y.Addr && x.Host == y.Host && slices.Equal(x.Ports, y.Ports)
+			})
+		}
+	}
+	return false
+}
+
+// serviceOfSlice returns the service of slice name, if it is recorded.
+func (r *nsRec) serviceOfSlice(name string) (string, bool) {
+	if svc, ok := r.sliceSvc[name]; ok {
+		return svc, true
+	}
+	for _, e := range r.slicesBySvc[name] {
+		if e.name == name {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// sliceNames yields the names of the recorded slices.
+func (r *nsRec) sliceNames(yield func(string) bool) {
+	for _, l := range r.slicesBySvc {
+		for _, e := range l {
+			if !yield(e.name) {
+				return
+			}
+		}
+	}
+}
+
 func (r *nsRec) empty() bool {
-	return !r.object && r.services == 0 && len(r.sliceSvc) == 0 && len(r.pods) == 0
+	return !r.object && r.services == 0 && len(r.slicesBySvc) == 0 && len(r.pods) == 0
 }
 
 type pending struct {
@@ -153,6 +215,10 @@ type Builder struct {
 	notify chan struct{}
 
 	ports portTable // guarded by mu
+	seed  maphash.Seed
+	// lists holds, for each list in progress (BeginList), the objects
+	// there before it that it has not delivered yet.
+	lists map[listKey]*unlisted
 
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
@@ -167,7 +233,7 @@ type srcOwner struct {
 
 // NewBuilder returns a Builder whose current snapshot is empty.
 func NewBuilder(o Options) *Builder {
-	b := &Builder{opts: o, dirty: map[dirtyKey]*pending{}, notify: make(chan struct{}, 1)}
+	b := &Builder{opts: o, dirty: map[dirtyKey]*pending{}, notify: make(chan struct{}, 1), seed: maphash.MakeSeed()}
 	b.tps = make([]map[nsKey]*nsRec, len(o.Partitions))
 	s := &Snapshot{home: map[string]int{}}
 	for i, name := range o.Partitions {
@@ -215,6 +281,17 @@ func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
 
 func (b *Builder) valid(tp int) bool { return tp >= 0 && tp < len(b.tps) }
 
+// lookup returns the record of a namespace and its pending changes, either
+// nil when there are none; unlike touch it marks nothing dirty. Callers
+// hold b.mu.
+func (b *Builder) lookup(tp int, tenant, ns string) (*nsRec, *pending) {
+	r := b.tps[tp][nsKey{tenancy.NormalTenant(tenant), ns}]
+	if r == nil {
+		return nil, nil
+	}
+	return r, b.dirty[dirtyKey{tp, r.key}]
+}
+
 // SetNamespace records whether namespace ns of tenant exists in partition tp.
 func (b *Builder) SetNamespace(tp int, tenant, ns string, present bool) {
 	if !b.valid(tp) {
@@ -226,6 +303,10 @@ func (b *Builder) SetNamespace(tp int, tenant, ns string, present bool) {
 }
 
 func (b *Builder) setNamespace(tp int, tenant, ns string, present bool) {
+	b.listed(tp, Namespaces, tenant, ns, "")
+	if r, _ := b.lookup(tp, tenant, ns); (r == nil && !present) || (r != nil && r.object == present) {
+		return
+	}
 	r, p := b.touch(tp, tenant, ns)
 	r.object = present
 	p.object = true
@@ -243,8 +324,18 @@ func (b *Builder) SetService(tp int, s *Service) {
 }
 
 func (b *Builder) setService(tp int, s *Service) {
+	b.listed(tp, Services, s.Tenant, s.Namespace, s.Name)
+	if r, p := b.lookup(tp, s.Tenant, s.Namespace); r != nil && sameService(b.service(tp, r, p, s.Name), s) {
+		return // a resync, a relist or a change DNS does not see
+	}
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
 	b.putService(tp, r, p, s.Name, &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: b.ports.intern(s.Ports)})
+}
+
+// sameService reports whether spec already says what s says.
+func sameService(spec *ServiceSpec, s *Service) bool {
+	return spec != nil && spec.Name == s.Name && spec.Type == s.Type && spec.ExternalName == s.ExternalName &&
+		slices.Equal(spec.ClusterIPs, s.ClusterIPs) && slices.Equal(spec.Ports, s.Ports)
 }
 
 // published returns namespace k of partition tp in the current snapshot,
@@ -259,12 +350,14 @@ func (b *Builder) published(tp int, k nsKey) *NamespaceView {
 // service returns service name of namespace r as the Builder has it: its
 // pending spec, else the published one, else nil. Callers hold b.mu.
 func (b *Builder) service(tp int, r *nsRec, p *pending, name string) *ServiceSpec {
-	if s, ok := p.specs[name]; ok {
-		return s
+	if p != nil {
+		if s, ok := p.specs[name]; ok {
+			return s
+		}
 	}
 	if nv := b.published(tp, r.key); nv != nil {
-		if sv := nv.Services[name]; sv != nil {
-			return sv.ServiceSpec
+		if sv := nv.Service(name); sv != nil {
+			return &sv.ServiceSpec
 		}
 	}
 	return nil
@@ -291,8 +384,8 @@ func (b *Builder) putService(tp int, r *nsRec, p *pending, name string, s *Servi
 func (b *Builder) serviceNames(tp int, r *nsRec) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		if nv := b.published(tp, r.key); nv != nil {
-			for name := range nv.Services {
-				if !yield(name) {
+			for sv := range nv.Services() {
+				if !yield(sv.Name) {
 					return
 				}
 			}
@@ -314,6 +407,14 @@ func (b *Builder) DeleteService(tp int, tenant, ns, name string) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.deleteService(tp, tenant, ns, name)
+}
+
+func (b *Builder) deleteService(tp int, tenant, ns, name string) {
+	b.listed(tp, Services, tenant, ns, name)
+	if r, p := b.lookup(tp, tenant, ns); r == nil || b.service(tp, r, p, name) == nil {
+		return
+	}
 	r, p := b.touch(tp, tenant, ns)
 	b.putService(tp, r, p, name, nil)
 }
@@ -330,26 +431,37 @@ func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 }
 
 func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
-	r, p := b.touch(tp, e.Tenant, e.Namespace)
-	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
+	b.listed(tp, EndpointSlices, e.Tenant, e.Namespace, e.Name)
 	e.Ports = b.ports.intern(e.Ports)
 	for i := range e.Endpoints {
 		if e.Endpoints[i].Ports != nil {
 			e.Endpoints[i].Ports = b.ports.intern(e.Endpoints[i].Ports)
 		}
 	}
-	if old, ok := r.sliceSvc[e.Name]; ok {
+	views := endpointViews(e)
+	if r, _ := b.lookup(tp, e.Tenant, e.Namespace); r != nil && r.hasSlice(e.Service, e.Name, views) {
+		return
+	}
+	r, p := b.touch(tp, e.Tenant, e.Namespace)
+	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
+	if old, ok := r.serviceOfSlice(e.Name); ok {
 		r.removeSlice(old, e.Name)
 		if old != e.Service {
 			p.addService(old)
 		}
 	}
-	if r.sliceSvc == nil {
-		r.sliceSvc = map[string]string{}
+	if r.slicesBySvc == nil {
 		r.slicesBySvc = map[string][]sliceRec{}
 	}
-	r.sliceSvc[e.Name] = e.Service
-	r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], sliceRec{name: e.Name, views: endpointViews(e)})
+	if e.Name != e.Service {
+		if r.sliceSvc == nil {
+			r.sliceSvc = map[string]string{}
+		}
+		r.sliceSvc[e.Name] = e.Service
+	} else {
+		delete(r.sliceSvc, e.Name)
+	}
+	r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], sliceRec{name: e.Name, views: views})
 	p.addService(e.Service)
 }
 
@@ -364,11 +476,16 @@ func (b *Builder) DeleteEndpointSlice(tp int, tenant, ns, name string) {
 }
 
 func (b *Builder) deleteEndpointSlice(tp int, tenant, ns, name string) {
-	r, p := b.touch(tp, tenant, ns)
-	svc, ok := r.sliceSvc[name]
+	b.listed(tp, EndpointSlices, tenant, ns, name)
+	r, _ := b.lookup(tp, tenant, ns)
+	if r == nil {
+		return
+	}
+	svc, ok := r.serviceOfSlice(name)
 	if !ok {
 		return
 	}
+	r, p := b.touch(tp, tenant, ns)
 	delete(r.sliceSvc, name)
 	r.removeSlice(svc, name)
 	p.addService(svc)
@@ -386,15 +503,22 @@ func (b *Builder) SetPod(tp int, pod *Pod) {
 }
 
 func (b *Builder) setPod(tp int, pod *Pod) {
+	b.listed(tp, Pods, pod.Tenant, pod.Namespace, pod.Name)
+	rec := newPodRec(pod.IPs, pod.HostNetwork)
+	if r, _ := b.lookup(tp, pod.Tenant, pod.Namespace); r != nil {
+		if old, ok := r.pods[b.podID(pod.Name)]; ok && old.same(&rec) {
+			return
+		}
+	}
 	r, p := b.touch(tp, pod.Tenant, pod.Namespace)
-	if old, ok := r.pods[pod.Name]; ok {
+	id := b.podID(pod.Name)
+	if old, ok := r.pods[id]; ok {
 		p.countPod(old, -1)
 	}
 	if r.pods == nil {
-		r.pods = map[string]podRec{}
+		r.pods = map[podID]podRec{}
 	}
-	rec := newPodRec(pod.IPs, pod.HostNetwork)
-	r.pods[pod.Name] = rec
+	r.pods[id] = rec
 	p.countPod(rec, 1)
 }
 
@@ -409,112 +533,21 @@ func (b *Builder) DeletePod(tp int, tenant, ns, name string) {
 }
 
 func (b *Builder) deletePod(tp int, tenant, ns, name string) {
-	r, p := b.touch(tp, tenant, ns)
-	if old, ok := r.pods[name]; ok {
-		delete(r.pods, name)
-		p.countPod(old, -1)
+	b.listed(tp, Pods, tenant, ns, name)
+	if r, _ := b.lookup(tp, tenant, ns); r != nil {
+		b.dropPod(tp, r, b.podID(name))
 	}
 }
 
-// objKey names an object of one partition.
-type objKey struct{ tenant, ns, name string }
-
-// NamespaceKey names a namespace object.
-type NamespaceKey struct{ Tenant, Name string }
-
-// ReplaceNamespaces makes nss partition tp's whole set of namespace objects,
-// as a reflector's list does: every other namespace object of tp is gone.
-func (b *Builder) ReplaceNamespaces(tp int, nss []NamespaceKey) {
-	if !b.valid(tp) {
+// dropPod deletes pod id of namespace r, if it is there. Callers hold b.mu.
+func (b *Builder) dropPod(tp int, r *nsRec, id podID) {
+	old, ok := r.pods[id]
+	if !ok {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	keep := make(map[nsKey]struct{}, len(nss))
-	for _, n := range nss {
-		keep[nsKey{tenancy.NormalTenant(n.Tenant), n.Name}] = struct{}{}
-	}
-	for k, r := range b.tps[tp] {
-		if _, ok := keep[k]; r.object && !ok {
-			b.setNamespace(tp, k.tenant, k.ns, false)
-		}
-	}
-	for _, n := range nss {
-		b.setNamespace(tp, n.Tenant, n.Name, true)
-	}
-}
-
-// ReplaceServices makes svcs partition tp's whole set of services, as a
-// reflector's list does: every other service of tp is deleted.
-func (b *Builder) ReplaceServices(tp int, svcs []*Service) {
-	if !b.valid(tp) {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.dropUnlisted(tp, keysOf(svcs, func(s *Service) objKey { return objKey{s.Tenant, s.Namespace, s.Name} }),
-		func(r *nsRec) iter.Seq[string] { return b.serviceNames(tp, r) },
-		func(r *nsRec, p *pending, name string) { b.putService(tp, r, p, name, nil) })
-	for _, s := range svcs {
-		b.setService(tp, s)
-	}
-}
-
-// ReplaceEndpointSlices makes slices partition tp's whole set of endpoint
-// slices, as a reflector's list does: every other slice of tp is deleted.
-func (b *Builder) ReplaceEndpointSlices(tp int, slices []*EndpointSlice) {
-	if !b.valid(tp) {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.dropUnlisted(tp, keysOf(slices, func(e *EndpointSlice) objKey { return objKey{e.Tenant, e.Namespace, e.Name} }),
-		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.sliceSvc) },
-		func(r *nsRec, _ *pending, name string) { b.deleteEndpointSlice(tp, r.key.tenant, r.key.ns, name) })
-	for _, e := range slices {
-		b.setEndpointSlice(tp, e)
-	}
-}
-
-// ReplacePods makes pods partition tp's whole set of pods, as a reflector's
-// list does: every other pod of tp is deleted. The Builder owns the records
-// from then on.
-func (b *Builder) ReplacePods(tp int, pods []*Pod) {
-	if !b.valid(tp) {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.dropUnlisted(tp, keysOf(pods, func(p *Pod) objKey { return objKey{p.Tenant, p.Namespace, p.Name} }),
-		func(r *nsRec) iter.Seq[string] { return maps.Keys(r.pods) },
-		func(r *nsRec, _ *pending, name string) { b.deletePod(tp, r.key.tenant, r.key.ns, name) })
-	for _, p := range pods {
-		b.setPod(tp, p)
-	}
-}
-
-// keysOf returns the set of the records' keys, tenants normalised.
-func keysOf[T any](recs []T, key func(T) objKey) map[objKey]struct{} {
-	keep := make(map[objKey]struct{}, len(recs))
-	for _, r := range recs {
-		k := key(r)
-		k.tenant = tenancy.NormalTenant(k.tenant)
-		keep[k] = struct{}{}
-	}
-	return keep
-}
-
-// dropUnlisted calls drop for every object of one kind (named by names) in
-// partition tp that keep lacks. Callers hold b.mu.
-func (b *Builder) dropUnlisted(tp int, keep map[objKey]struct{}, names func(*nsRec) iter.Seq[string], drop func(*nsRec, *pending, string)) {
-	for k, r := range b.tps[tp] {
-		for name := range names(r) {
-			if _, ok := keep[objKey{k.tenant, k.ns, name}]; !ok {
-				_, p := b.touch(tp, k.tenant, k.ns)
-				drop(r, p, name)
-			}
-		}
-	}
+	r, p := b.touch(tp, r.key.tenant, r.key.ns)
+	delete(r.pods, id)
+	p.countPod(old, -1)
 }
 
 func (p *pending) addService(name string) {
@@ -525,7 +558,11 @@ func (p *pending) addService(name string) {
 }
 
 // Run publishes pending changes until ctx ends, at most once per interval so
-// that a burst of events (a TP's initial list) becomes one publish.
+// that a burst of events becomes one publish. A publish copies the parts of
+// the index it changes, which during a partition's initial list is most of
+// it: after a publish that took d, the next waits at least publishSpacing ×
+// d, so that publishing takes at most a fifth of the time however large
+// the index grows.
 func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 	for {
 		select {
@@ -533,16 +570,21 @@ func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-b.notify:
 		}
+		start := time.Now()
 		b.Publish()
-		if interval > 0 {
+		if wait := max(interval, publishSpacing*time.Since(start)); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(interval):
+			case <-time.After(wait):
 			}
 		}
 	}
 }
+
+// publishSpacing is how many times its own duration Run waits after a
+// publish before the next one.
+const publishSpacing = 4
 
 // Publish folds every pending change into a new snapshot and makes it
 // current. It returns false when nothing was pending.
@@ -676,36 +718,17 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 			return nil
 		}
 		id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
-		for name, sv := range old.Services {
-			w.unindexService(id, name, sv)
+		for sv := range old.Services() {
+			w.unindexService(id, sv.Name, sv)
 		}
 		return nil
 	}
 	n := &NamespaceView{ID: rec.id, Object: rec.object, PodAddrs: rec.podAddrs}
 	if old != nil {
-		n.Services = old.Services
+		n.services = old.services
 	}
 	if len(p.services) > 0 {
-		n.Services = maps.Clone(n.Services)
-		if n.Services == nil {
-			n.Services = map[string]*ServiceView{}
-		}
-		for name := range p.services {
-			spec, changed := p.specs[name]
-			if ov := n.Services[name]; ov != nil {
-				w.unindexService(rec.id, name, ov)
-				if !changed {
-					spec = ov.ServiceSpec
-				}
-			}
-			sv := buildService(spec, rec.slicesBySvc[name])
-			if sv == nil {
-				delete(n.Services, name)
-				continue
-			}
-			n.Services[name] = sv
-			w.indexService(rec.id, sv)
-		}
+		n.services = rebuildServices(n.services, rec, p, w)
 	}
 	if old != nil && old.ID == n.ID && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
 		return old // only pod addresses changed, and those are not here
@@ -713,11 +736,52 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 	return n
 }
 
+// rebuildServices returns a namespace's new sorted service list: old's,
+// with the views of the services p names built again (or dropped), and
+// updates the reverse map. old is not changed.
+func rebuildServices(old []*ServiceView, rec *nsRec, p *pending, w *ipWriter) []*ServiceView {
+	out := make([]*ServiceView, len(old), len(old)+len(p.services))
+	copy(out, old)
+	dropped := false
+	for name := range p.services {
+		spec, changed := p.specs[name]
+		i, found := slices.BinarySearchFunc(old, name, func(sv *ServiceView, name string) int { return strings.Compare(sv.Name, name) })
+		if found {
+			ov := old[i]
+			w.unindexService(rec.id, name, ov)
+			if !changed {
+				spec = &ov.ServiceSpec
+			}
+		}
+		sv := buildService(spec, rec.slicesBySvc[name])
+		if sv != nil {
+			w.indexService(rec.id, sv)
+		}
+		switch {
+		case found:
+			out[i] = sv // nil, when dropped, until compacted below
+			dropped = dropped || sv == nil
+		case sv != nil:
+			out = append(out, sv)
+		}
+	}
+	if dropped {
+		out = slices.DeleteFunc(out, func(sv *ServiceView) bool { return sv == nil })
+	}
+	if len(out) > len(old) || dropped {
+		slices.SortFunc(out, func(x, y *ServiceView) int { return strings.Compare(x.Name, y.Name) })
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return slices.Clip(out)
+}
+
 func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
 	if s == nil {
 		return nil
 	}
-	sv := &ServiceView{ServiceSpec: s}
+	sv := &ServiceView{ServiceSpec: *s}
 	if s.Type == ExternalName {
 		return sv
 	}
@@ -790,7 +854,7 @@ type ipWriter struct {
 func (w *ipWriter) indexService(id *NamespaceID, sv *ServiceView) {
 	add := func(a netip.Addr, ep *EndpointView) {
 		old := w.rev.get(a)
-		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, svc: sv.ServiceSpec, ep: ep}))
+		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, svc: &sv.ServiceSpec, ep: ep}))
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs {

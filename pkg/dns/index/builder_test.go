@@ -22,19 +22,19 @@ func TestPublishIsCopyOnWrite(t *testing.T) {
 		t.Fatal("Publish reports changes wrongly")
 	}
 	s1 := b.Current()
-	web1 := s1.Namespace(0, []byte("system"), []byte("default")).Services["web"]
+	web1 := s1.Namespace(0, []byte("system"), []byte("default")).Service("web")
 	b.SetService(0, svc("system", "default", "web", "10.0.0.2"))
 	b.SetService(0, svc("system", "default", "api", "10.0.0.3"))
 	b.Publish()
 	s2 := b.Current()
 	// The old snapshot is untouched.
-	if got := s1.Namespace(0, []byte("system"), []byte("default")).Services; len(got) != 1 || got["web"] != web1 || web1.ClusterIPs[0] != a("10.0.0.1") {
-		t.Fatalf("old snapshot changed: %v", got)
+	if got := s1.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 1 || got.Service("web") != web1 || web1.ClusterIPs[0] != a("10.0.0.1") {
+		t.Fatalf("old snapshot changed: %v", slices.Collect(got.Services()))
 	}
 	if len(s1.PTRs(a("10.0.0.2"))) != 0 || len(s1.PTRs(a("10.0.0.1"))) != 1 {
 		t.Fatal("old snapshot's reverse map changed")
 	}
-	if got := s2.Namespace(0, []byte("system"), []byte("default")).Services; len(got) != 2 || got["web"].ClusterIPs[0] != a("10.0.0.2") {
+	if got := s2.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 2 || got.Service("web").ClusterIPs[0] != a("10.0.0.2") {
 		t.Fatalf("new snapshot: %v", got)
 	}
 	if len(s2.PTRs(a("10.0.0.1"))) != 0 || len(s2.PTRs(a("10.0.0.2"))) != 1 {
@@ -90,19 +90,46 @@ func TestEndpointSlicesMoveBetweenServices(t *testing.T) {
 	b.SetEndpointSlice(0, slice("a"))
 	b.Publish()
 	ns := b.Current().Namespace(0, []byte("system"), []byte("default"))
-	if sa := ns.Services["a"]; len(sa.Endpoints) != 2 || sa.AddrCount() != 1 || sa.Addr(0) != a("10.1.0.1") {
+	if sa := ns.Service("a"); len(sa.Endpoints) != 2 || sa.AddrCount() != 1 || sa.Addr(0) != a("10.1.0.1") {
 		t.Fatalf("a: %+v", sa)
 	}
 	b.SetEndpointSlice(0, slice("b"))
 	b.Publish()
 	ns = b.Current().Namespace(0, []byte("system"), []byte("default"))
-	if len(ns.Services["a"].Endpoints) != 0 || len(ns.Services["b"].Endpoints) != 2 {
-		t.Fatalf("after the move: a=%d b=%d", len(ns.Services["a"].Endpoints), len(ns.Services["b"].Endpoints))
+	if len(ns.Service("a").Endpoints) != 0 || len(ns.Service("b").Endpoints) != 2 {
+		t.Fatalf("after the move: a=%d b=%d", len(ns.Service("a").Endpoints), len(ns.Service("b").Endpoints))
 	}
 	b.DeleteEndpointSlice(0, "system", "default", "s1")
 	b.Publish()
-	if n := len(b.Current().Namespace(0, []byte("system"), []byte("default")).Services["b"].Endpoints); n != 0 {
+	if n := len(b.Current().Namespace(0, []byte("system"), []byte("default")).Service("b").Endpoints); n != 0 {
 		t.Fatalf("deleted slice left %d endpoints", n)
+	}
+
+	// A slice named after a service (a core/v1 Endpoints is always one)
+	// that moves to another and back.
+	named := func(svc string) *EndpointSlice {
+		e := slice(svc)
+		e.Name = "a"
+		return e
+	}
+	counts := func() (int, int) {
+		ns := b.Current().Namespace(0, []byte("system"), []byte("default"))
+		return len(ns.Service("a").Endpoints), len(ns.Service("b").Endpoints)
+	}
+	for _, step := range []struct {
+		svc  string
+		a, b int
+	}{{"a", 2, 0}, {"b", 0, 2}, {"a", 2, 0}} {
+		b.SetEndpointSlice(0, named(step.svc))
+		b.Publish()
+		if na, nb := counts(); na != step.a || nb != step.b {
+			t.Fatalf("slice a of service %s: a=%d b=%d endpoints", step.svc, na, nb)
+		}
+	}
+	b.DeleteEndpointSlice(0, "system", "default", "a")
+	b.Publish()
+	if na, nb := counts(); na != 0 || nb != 0 {
+		t.Fatalf("after deleting slice a: a=%d b=%d endpoints", na, nb)
 	}
 }
 
@@ -172,7 +199,7 @@ func TestLookupsAllocateNothing(t *testing.T) {
 	tenant, ns, name := []byte("acme"), []byte("web"), []byte("api")
 	allocs := testing.AllocsPerRun(100, func() {
 		n := s.Namespace(0, tenant, ns)
-		_ = n.Services[string(name)]
+		_ = n.ServiceBytes(name)
 		_, _ = s.Home(tenant)
 		_, _ = s.Source(a("127.0.0.11"))
 		_ = s.PTRs(a("10.0.1.1"))
@@ -182,9 +209,16 @@ func TestLookupsAllocateNothing(t *testing.T) {
 	}
 }
 
-// TestReplaceDeletesWhatTheListLacks: a (re)list replaces a partition's
+// relist delivers a list of kind to partition tp: set sets its objects.
+func relist(b *Builder, tp int, kind Kind, set func()) {
+	b.BeginList(tp, kind)
+	set()
+	b.EndList(tp, kind)
+}
+
+// TestRelistDeletesWhatTheListLacks: a (re)list replaces a partition's
 // whole set of one kind, and leaves the other kinds and partitions alone.
-func TestReplaceDeletesWhatTheListLacks(t *testing.T) {
+func TestRelistDeletesWhatTheListLacks(t *testing.T) {
 	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
 	b.SetNamespace(0, "acme", "web", true)
 	b.SetNamespace(0, "acme", "old", true)
@@ -198,26 +232,30 @@ func TestReplaceDeletesWhatTheListLacks(t *testing.T) {
 	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}})
 	b.Publish()
 
-	b.ReplaceServices(0, []*Service{svc("acme", "web", "kept", "10.0.0.3"), &Service{Tenant: "acme", Namespace: "web", Name: "db", Type: Headless, Ports: []Port{{Port: NoPort}}}, svc("acme", "web", "new", "10.0.0.4")})
-	b.ReplaceEndpointSlices(0, nil)
-	b.ReplacePods(0, []*Pod{{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}}})
-	b.ReplaceNamespaces(0, []NamespaceKey{{Tenant: "acme", Name: "web"}})
+	relist(b, 0, Services, func() {
+		b.SetService(0, svc("acme", "web", "kept", "10.0.0.3"))
+		b.SetService(0, &Service{Tenant: "acme", Namespace: "web", Name: "db", Type: Headless, Ports: []Port{{Port: NoPort}}})
+		b.SetService(0, svc("acme", "web", "new", "10.0.0.4"))
+	})
+	relist(b, 0, EndpointSlices, func() {})
+	relist(b, 0, Pods, func() { b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}}) })
+	relist(b, 0, Namespaces, func() { b.SetNamespace(0, "acme", "web", true) })
 	b.Publish()
 	s := b.Current()
 	web := s.Namespace(0, []byte("acme"), []byte("web"))
 	if web == nil || !web.Object {
 		t.Fatal("acme/web lost its namespace object")
 	}
-	if _, ok := web.Services["gone"]; ok {
+	if web.Service("gone") != nil {
 		t.Fatal("a service the list lacks remains")
 	}
-	if k := web.Services["kept"]; k == nil || k.ClusterIPs[0] != a("10.0.0.3") {
+	if k := web.Service("kept"); k == nil || k.ClusterIPs[0] != a("10.0.0.3") {
 		t.Fatalf("kept service not updated: %+v", k)
 	}
-	if web.Services["new"] == nil {
+	if web.Service("new") == nil {
 		t.Fatal("new service missing")
 	}
-	if n := len(web.Services["db"].Endpoints); n != 0 {
+	if n := len(web.Service("db").Endpoints); n != 0 {
 		t.Fatalf("slices the list lacks left %d endpoints", n)
 	}
 	if len(s.PTRs(a("10.0.0.1"))) != 0 || len(s.PTRs(a("10.2.0.1"))) != 0 || len(s.PTRs(a("10.0.0.3"))) != 1 {
@@ -232,8 +270,81 @@ func TestReplaceDeletesWhatTheListLacks(t *testing.T) {
 	if s.Namespace(0, []byte("acme"), []byte("old")) != nil {
 		t.Fatal("a namespace the list lacks remains")
 	}
-	if s.Namespace(1, []byte("acme"), []byte("web")).Services["gone"] == nil {
+	if s.Namespace(1, []byte("acme"), []byte("web")).Service("gone") == nil {
 		t.Fatal("a replace in tp1 touched tp2")
+	}
+}
+
+// TestRelistOfWhatIsThereChangesNothing: objects listed again as they are
+// leave nothing to publish, so a relist (or a resync, or an update DNS does
+// not see) costs no snapshot.
+func TestRelistOfWhatIsThereChangesNothing(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	db := func() *Service {
+		return &Service{Tenant: "acme", Namespace: "web", Name: "db", Type: Headless, Ports: []Port{{Name: "sql", Protocol: "TCP", Port: 5432}}}
+	}
+	slice := func(addr string) *EndpointSlice {
+		return &EndpointSlice{Tenant: "acme", Namespace: "web", Name: "db-1", Service: "db", Ports: []Port{{Name: "sql", Protocol: "TCP", Port: 5432}},
+			Endpoints: []Endpoint{{Addrs: []netip.Addr{a(addr)}, Hostname: "db-0"}}}
+	}
+	pod := func() *Pod { return &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.3.0.1"), a("fd00::1")}} }
+	all := func() {
+		relist(b, 0, Namespaces, func() { b.SetNamespace(0, "acme", "web", true) })
+		relist(b, 0, Services, func() { b.SetService(0, svc("acme", "web", "api", "10.0.0.1")); b.SetService(0, db()) })
+		relist(b, 0, EndpointSlices, func() { b.SetEndpointSlice(0, slice("10.2.0.1")) })
+		relist(b, 0, Pods, func() { b.SetPod(0, pod()) })
+	}
+	all()
+	if !b.Publish() {
+		t.Fatal("the first list published nothing")
+	}
+	first := b.Current()
+	all()
+	if b.Publish() {
+		t.Fatal("a relist of unchanged objects published a snapshot")
+	}
+	if b.Current() != first {
+		t.Fatal("the snapshot changed")
+	}
+	b.SetEndpointSlice(0, slice("10.2.0.2"))
+	if !b.Publish() {
+		t.Fatal("a changed endpoint was taken for the same")
+	}
+	if got := b.Current().PTRs(a("10.2.0.2")); len(got) != 1 || got[0].Host() != "db-0" {
+		t.Fatalf("PTRs of the new endpoint = %v", got)
+	}
+}
+
+// TestListInPagesAcrossPublishes: a list may be published half way (its
+// objects so far are served) and still deletes, at its end, what it lacked;
+// a list that failed half way deletes nothing, and the next one starts over.
+func TestListInPagesAcrossPublishes(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	for _, n := range []string{"a", "b", "c"} {
+		b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: n, IPs: []netip.Addr{a("10.3.0." + map[string]string{"a": "1", "b": "2", "c": "3"}[n])}})
+	}
+	b.Publish()
+
+	b.BeginList(0, Pods) // fails after its first page
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "d", IPs: []netip.Addr{a("10.3.0.4")}})
+	b.Publish()
+	b.BeginList(0, Pods)
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "a", IPs: []netip.Addr{a("10.3.0.1")}})
+	b.Publish()
+	s := b.Current()
+	for _, ip := range []string{"10.3.0.1", "10.3.0.2", "10.3.0.3", "10.3.0.4"} {
+		if _, ok := s.Source(a(ip)); !ok {
+			t.Fatalf("%s is gone before the list has ended", ip)
+		}
+	}
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "c", IPs: []netip.Addr{a("10.3.0.3")}})
+	b.EndList(0, Pods)
+	b.Publish()
+	s = b.Current()
+	for ip, want := range map[string]bool{"10.3.0.1": true, "10.3.0.2": false, "10.3.0.3": true, "10.3.0.4": false} {
+		if _, ok := s.Source(a(ip)); ok != want {
+			t.Errorf("after the list, %s is a source: %v, want %v", ip, ok, want)
+		}
 	}
 }
 
@@ -307,7 +418,7 @@ func TestServiceChangesBetweenPublishes(t *testing.T) {
 	b.DeleteService(0, "acme", "web", "unknown") // never existed
 	b.Publish()
 	web := b.Current().Namespace(0, []byte("acme"), []byte("web"))
-	if web == nil || len(web.Services) != 1 || web.Services["api"].ClusterIPs[0] != a("10.0.0.2") {
+	if web == nil || web.ServiceCount() != 1 || web.Service("api").ClusterIPs[0] != a("10.0.0.2") {
 		t.Fatalf("acme/web: %+v", web)
 	}
 	b.DeleteService(0, "acme", "web", "api")

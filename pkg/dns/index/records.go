@@ -38,9 +38,8 @@ type Service struct {
 	Ports []Port
 }
 
-// ServiceSpec is what answers need of a Service: the Builder keeps this
-// much of each, without the tenant and namespace that its namespace already
-// names (96 bytes a service instead of 128).
+// ServiceSpec is what answers need of a Service: its view keeps this much
+// of it, without the tenant and namespace that its namespace already names.
 type ServiceSpec struct {
 	Name         string
 	Type         ServiceType

@@ -96,7 +96,7 @@ func seenAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 // targetOf is "[host.]svc.ns[.tenant].svc.<zone>" for a found service, in
 // the form of the query: legacy names get legacy targets.
 func targetOf(z *zone, rd *names.Reading, f *found, host string) serviceName {
-	return serviceName{host: host, service: f.svc.ServiceSpec, namespace: f.ns.ID, legacy: rd.Legacy, zone: z}
+	return serviceName{host: host, service: &f.svc.ServiceSpec, namespace: f.ns.ID, legacy: rd.Legacy, zone: z}
 }
 
 // srvWeight is CoreDNS's weight for n records of equal priority.

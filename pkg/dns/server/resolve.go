@@ -376,7 +376,7 @@ func (h *Handler) find(st *state, rd *names.Reading, f *found) bool {
 			f.pod = a
 			return true
 		}
-		svc := ns.Services[string(rd.Service)]
+		svc := ns.ServiceBytes(rd.Service)
 		if svc == nil {
 			continue
 		}

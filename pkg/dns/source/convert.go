@@ -115,7 +115,8 @@ func toSlice(e *discoveryv1.EndpointSlice) *index.EndpointSlice {
 // the same record as a slice: ready addresses only, each with its subset's
 // ports.
 func toEndpoints(e *corev1.Endpoints) *index.EndpointSlice {
-	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: e.Namespace, Name: strings.Clone(e.Name), Service: strings.Clone(e.Name),
+	name := strings.Clone(e.Name) // one copy: the record's name is its service's
+	out := &index.EndpointSlice{Tenant: tenantOf(e), Namespace: e.Namespace, Name: name, Service: name,
 		Ports: []index.Port{{Port: index.NoPort}}}
 	for _, ss := range e.Subsets {
 		ports := make([]index.Port, 0, len(ss.Ports))
@@ -159,7 +160,7 @@ func toPod(p *corev1.Pod) *index.Pod {
 	if len(ss) == 0 && p.Status.PodIP != "" {
 		ss = []string{p.Status.PodIP}
 	}
-	out := &index.Pod{Tenant: tenantOf(p), Namespace: p.Namespace, Name: strings.Clone(p.Name), IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
+	out := &index.Pod{Tenant: tenantOf(p), Namespace: p.Namespace, Name: p.Name, IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
 	if len(out.IPs) == 0 {
 		return nil
 	}
@@ -180,16 +181,25 @@ func (k kind) String() string {
 	return [...]string{"namespaces", "services", "endpoints", "pods"}[k]
 }
 
+// index names the kind as the index does.
+func (k kind) index() index.Kind {
+	return [...]index.Kind{index.Namespaces, index.Services, index.EndpointSlices, index.Pods}[k]
+}
+
 // store is a feed's sink that keeps nothing of its own: it turns each
 // object into its small index record at once and hands it to the Builder,
 // which holds what later updates and deletes need. No informer cache, queue
-// or key strings stay alive beside the index.
+// or key strings stay alive beside the index, and a list's pages go into
+// the index as they come (Builder.BeginList), so no list waits in memory.
 type store struct {
 	s      *Source
 	tp     int
 	kind   kind
 	synced atomic.Bool // the first list has been delivered
-	staged staging     // the pages of the list being received
+	// listing is set between StartList and the Replace that ends a paged
+	// list.
+	listing bool
+	bad     any // an object of the wrong type in the list, reported by Replace
 }
 
 func (st *store) Add(obj any) error    { return st.apply(obj, false) }
@@ -197,8 +207,8 @@ func (st *store) Update(obj any) error { return st.apply(obj, false) }
 func (st *store) Delete(obj any) error { return st.apply(obj, true) }
 func (st *store) Resync() error        { return nil }
 
-// apply hands one watched object to the index. Objects come with their
-// tenant in the annotation (pkg/tenancy/k8s's Transport); no store here keys by
+// apply hands one object to the index. Objects come with their tenant in
+// metadata.tenant (pkg/tenancy/k8s's Transport); no store here keys by
 // namespace/name.
 func (st *store) apply(obj any, deleted bool) error {
 	b, tp := st.s.b, st.tp
@@ -249,97 +259,57 @@ func (st *store) apply(obj any, deleted bool) error {
 	return nil
 }
 
-// staging is a list being received page by page (informer.PagedSink): the
-// index records of the pages so far, applied together by Replace.
-type staging struct {
-	namespaces []index.NamespaceKey
-	services   []*index.Service
-	endpoints  []*index.EndpointSlice
-	pods       []*index.Pod
-	bad        any // an object of the wrong type, reported by Replace
+// StartList begins a paged list (informer.PagedSink).
+func (st *store) StartList() {
+	st.s.b.BeginList(st.tp, st.kind.index())
+	st.listing, st.bad = true, nil
 }
 
-// StartList begins a paged list: what an earlier, failed one staged goes.
-func (st *store) StartList() { st.staged = staging{} }
-
-// ListPage converts one page of a list to index records and stages them,
-// so that only the records, not the API objects, wait for the rest.
+// ListPage hands one page of a list to the index.
 func (st *store) ListPage(items []any) error {
-	st.stage(items)
+	st.listItems(items)
 	return nil
 }
 
-// Replace hands a whole (re)list to the index: what the list lacks is
-// deleted. With paged lists, list is empty and the pages were staged.
+// Replace ends a (re)list: what it lacked is deleted from the index. With
+// paged lists, list is empty and the pages came through ListPage.
 func (st *store) Replace(list []any, _ string) error {
-	st.stage(list)
-	b, tp, staged := st.s.b, st.tp, st.staged
-	st.staged = staging{}
-	switch st.kind {
-	case namespaces:
-		b.ReplaceNamespaces(tp, staged.namespaces)
-	case services:
-		b.ReplaceServices(tp, staged.services)
-	case endpoints:
-		b.ReplaceEndpointSlices(tp, staged.endpoints)
-	case pods:
-		b.ReplacePods(tp, staged.pods)
+	if !st.listing {
+		st.StartList()
 	}
+	st.listItems(list)
+	st.s.b.EndList(st.tp, st.kind.index())
+	st.listing = false
 	st.synced.Store(true)
-	if staged.bad != nil {
-		return fmt.Errorf("partition-dns: %s feed listed a %T", st.kind, staged.bad)
+	if st.bad != nil {
+		return fmt.Errorf("partition-dns: %s feed listed a %T", st.kind, st.bad)
 	}
 	return nil
 }
 
-// stage converts listed objects to the kind's index records and adds them
-// to st.staged.
-func (st *store) stage(list []any) {
-	s, g := st.s, &st.staged
-	switch st.kind {
-	case namespaces:
-		g.namespaces = records(g.namespaces, list, &g.bad, func(o *corev1.Namespace) (index.NamespaceKey, bool) {
-			t := tenantOf(o)
-			return index.NamespaceKey{Tenant: t, Name: o.Name}, s.exposed(t, o.Name, "")
-		})
-	case services:
-		g.services = records(g.services, list, &g.bad, func(o *corev1.Service) (*index.Service, bool) {
-			if !s.exposed(tenantOf(o), o.Namespace, o.Name) {
-				return nil, false
-			}
-			return toService(o), true
-		})
-	case endpoints:
-		g.endpoints = records(g.endpoints, list, &g.bad, func(o metav1.Object) (*index.EndpointSlice, bool) {
-			if !s.exposed(tenantOf(o), o.GetNamespace(), serviceOf(o)) {
-				return nil, false
-			}
-			rec, ok := endpointsRecord(o)
-			if !ok {
-				g.bad = o
-			}
-			return rec, rec != nil
-		})
-	case pods:
-		g.pods = records(g.pods, list, &g.bad, func(o *corev1.Pod) (*index.Pod, bool) {
-			rec := toPod(o)
-			return rec, rec != nil
-		})
-	}
-}
-
-// records appends to out the listed objects of type O that conv keeps; an
-// object of another type is left out and put in *bad.
-func records[O, R any](out []R, list []any, bad *any, conv func(O) (R, bool)) []R {
-	for _, obj := range list {
-		o, ok := obj.(O)
-		if !ok {
-			*bad = obj
+// listItems applies listed objects; one of another kind is left out and
+// noted in st.bad.
+func (st *store) listItems(items []any) {
+	for _, obj := range items {
+		if !st.kind.holds(obj) {
+			st.bad = obj
 			continue
 		}
-		if r, ok := conv(o); ok {
-			out = append(out, r)
-		}
+		_ = st.apply(obj, false) // errors only for the kinds holds refuses
 	}
-	return out
+}
+
+// holds reports whether obj is of the kind.
+func (k kind) holds(obj any) bool {
+	switch obj.(type) {
+	case *corev1.Namespace:
+		return k == namespaces
+	case *corev1.Service:
+		return k == services
+	case *corev1.Endpoints, *discoveryv1.EndpointSlice:
+		return k == endpoints
+	case *corev1.Pod:
+		return k == pods
+	}
+	return false
 }
