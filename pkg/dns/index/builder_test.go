@@ -238,7 +238,9 @@ func TestRelistDeletesWhatTheListLacks(t *testing.T) {
 		b.SetService(0, svc("acme", "web", "new", "10.0.0.4"))
 	})
 	relist(b, 0, EndpointSlices, func() {})
-	relist(b, 0, Pods, func() { b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}}) })
+	relist(b, 0, Pods, func() {
+		b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "kept", IPs: []netip.Addr{a("10.3.0.2")}})
+	})
 	relist(b, 0, Namespaces, func() { b.SetNamespace(0, "acme", "web", true) })
 	b.Publish()
 	s := b.Current()
@@ -287,7 +289,9 @@ func TestRelistOfWhatIsThereChangesNothing(t *testing.T) {
 		return &EndpointSlice{Tenant: "acme", Namespace: "web", Name: "db-1", Service: "db", Ports: []Port{{Name: "sql", Protocol: "TCP", Port: 5432}},
 			Endpoints: []Endpoint{{Addrs: []netip.Addr{a(addr)}, Hostname: "db-0"}}}
 	}
-	pod := func() *Pod { return &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.3.0.1"), a("fd00::1")}} }
+	pod := func() *Pod {
+		return &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.3.0.1"), a("fd00::1")}}
+	}
 	all := func() {
 		relist(b, 0, Namespaces, func() { b.SetNamespace(0, "acme", "web", true) })
 		relist(b, 0, Services, func() { b.SetService(0, svc("acme", "web", "api", "10.0.0.1")); b.SetService(0, db()) })
