@@ -1,6 +1,8 @@
 package index
 
 import (
+	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 )
@@ -21,13 +23,34 @@ type addrMap[V any] [shards]addrShard[V]
 // slot, load-factor and per-value overhead: for 75k addresses, about 4 MB
 // instead of 13 MB.
 type addrShard[V any] struct {
-	addrs []netip.Addr
+	addrs []addrKey
 	offs  []uint32 // len(addrs)+1 once non-empty
 	vals  []V
 }
 
+// addrKey is an address as the tables keep it: 16 bytes where a
+// netip.Addr takes 24, and no pointer for the collector to follow. An IPv4
+// address is kept as its IPv4-mapped IPv6 form; the index holds no
+// IPv4-mapped address of its own (pkg/dns/source unmaps them).
+type addrKey struct{ hi, lo uint64 }
+
+func keyOf(a netip.Addr) addrKey {
+	b := a.As16()
+	return addrKey{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+func (k addrKey) compare(o addrKey) int {
+	if c := cmp.Compare(k.hi, o.hi); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.lo, o.lo)
+}
+
 func (s *addrShard[V]) get(a netip.Addr) []V {
-	i, ok := slices.BinarySearchFunc(s.addrs, a, netip.Addr.Compare)
+	if a.Is4In6() {
+		return nil // the key of an IPv4 address, which a is not
+	}
+	i, ok := slices.BinarySearchFunc(s.addrs, keyOf(a), addrKey.compare)
 	if !ok {
 		return nil
 	}
@@ -107,20 +130,24 @@ func (e *addrEdits[V]) apply() addrMap[V] {
 // merge writes a new shard: old's entries with ed's replacing, adding or
 // (when empty) deleting theirs.
 func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) addrShard[V] {
-	keys := make([]netip.Addr, 0, len(ed))
-	for a := range ed {
-		keys = append(keys, a)
+	type edit struct {
+		k addrKey
+		v []V
 	}
-	slices.SortFunc(keys, netip.Addr.Compare)
+	edits := make([]edit, 0, len(ed))
+	for a, v := range ed {
+		edits = append(edits, edit{keyOf(a), v})
+	}
+	slices.SortFunc(edits, func(x, y edit) int { return x.k.compare(y.k) })
 	n, nv := len(old.addrs), len(old.vals)
-	for _, a := range keys {
-		nv += len(ed[a])
-		if _, found := slices.BinarySearchFunc(old.addrs, a, netip.Addr.Compare); !found {
+	for _, e := range edits {
+		nv += len(e.v)
+		if _, found := slices.BinarySearchFunc(old.addrs, e.k, addrKey.compare); !found {
 			n++
 		}
 	}
-	out := addrShard[V]{addrs: make([]netip.Addr, 0, n), offs: make([]uint32, 1, n+1), vals: make([]V, 0, nv)}
-	add := func(a netip.Addr, v []V) {
+	out := addrShard[V]{addrs: make([]addrKey, 0, n), offs: make([]uint32, 1, n+1), vals: make([]V, 0, nv)}
+	add := func(a addrKey, v []V) {
 		if len(v) == 0 {
 			return
 		}
@@ -129,14 +156,14 @@ func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) addrShard[V] {
 		out.offs = append(out.offs, uint32(len(out.vals)))
 	}
 	i := 0
-	for _, a := range keys {
-		for ; i < len(old.addrs) && old.addrs[i].Less(a); i++ {
+	for _, e := range edits {
+		for ; i < len(old.addrs) && old.addrs[i].compare(e.k) < 0; i++ {
 			add(old.addrs[i], old.vals[old.offs[i]:old.offs[i+1]])
 		}
-		if i < len(old.addrs) && old.addrs[i] == a {
+		if i < len(old.addrs) && old.addrs[i] == e.k {
 			i++ // replaced
 		}
-		add(a, ed[a])
+		add(e.k, e.v)
 	}
 	for ; i < len(old.addrs); i++ {
 		add(old.addrs[i], old.vals[old.offs[i]:old.offs[i+1]])

@@ -55,12 +55,17 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 			}
 		}
 		for i := range v.m {
-			if !slices.IsSortedFunc(v.m[i].addrs, netip.Addr.Compare) {
+			if !slices.IsSortedFunc(v.m[i].addrs, addrKey.compare) {
 				t.Fatalf("version %d: shard %d not sorted", n, i)
 			}
 		}
 		if v.m.get(netip.MustParseAddr("192.0.2.1")) != nil {
 			t.Fatal("an absent address has values")
+		}
+		for a := range v.want {
+			if a.Is4() && v.m.get(netip.AddrFrom16(a.As16())) != nil {
+				t.Fatalf("version %d: the IPv4-mapped form of %v has its values", n, a)
+			}
 		}
 	}
 }

@@ -40,7 +40,8 @@ type nsRec struct {
 	sliceSvc map[string]string
 	// pods holds the namespace's pods by the hash of their name (podID):
 	// 24 bytes a pod where name and record took about 60.
-	pods map[podID]podRec
+	pods   map[podID]podRec
+	podIPs map[podID][]netip.Addr // the pods not of one IPv4 address
 	// podAddrs is the number of distinct addresses of the namespace's pods
 	// in the current snapshot. The per-address pod counts live in the
 	// snapshot's source map.
@@ -48,40 +49,62 @@ type nsRec struct {
 }
 
 // podRec is what a pod's later update or delete needs. Nearly every pod
-// has one IPv4 address: that one is kept inline (no allocation), others in
-// ips.
+// has one IPv4 address: that one is kept inline, others in the namespace's
+// podIPs. A podRec holds no pointer, so the collector need not scan the
+// pod maps.
 type podRec struct {
 	v4          [4]byte
-	single      bool // the pod's one address is v4; ips is nil
+	single      bool // the pod's one address is v4; else see nsRec.podIPs
 	hostNetwork bool
-	ips         *[]netip.Addr // 16 bytes a record, so 32 a map slot
 }
 
-func newPodRec(ips []netip.Addr, hostNetwork bool) podRec {
+// setPodRec records pod id with addresses ips.
+func (r *nsRec) setPodRec(id podID, ips []netip.Addr, hostNetwork bool) {
+	if r.pods == nil {
+		r.pods = map[podID]podRec{}
+	}
 	if len(ips) == 1 && ips[0].Is4() {
-		return podRec{v4: ips[0].As4(), single: true, hostNetwork: hostNetwork}
+		r.pods[id] = podRec{v4: ips[0].As4(), single: true, hostNetwork: hostNetwork}
+		delete(r.podIPs, id)
+		return
 	}
-	return podRec{ips: &ips, hostNetwork: hostNetwork}
+	r.pods[id] = podRec{hostNetwork: hostNetwork}
+	if r.podIPs == nil {
+		r.podIPs = map[podID][]netip.Addr{}
+	}
+	r.podIPs[id] = ips
 }
 
-// same reports whether o records what pr does.
-func (pr *podRec) same(o *podRec) bool {
-	if pr.single != o.single || pr.hostNetwork != o.hostNetwork || pr.v4 != o.v4 {
-		return false
-	}
-	return pr.single || (pr.ips == nil) == (o.ips == nil) && (pr.ips == nil || slices.Equal(*pr.ips, *o.ips))
-}
-
-// addrs returns the pod's addresses, using buf for an inline one.
-func (pr *podRec) addrs(buf *[1]netip.Addr) []netip.Addr {
+// addrsOf returns pod id's addresses, using buf for an inline one.
+func (r *nsRec) addrsOf(id podID, pr podRec, buf *[1]netip.Addr) []netip.Addr {
 	if pr.single {
 		buf[0] = netip.AddrFrom4(pr.v4)
 		return buf[:]
 	}
-	if pr.ips == nil {
-		return nil
+	return r.podIPs[id]
+}
+
+// hasPod reports whether pod id is recorded with these addresses.
+func (r *nsRec) hasPod(id podID, ips []netip.Addr, hostNetwork bool) bool {
+	pr, ok := r.pods[id]
+	if !ok || pr.hostNetwork != hostNetwork {
+		return false
 	}
-	return *pr.ips
+	var buf [1]netip.Addr
+	return slices.Equal(r.addrsOf(id, pr, &buf), ips)
+}
+
+// dropPodRec forgets pod id; it returns its addresses and whether it is on
+// the host network, or false when it was not recorded.
+func (r *nsRec) dropPodRec(id podID, buf *[1]netip.Addr) ([]netip.Addr, bool, bool) {
+	pr, ok := r.pods[id]
+	if !ok {
+		return nil, false, false
+	}
+	ips := r.addrsOf(id, pr, buf)
+	delete(r.pods, id)
+	delete(r.podIPs, id)
+	return ips, pr.hostNetwork, true
 }
 
 // podID stands for a pod's name in its namespace: the name's 64-bit hash
@@ -98,15 +121,14 @@ type podDelta struct{ pods, notHostNetwork int32 }
 
 // countPod adds (d = 1) or removes (d = -1) a pod's addresses in p's
 // pending counts.
-func (p *pending) countPod(pod podRec, d int32) {
+func (p *pending) countPod(ips []netip.Addr, hostNetwork bool, d int32) {
 	if p.podAddrs == nil {
 		p.podAddrs = map[netip.Addr]podDelta{}
 	}
-	var buf [1]netip.Addr
-	for _, a := range pod.addrs(&buf) {
+	for _, a := range ips {
 		c := p.podAddrs[a]
 		c.pods += d
-		if !pod.hostNetwork {
+		if !hostNetwork {
 			c.notHostNetwork += d
 		}
 		p.podAddrs[a] = c
@@ -504,22 +526,17 @@ func (b *Builder) SetPod(tp int, pod *Pod) {
 
 func (b *Builder) setPod(tp int, pod *Pod) {
 	b.listed(tp, Pods, pod.Tenant, pod.Namespace, pod.Name)
-	rec := newPodRec(pod.IPs, pod.HostNetwork)
-	if r, _ := b.lookup(tp, pod.Tenant, pod.Namespace); r != nil {
-		if old, ok := r.pods[b.podID(pod.Name)]; ok && old.same(&rec) {
-			return
-		}
+	id := b.podID(pod.Name)
+	if r, _ := b.lookup(tp, pod.Tenant, pod.Namespace); r != nil && r.hasPod(id, pod.IPs, pod.HostNetwork) {
+		return
 	}
 	r, p := b.touch(tp, pod.Tenant, pod.Namespace)
-	id := b.podID(pod.Name)
-	if old, ok := r.pods[id]; ok {
-		p.countPod(old, -1)
+	var buf [1]netip.Addr
+	if ips, hostNetwork, ok := r.dropPodRec(id, &buf); ok {
+		p.countPod(ips, hostNetwork, -1)
 	}
-	if r.pods == nil {
-		r.pods = map[podID]podRec{}
-	}
-	r.pods[id] = rec
-	p.countPod(rec, 1)
+	r.setPodRec(id, pod.IPs, pod.HostNetwork)
+	p.countPod(pod.IPs, pod.HostNetwork, 1)
 }
 
 // DeletePod removes a pod of partition tp.
@@ -541,13 +558,13 @@ func (b *Builder) deletePod(tp int, tenant, ns, name string) {
 
 // dropPod deletes pod id of namespace r, if it is there. Callers hold b.mu.
 func (b *Builder) dropPod(tp int, r *nsRec, id podID) {
-	old, ok := r.pods[id]
-	if !ok {
+	if _, ok := r.pods[id]; !ok {
 		return
 	}
 	r, p := b.touch(tp, r.key.tenant, r.key.ns)
-	delete(r.pods, id)
-	p.countPod(old, -1)
+	var buf [1]netip.Addr
+	ips, hostNetwork, _ := r.dropPodRec(id, &buf)
+	p.countPod(ips, hostNetwork, -1)
 }
 
 func (p *pending) addService(name string) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -88,10 +89,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil || !isJSON(resp.Header.Get("Content-Type")) {
 		return resp, err
 	}
-	resp.Body = newLiftingBody(resp.Body)
+	if isWatch(out.URL) {
+		resp.Body = newLiftingBody(resp.Body)
+	} else {
+		resp.Body = &wholeBody{src: resp.Body, size: resp.ContentLength}
+	}
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// isWatch reports whether a request asks for a watch stream, whose events
+// must be passed on one by one as they come.
+func isWatch(u *url.URL) bool {
+	if w := u.Query().Get("watch"); w == "true" || w == "1" {
+		return true
+	}
+	return strings.Contains(u.Path, "/watch/")
 }
 
 func isJSON(contentType string) bool {
@@ -336,6 +350,46 @@ func (b *liftingBody) Read(p []byte) (int, error) {
 }
 
 func (b *liftingBody) Close() error { return b.src.Close() }
+
+// wholeBody lifts a response that is one JSON value (an object or a list,
+// anything but a watch) in one piece: the body is read once, into a buffer
+// of its announced size, and rewritten once. A list page of a few MB is
+// copied twice instead of the five times a value-by-value decoder takes.
+type wholeBody struct {
+	src  io.ReadCloser
+	size int64 // the response's Content-Length; -1 when not known
+	r    *bytes.Reader
+	err  error
+}
+
+func (b *wholeBody) Read(p []byte) (int, error) {
+	if b.r == nil && b.err == nil {
+		b.load()
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.r.Read(p)
+}
+
+func (b *wholeBody) load() {
+	var buf bytes.Buffer
+	if b.size > 0 && b.size < 1<<30 {
+		buf.Grow(int(b.size) + bytes.MinRead) // room for ReadFrom's EOF probe
+	}
+	if _, err := buf.ReadFrom(b.src); err != nil {
+		b.err = err
+		return
+	}
+	out, err := LiftTenant(buf.Bytes())
+	if err != nil {
+		b.err = fmt.Errorf("tenancy transport: %w", err)
+		return
+	}
+	b.r = bytes.NewReader(out)
+}
+
+func (b *wholeBody) Close() error { return b.src.Close() }
 
 // bodyError passes the reader's own errors through unchanged, because
 // client-go's watch decoder compares them by identity: io.EOF ends a watch

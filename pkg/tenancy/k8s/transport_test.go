@@ -3,9 +3,11 @@ package k8s
 import (
 	"encoding/json"
 	"io"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -214,5 +216,47 @@ func TestLiftingBodyKeepsReaderErrorIdentity(t *testing.T) {
 	_, err := io.ReadAll(body)
 	if err == nil || !strings.Contains(err.Error(), "tenancy transport") {
 		t.Fatalf("malformed JSON error = %v, want one naming the tenancy transport", err)
+	}
+}
+
+// A response that is not a watch is lifted in one piece, whatever its
+// announced size, and the source's read errors come through as they are.
+func TestWholeBodyLiftsOneValue(t *testing.T) {
+	list := `{"kind":"PodList","items":[{"metadata":{"name":"a","tenant":"t1"}},{"metadata":{"name":"b"}}]}`
+	for _, size := range []int64{-1, 0, int64(len(list)), int64(len(list)) - 7, int64(len(list)) * 3} {
+		b := &wholeBody{src: io.NopCloser(strings.NewReader(list)), size: size}
+		out, err := io.ReadAll(b)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		var got corev1.PodList
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if len(got.Items) != 2 || got.Items[0].Annotations[tenancy.TenantAnnotation] != "t1" || got.Items[1].Annotations[tenancy.TenantAnnotation] != "" {
+			t.Fatalf("size %d: lifted %s", size, out)
+		}
+	}
+	cut := &wholeBody{src: io.NopCloser(io.MultiReader(strings.NewReader(list[:20]), iotest.ErrReader(io.ErrUnexpectedEOF))), size: -1}
+	if _, err := io.ReadAll(cut); err != io.ErrUnexpectedEOF {
+		t.Fatalf("a cut body reads as %v, want io.ErrUnexpectedEOF itself", err)
+	}
+}
+
+func TestIsWatch(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"/api/v1/tenants/all/pods?watch=true&resourceVersion=5": true,
+		"/api/v1/tenants/all/pods?watch=1":                      true,
+		"/api/v1/watch/pods":                                    true,
+		"/api/v1/tenants/all/pods?limit=500":                    false,
+		"/api/v1/tenants/all/pods?watch=false":                  false,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := isWatch(u); got != want {
+			t.Errorf("isWatch(%s) = %v, want %v", raw, got, want)
+		}
 	}
 }
