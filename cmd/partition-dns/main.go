@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
+	"github.com/tpkit-dev/tpkit/internal/memlimit"
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
@@ -85,6 +86,7 @@ type config struct {
 	trustedCIDRs     []netip.Prefix
 	profiling        bool
 	gcPercent        int
+	memoryLimit      string
 }
 
 // short is what --help says partition-dns is.
@@ -127,6 +129,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	c.allowRecursion = listFlag{vals: prefixStrings(server.DefaultAllowRecursion)}
 	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
 	fs.Var(&c.trustedFwd, "trusted-forwarders", "CIDRs of node-local caches (partition-dns node-cache) whose EDNS Client Subnet option names the asking pod: from them, a /32 or /128 ECS address is the querier's identity (its partition and tenant), and answers carry the scope they depended on. Set to the node CIDRs. Repeatable or comma-separated. Empty: ECS is ignored.")
+	fs.StringVar(&c.memoryLimit, "memory-limit", "auto", "Soft memory limit of the Go runtime (GOMEMLIMIT): a quantity such as 150Mi, none, or auto for 85% of the container's (cgroup's) memory limit. Near it the collector runs more often, so a start's peak stays inside the container's limit instead of ending in an OOM kill.")
 	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := cmd.Parse(args); err != nil {
@@ -168,6 +171,9 @@ func (c *config) validateValues() error {
 		return fmt.Errorf("--udp-batch %d: must be between 1 and 1024", c.udpBatch)
 	case c.maxForwards < 1:
 		return fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
+	}
+	if _, err := memlimit.Resolve(c.memoryLimit, func() (int64, bool) { return 0, false }); err != nil {
+		return err
 	}
 	if _, ok := server.ParsePodMode(c.pods); !ok {
 		return fmt.Errorf("--pods %q: want disabled, insecure or verified", c.pods)
@@ -370,6 +376,12 @@ func nsAddrs(listen string) []netip.Addr {
 func run(ctx context.Context, c *config) error {
 	if c.gcPercent >= 0 && os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(c.gcPercent)
+	}
+	if limit, err := memlimit.Resolve(c.memoryLimit, memlimit.System); err != nil {
+		return err
+	} else if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+		klog.InfoS("Go memory limit set", "bytes", limit, "flag", c.memoryLimit)
 	}
 	set, err := partition.New(c.part)
 	if err != nil {

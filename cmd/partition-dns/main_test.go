@@ -63,6 +63,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--trusted-forwarders", "10.0.0.1"}, "--trusted-forwarders"},
 		{[]string{"--list-page-size", "0"}, "--list-page-size"},
 		{[]string{"--udp-batch", "0"}, "--udp-batch"},
+		{[]string{"--memory-limit", "lots"}, "--memory-limit"},
 		{[]string{"--no-such-flag"}, "-no-such-flag"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

@@ -14,6 +14,7 @@ bench_init() {
 bench_cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  [ -z "${memcg:-}" ] || rmdir "$memcg" 2>/dev/null || true
   rm -rf "$work"
 }
 
@@ -35,11 +36,44 @@ start_tps() {
   done
 }
 
+# memcg_make MIB: a memory cgroup limited to MIB MiB, as a container's
+# limit would be (cgroup v1's memory controller or v2), its directory in
+# $memcg; $memcg is empty for MIB 0, or when none can be made (not root, no
+# controller).
+memcg_make() {
+  memcg=
+  [ "$1" -gt 0 ] || return 0
+  local self base
+  if self=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup) && [ -n "$self" ] &&
+    base=/sys/fs/cgroup/memory$self && [ -d "$base" ]; then
+    memcg=$base/tpkit-bench-$$
+    mkdir -p "$memcg" 2>/dev/null && echo $(( $1 * 1048576 )) >"$memcg/memory.limit_in_bytes" 2>/dev/null || memcg=
+  elif self=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup) && [ -f "/sys/fs/cgroup$self/cgroup.controllers" ]; then
+    memcg=/sys/fs/cgroup$self/tpkit-bench-$$
+    mkdir -p "$memcg" 2>/dev/null && echo $(( $1 * 1048576 )) >"$memcg/memory.max" 2>/dev/null || memcg=
+  fi
+}
+
+# memcg_peak: the cgroup's peak usage in MiB and its OOM kills, "n/a"
+# without a cgroup.
+memcg_peak() {
+  if [ -z "$memcg" ]; then echo "n/a"; return; fi
+  if [ -f "$memcg/memory.max_usage_in_bytes" ]; then
+    echo "$(( $(cat "$memcg/memory.max_usage_in_bytes") / 1048576 )) MiB, $(awk '/oom_kill /{print $2}' "$memcg/memory.oom_control") OOM kills"
+  else
+    echo "$(( $(cat "$memcg/memory.peak") / 1048576 )) MiB, $(awk '/oom_kill /{print $2}' "$memcg/memory.events") OOM kills"
+  fi
+}
+
+# memcg_drop removes the cgroup once its processes are gone.
+memcg_drop() { [ -z "$memcg" ] || rmdir "$memcg" 2>/dev/null || true; memcg=; }
+
 # start_pdns [FLAG...]: partition-dns over the TPs of $KUBECONFIGS on
-# 127.0.0.1:$DNS_PORT, with /readyz on $HEALTH_PORT; returns once it is
-# ready, its PID in $pdns.
+# 127.0.0.1:$DNS_PORT, with /readyz on $HEALTH_PORT, inside $memcg when it
+# is set; returns once it is ready, its PID in $pdns.
 start_pdns() {
-  "$work/partition-dns" --tenant-server-kubeconfig "$KUBECONFIGS" \
+  local cg=${memcg:+$memcg/cgroup.procs}
+  sh -c '[ -z "$1" ] || echo $$ >"$1"; shift; exec "$@"' sh "$cg" "$work/partition-dns" --tenant-server-kubeconfig "$KUBECONFIGS" \
     --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --ready-listen "" \
     --upstream none "$@" >"$work/pdns.log" 2>&1 &
   pdns=$!

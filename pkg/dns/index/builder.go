@@ -576,10 +576,10 @@ func (p *pending) addService(name string) {
 
 // Run publishes pending changes until ctx ends, at most once per interval so
 // that a burst of events becomes one publish. A publish copies the parts of
-// the index it changes, which during a partition's initial list is most of
-// it: after a publish that took d, the next waits at least publishSpacing ×
-// d, so that publishing takes at most a fifth of the time however large
-// the index grows.
+// the index it changes, which during a list is most of it: while one is in
+// progress, after a publish that took d the next waits at least
+// publishSpacing × d, so that publishing takes at most a fifth of the time
+// however large the index grows. Watch events alone wait only interval.
 func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 	for {
 		select {
@@ -589,7 +589,11 @@ func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 		}
 		start := time.Now()
 		b.Publish()
-		if wait := max(interval, publishSpacing*time.Since(start)); wait > 0 {
+		wait := interval
+		if b.listing() {
+			wait = max(interval, publishSpacing*time.Since(start))
+		}
+		if wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -597,6 +601,13 @@ func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 			}
 		}
 	}
+}
+
+// listing reports whether a list is in progress.
+func (b *Builder) listing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.lists) > 0
 }
 
 // publishSpacing is how many times its own duration Run waits after a

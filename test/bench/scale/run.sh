@@ -8,8 +8,12 @@
 # Then the node's parts against the same TPs, each in its own process
 # (test/bench/scale/node): the kube-proxy view and the tporigin tracker,
 # with their time to the first complete view, live heap and peak RSS.
+# As root, partition-dns runs in a memory cgroup limited to MEMCG_MIB
+# (CoreDNS's Deployment limit, 170 MiB), as in a pod, and its default
+# --memory-limit=auto sizes the Go runtime to it; the cgroup's peak use and
+# OOM kills are reported.
 #
-#   SIZES="2400 24000" CHANGES=500 DURATION=20 test/bench/scale/run.sh
+#   SIZES="2400 24000" CHANGES=500 DURATION=20 MEMCG_MIB=170 test/bench/scale/run.sh
 #
 # A size is services per TP; pods per TP are the same, and the headless half
 # of the services has core/v1 Endpoints: 2.5 objects per service, so 24000
@@ -21,6 +25,7 @@ SIZES=${SIZES:-"2400 24000"}
 TPS=${TPS:-10}
 CHANGES=${CHANGES:-500}
 DURATION=${DURATION:-20}
+MEMCG_MIB=${MEMCG_MIB:-170} # CoreDNS's Deployment limit
 DNS_PORT=${DNS_PORT:-25953}
 HEALTH_PORT=${HEALTH_PORT:-25980}
 
@@ -37,6 +42,7 @@ nodes=()
 for size in $SIZES; do
   start_tps "$size" "$size" "$TPS"
   objects=$(( (size * 5 / 2) * TPS ))
+  memcg_make "$MEMCG_MIB"
   start=$(date +%s.%N)
   start_pdns
   ready=$(echo "$(date +%s.%N) - $start" | bc)
@@ -55,9 +61,10 @@ for size in $SIZES; do
   read -r _ changes _ lost _ p50 _ p99 _ max <"$work/churn.out"
   hwm=$(awk '/VmHWM/{print $2}' /proc/$pdns/status)
   after=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
-  rows+=("| $objects | $(printf %.1f "$ready") | $(mib "$hwm") | $(mib "$steady") / $(mib "$after") | $p50 / $p99 (max $max, $changes changes, $lost lost) | $qps | $cpu |")
+  rows+=("| $objects | $(printf %.1f "$ready") | $(mib "$hwm") | $(memcg_peak) | $(mib "$steady") / $(mib "$after") | $p50 / $p99 (max $max, $changes changes, $lost lost) | $qps | $cpu |")
   echo "${rows[-1]}" >&2
   kill -TERM "$pdns"; wait "$pdns" 2>/dev/null || true
+  memcg_drop
   for part in proxy origin; do
     read -r _ _ _ secs _ entries _ heap _ peak < <("$work/node" --kubeconfigs "$KUBECONFIGS" --part "$part" --dir "$work")
     nodes+=("| $part | $objects | $secs | $entries | $heap | $peak |")
@@ -69,8 +76,8 @@ done
 
 cat <<OUT
 
-| objects ($TPS TPs) | ready (s) | peak RSS (MB) | steady RSS before / after the run (MB) | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS | server CPU per query (µs) |
-| --- | --- | --- | --- | --- | --- | --- |
+| objects ($TPS TPs) | ready (s) | peak RSS, VmHWM (MiB) | peak use of its ${MEMCG_MIB} MiB memory cgroup | steady RSS before / after the run (MiB) | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS | server CPU per query (µs) |
+| --- | --- | --- | --- | --- | --- | --- | --- |
 $(printf '%s\n' "${rows[@]}")
 
 dnsperf with make bench-dns's query mix for ${DURATION}s while churn changes the TPs; CPU from /proc/PID/stat.
