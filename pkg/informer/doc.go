@@ -14,8 +14,8 @@
 //     TP answering again; never a streaming watch-list, which Arktos
 //     (Kubernetes 1.18) ignores. With FeedOptions.PageSize and a PagedSink,
 //     the list is read in pages (limit and continue, a consistent read)
-//     that the sink stages one by one, optionally one page at a time across
-//     feeds (PageGate), and applies as one list at the end.
+//     that the sink takes one by one, optionally one page at a time across
+//     feeds (PageGate), and ends as one list at the end.
 //   - Informer is a Feed whose sink keeps objects by tenant/namespace/name
 //     and hands a handler exact add, update and delete events.
 //

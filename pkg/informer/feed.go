@@ -61,9 +61,11 @@ const DefaultPageGateHold = 2 * time.Second
 
 // PagedSink is a Sink that takes a list page by page (FeedOptions.PageSize):
 // StartList begins every (re)list, ListPage hands over each page, and the
-// Replace that follows, with no items of its own, ends it: the sink applies
-// everything staged since StartList as one full list. A list that fails
-// half way is never applied; the next one starts over with StartList.
+// Replace that follows, with no items of its own, ends it: everything since
+// StartList is one full list, and what it lacked is gone. A sink may stage
+// the pages and apply them at the end, or apply each as it comes and delete
+// what the list lacked at the end (pkg/dns/source does); a list that fails
+// half way never ends, and the next one starts over with StartList.
 type PagedSink interface {
 	Sink
 	StartList()

@@ -76,7 +76,7 @@ type Source struct {
 	feeds  [][]*informer.Feed
 	stores [][]*store
 	eps    []*informer.EndpointsListWatch // per partition
-	// pageGate lets one list page at a time be read and staged (see
+	// pageGate lets one list page at a time be read and applied (see
 	// Options.PageSize).
 	pageGate chan struct{}
 }
