@@ -52,6 +52,18 @@ type EndpointsListWatch struct {
 	mu     sync.Mutex
 	mode   EndpointsMode
 	chosen *ListWatch
+	listAs ListAs
+}
+
+// SetListAs makes lists of the chosen resource decode through f (see
+// ListAs). Call it before the first list.
+func (e *EndpointsListWatch) SetListAs(f ListAs) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.listAs = f
+	if e.chosen != nil {
+		e.chosen.SetListAs(f)
+	}
 }
 
 // NewEndpointsListWatch returns the endpoints list/watch of TP name over c.
@@ -104,6 +116,7 @@ func (e *EndpointsListWatch) choose() (*ListWatch, error) {
 	if err != nil {
 		return nil, err
 	}
+	lw.SetListAs(e.listAs)
 	e.chosen = lw
 	return lw, nil
 }

@@ -1,8 +1,11 @@
 package informer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 // AllTenants is the tenant segment of Arktos paths that span every tenant:
@@ -107,7 +112,20 @@ type ListWatch struct {
 	client   rest.Interface
 	resource Resource
 	scope    Scope
+	listAs   ListAs
 }
+
+// ListAs returns the list object a list of r decodes into, in place of r's
+// own list type, or nil for r's own. A consumer that needs a few fields of
+// each object lists into a type of its own that reads only those (its JSON
+// decoding skips the rest of each object unread), so a list leaves far less
+// garbage. The type decodes the JSON as the TP sent it: an Arktos object's
+// tenant is its metadata.tenant (pkg/tenancy/k8s's transport leaves the
+// body alone). Watches still deliver r's own type.
+type ListAs func(r Resource) runtime.Object
+
+// SetListAs makes lists decode through f.
+func (lw *ListWatch) SetListAs(f ListAs) { lw.listAs = f }
 
 // NewListWatch returns the list/watch of r in scope over a TP's clientset.
 func NewListWatch(c kubernetes.Interface, r Resource, s Scope) (*ListWatch, error) {
@@ -158,13 +176,53 @@ func (lw *ListWatch) request(opts *metav1.ListOptions) *rest.Request {
 
 // ListWithContext lists the scope once.
 func (lw *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	out := lw.resource.NewList()
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
+	if lw.listAs != nil {
+		if out := lw.listAs(lw.resource); out != nil {
+			return out, lw.listRaw(ctx, lw.request(&opts).Timeout(timeout), out)
+		}
+	}
+	out := lw.resource.NewList()
 	err := lw.request(&opts).Timeout(timeout).Do(ctx).Into(out)
 	return out, err
+}
+
+// listBuffers holds the buffers list pages are read into: pages follow one
+// another (and, with a PageGate, take turns across feeds), so one buffer of
+// a page's size serves them all instead of each page growing its own. The
+// decoded objects copy what they keep, so a buffer is free once decoded; an
+// idle pool is emptied by the collector.
+var listBuffers sync.Pool
+
+// listRaw reads a list's JSON body as the TP sent it (metadata.tenant where
+// Arktos puts it) into out, a ListAs type: one buffer, where Do and the
+// tenancy transport would copy a large page several times over.
+func (lw *ListWatch) listRaw(ctx context.Context, req *rest.Request, out runtime.Object) error {
+	body, err := req.Stream(tenancyk8s.WithRawResponse(ctx))
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	buf, _ := listBuffers.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer func() { buf.Reset(); listBuffers.Put(buf) }()
+	if _, err := buf.ReadFrom(body); err != nil {
+		return fmt.Errorf("informer: reading a list of %s: %w", lw.resource.Name, err)
+	}
+	if u, ok := out.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(buf.Bytes()) // without the outer decoder's own scan of the page
+	} else {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(buf.Bytes(), out)
+	}
+	if err != nil {
+		return fmt.Errorf("informer: decoding a list of %s: %w", lw.resource.Name, err)
+	}
+	return nil
 }
 
 // WatchWithContext watches the scope from opts.ResourceVersion.

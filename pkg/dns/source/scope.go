@@ -123,6 +123,7 @@ func (f *followEndpoints) get() (*informer.EndpointsListWatch, error) {
 	if err != nil {
 		return nil, err
 	}
+	lw.SetListAs(slimList)
 	f.lw = lw
 	return lw, nil
 }

@@ -145,6 +145,7 @@ func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.En
 			if err != nil {
 				return nil, nil, nil, err
 			}
+			lw.SetListAs(slimList)
 			lws = append(lws, lw)
 		}
 		mk(r.k, merge(lws), r.res.New())
@@ -160,6 +161,7 @@ func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.En
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	eps.SetListAs(slimList)
 	lws := []listWatcher{eps}
 	for _, sc := range scopes[1:] {
 		lws = append(lws, &followEndpoints{first: eps, client: p.Client, name: p.Name, scope: sc})

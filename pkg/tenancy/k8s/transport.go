@@ -38,6 +38,16 @@ func WithTenant(ctx context.Context, tenant string) context.Context {
 	return context.WithValue(ctx, tenantContextKey{}, tenant)
 }
 
+type rawContextKey struct{}
+
+// WithRawResponse returns a context that makes Transport pass the response
+// body on as the server sent it, metadata.tenant not moved into the
+// annotation: for a reader that takes metadata.tenant itself and would
+// rather not have a large body copied.
+func WithRawResponse(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rawContextKey{}, true)
+}
+
 // TenantFromContext returns the tenant set by WithTenant, or "".
 func TenantFromContext(ctx context.Context) string {
 	t, _ := ctx.Value(tenantContextKey{}).(string)
@@ -86,7 +96,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	resp, err := base.RoundTrip(out)
-	if err != nil || resp.Body == nil || !isJSON(resp.Header.Get("Content-Type")) {
+	if err != nil || resp.Body == nil || !isJSON(resp.Header.Get("Content-Type")) || req.Context().Value(rawContextKey{}) != nil {
 		return resp, err
 	}
 	if isWatch(out.URL) {

@@ -1,8 +1,11 @@
 package k8s
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
@@ -258,5 +261,38 @@ func TestIsWatch(t *testing.T) {
 		if got := isWatch(u); got != want {
 			t.Errorf("isWatch(%s) = %v, want %v", raw, got, want)
 		}
+	}
+}
+
+// WithRawResponse leaves a response as the server sent it; without it the
+// tenant is lifted.
+func TestRawResponse(t *testing.T) {
+	const body = `{"kind":"Pod","metadata":{"name":"a","tenant":"t1"}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	get := func(ctx context.Context) string {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/namespaces/x/pods/a", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := (&Transport{}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if got := get(WithRawResponse(context.Background())); got != body {
+		t.Fatalf("raw response = %s, want it as sent", got)
+	}
+	if got := get(context.Background()); got == body || !strings.Contains(got, tenancy.TenantAnnotation) {
+		t.Fatalf("lifted response = %s", got)
 	}
 }

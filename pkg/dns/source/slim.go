@@ -1,0 +1,225 @@
+package source
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+)
+
+// Lists decode into the slim list types below (informer.ListAs): each reads
+// only what the index needs of an object and skips the rest unread, and
+// hands on core/v1 (or discovery/v1) objects with just those fields set, so
+// the rest of the source treats a listed object as it treats a watched one.
+// A full decode of a list page makes every field of every object (a pod's
+// containers, every object's managed fields) only to drop it; at 600k
+// objects that garbage is what the collector spends a start on.
+
+// slimList is the informer.ListAs of the source's feeds.
+func slimList(r informer.Resource) runtime.Object {
+	switch r.GroupVersion {
+	case corev1.SchemeGroupVersion:
+		switch r.Name {
+		case informer.Services.Name:
+			return newList(readService)
+		case informer.Endpoints.Name:
+			return newList(readEndpoints)
+		case informer.Pods.Name:
+			return newList(readPod)
+		case informer.Namespaces.Name:
+			return newList(readNamespace)
+		}
+	case discoveryv1.SchemeGroupVersion:
+		if r.Name == informer.EndpointSlices.Name {
+			return newList(readEndpointSlice)
+		}
+	}
+	return nil
+}
+
+// slimMeta is what the index needs of an object's metadata. The tenant is
+// metadata.tenant, or the annotation pkg/tenancy/k8s's transport moves it
+// to; the label is an EndpointSlice's service.
+type slimMeta struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Tenant      string `json:"tenant"`
+	Annotations struct {
+		Tenant string `json:"tpkit.dev/tenant"` // tenancy.TenantAnnotation
+	} `json:"annotations"`
+	Labels struct {
+		Service string `json:"kubernetes.io/service-name"` // discoveryv1.LabelServiceName
+	} `json:"labels"`
+}
+
+// objectMeta is m as tenancy.TenantOf reads it.
+func (m *slimMeta) objectMeta() metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace}
+	t := m.Tenant
+	if t == "" {
+		t = m.Annotations.Tenant
+	}
+	if t != "" && !tenancy.IsSystem(t) {
+		out.Annotations = map[string]string{tenancy.TenantAnnotation: t}
+	}
+	if m.Labels.Service != "" {
+		out.Labels = map[string]string{discoveryv1.LabelServiceName: m.Labels.Service}
+	}
+	return out
+}
+
+// deepCopier is an API type's pointer.
+type deepCopier[T any] interface {
+	*T
+	DeepCopyInto(*T)
+}
+
+// list is a list of T read slim: UnmarshalJSON decodes the items as R, the
+// fields that matter, and makes each a T with conv.
+type list[T any, PT deepCopier[T]] struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []T `json:"items"`
+
+	read func(b []byte, l *list[T, PT]) error
+}
+
+// newList returns an empty list whose items decode as R and convert with conv.
+func newList[R, T any, PT deepCopier[T]](conv func(*R, *T)) *list[T, PT] {
+	return &list[T, PT]{read: func(b []byte, l *list[T, PT]) error {
+		var raw struct {
+			metav1.TypeMeta `json:",inline"`
+			ListMeta        metav1.ListMeta `json:"metadata"`
+			Items           []R             `json:"items"`
+		}
+		// Case-sensitive, as Kubernetes decodes: "podIP" is not "podIp".
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(b, &raw); err != nil {
+			return err
+		}
+		l.TypeMeta, l.ListMeta = raw.TypeMeta, raw.ListMeta
+		l.Items = make([]T, len(raw.Items))
+		for i := range raw.Items {
+			conv(&raw.Items[i], &l.Items[i])
+		}
+		return nil
+	}}
+}
+
+// UnmarshalJSON decodes a JSON list, reading only what conv needs.
+func (l *list[T, PT]) UnmarshalJSON(b []byte) error { return l.read(b, l) }
+
+// DeepCopyObject copies the list (runtime.Object).
+func (l *list[T, PT]) DeepCopyObject() runtime.Object {
+	out := &list[T, PT]{TypeMeta: l.TypeMeta, ListMeta: *l.ListMeta.DeepCopy(), Items: make([]T, len(l.Items)), read: l.read}
+	for i := range l.Items {
+		PT(&l.Items[i]).DeepCopyInto(&out.Items[i])
+	}
+	return out
+}
+
+type slimPort struct {
+	Name     string          `json:"name"`
+	Protocol corev1.Protocol `json:"protocol"`
+	Port     int32           `json:"port"`
+}
+
+type slimService struct {
+	Metadata slimMeta `json:"metadata"`
+	Spec     struct {
+		Type         corev1.ServiceType `json:"type"`
+		ClusterIP    string             `json:"clusterIP"`
+		ClusterIPs   []string           `json:"clusterIPs"`
+		ExternalName string             `json:"externalName"`
+		Ports        []slimPort         `json:"ports"`
+	} `json:"spec"`
+}
+
+func readService(in *slimService, out *corev1.Service) {
+	out.ObjectMeta = in.Metadata.objectMeta()
+	out.Spec = corev1.ServiceSpec{Type: in.Spec.Type, ClusterIP: in.Spec.ClusterIP, ClusterIPs: in.Spec.ClusterIPs, ExternalName: in.Spec.ExternalName}
+	out.Spec.Ports = make([]corev1.ServicePort, len(in.Spec.Ports))
+	for i, p := range in.Spec.Ports {
+		out.Spec.Ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port}
+	}
+}
+
+// slimEndpoints is an Endpoints' ready addresses: not-ready ones are left
+// unread.
+type slimEndpoints struct {
+	Metadata slimMeta `json:"metadata"`
+	Subsets  []struct {
+		Addresses []struct {
+			IP       string `json:"ip"`
+			Hostname string `json:"hostname"`
+		} `json:"addresses"`
+		Ports []slimPort `json:"ports"`
+	} `json:"subsets"`
+}
+
+func readEndpoints(in *slimEndpoints, out *corev1.Endpoints) {
+	out.ObjectMeta = in.Metadata.objectMeta()
+	out.Subsets = make([]corev1.EndpointSubset, len(in.Subsets))
+	for i, ss := range in.Subsets {
+		o := &out.Subsets[i]
+		o.Addresses = make([]corev1.EndpointAddress, len(ss.Addresses))
+		for j, a := range ss.Addresses {
+			o.Addresses[j] = corev1.EndpointAddress{IP: a.IP, Hostname: a.Hostname}
+		}
+		o.Ports = make([]corev1.EndpointPort, len(ss.Ports))
+		for j, p := range ss.Ports {
+			o.Ports[j] = corev1.EndpointPort{Name: p.Name, Protocol: p.Protocol, Port: p.Port}
+		}
+	}
+}
+
+type slimEndpointSlice struct {
+	Metadata    slimMeta                `json:"metadata"`
+	AddressType discoveryv1.AddressType `json:"addressType"`
+	Endpoints   []struct {
+		Addresses  []string `json:"addresses"`
+		Hostname   *string  `json:"hostname"`
+		Conditions struct {
+			Ready *bool `json:"ready"`
+		} `json:"conditions"`
+	} `json:"endpoints"`
+	Ports []discoveryv1.EndpointPort `json:"ports"`
+}
+
+func readEndpointSlice(in *slimEndpointSlice, out *discoveryv1.EndpointSlice) {
+	out.ObjectMeta = in.Metadata.objectMeta()
+	out.AddressType, out.Ports = in.AddressType, in.Ports
+	out.Endpoints = make([]discoveryv1.Endpoint, len(in.Endpoints))
+	for i, e := range in.Endpoints {
+		out.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Hostname: e.Hostname, Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}}
+	}
+}
+
+type slimPod struct {
+	Metadata slimMeta `json:"metadata"`
+	Spec     struct {
+		HostNetwork bool `json:"hostNetwork"`
+	} `json:"spec"`
+	Status struct {
+		Phase  corev1.PodPhase `json:"phase"`
+		PodIP  string          `json:"podIP"`
+		PodIPs []corev1.PodIP  `json:"podIPs"`
+	} `json:"status"`
+}
+
+func readPod(in *slimPod, out *corev1.Pod) {
+	out.ObjectMeta = in.Metadata.objectMeta()
+	out.Spec.HostNetwork = in.Spec.HostNetwork
+	out.Status = corev1.PodStatus{Phase: in.Status.Phase, PodIP: in.Status.PodIP, PodIPs: in.Status.PodIPs}
+}
+
+type slimNamespace struct {
+	Metadata slimMeta `json:"metadata"`
+}
+
+func readNamespace(in *slimNamespace, out *corev1.Namespace) {
+	out.ObjectMeta = in.Metadata.objectMeta()
+}
