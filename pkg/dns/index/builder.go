@@ -756,7 +756,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		n.services = old.services
 	}
 	if len(p.services) > 0 {
-		n.services = rebuildServices(n.services, rec, p, w)
+		n.services = rebuildServices(&n.services, rec, p, w)
 	}
 	if old != nil && old.ID == n.ID && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
 		return old // only pod addresses changed, and those are not here
@@ -764,18 +764,13 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 	return n
 }
 
-// rebuildServices returns a namespace's new sorted service list: old's,
-// with the views of the services p names built again (or dropped), and
-// updates the reverse map. old is not changed.
-func rebuildServices(old []*ServiceView, rec *nsRec, p *pending, w *ipWriter) []*ServiceView {
-	out := make([]*ServiceView, len(old), len(old)+len(p.services))
-	copy(out, old)
-	dropped := false
-	for name := range p.services {
+// rebuildServices returns a namespace's new service list: old's, with the
+// views of the services p names built again (or dropped), and updates the
+// reverse map. old is not changed.
+func rebuildServices(old *serviceList, rec *nsRec, p *pending, w *ipWriter) serviceList {
+	return old.edit(p.services, func(name string, ov *ServiceView) *ServiceView {
 		spec, changed := p.specs[name]
-		i, found := slices.BinarySearchFunc(old, name, func(sv *ServiceView, name string) int { return strings.Compare(sv.Name, name) })
-		if found {
-			ov := old[i]
+		if ov != nil {
 			w.unindexService(rec.id, name, ov)
 			if !changed {
 				spec = &ov.ServiceSpec
@@ -785,24 +780,8 @@ func rebuildServices(old []*ServiceView, rec *nsRec, p *pending, w *ipWriter) []
 		if sv != nil {
 			w.indexService(rec.id, sv)
 		}
-		switch {
-		case found:
-			out[i] = sv // nil, when dropped, until compacted below
-			dropped = dropped || sv == nil
-		case sv != nil:
-			out = append(out, sv)
-		}
-	}
-	if dropped {
-		out = slices.DeleteFunc(out, func(sv *ServiceView) bool { return sv == nil })
-	}
-	if len(out) > len(old) || dropped {
-		slices.SortFunc(out, func(x, y *ServiceView) int { return strings.Compare(x.Name, y.Name) })
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return slices.Clip(out)
+		return sv
+	})
 }
 
 func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
