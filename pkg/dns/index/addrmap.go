@@ -7,16 +7,21 @@ import (
 	"slices"
 )
 
-const shards = 64
+// shards is the number of shards of an addrMap: at 600k objects one holds
+// a few hundred addresses, so a publish of a few changes copies kilobytes,
+// not the megabytes that 64 shards took (garbage that, at hundreds of
+// publishes a second, kept the collector busy).
+const shards = 1024
 
 func shardOf(a netip.Addr) int {
 	b := a.As16()
-	return int(b[15]^b[14]^b[11]) & (shards - 1)
+	return (int(b[14])<<8 | int(b[15]) ^ int(b[11])<<2 ^ int(b[13])<<5) & (shards - 1)
 }
 
 // addrMap maps addresses to owners (PTR or srcOwner). It is split in shards
-// so that a publish copies only the shards it changes.
-type addrMap[V any] [shards]addrShard[V]
+// so that a publish copies only the shards it changes (and the array of
+// pointers to them, 8 KB); a nil shard is empty.
+type addrMap[V any] [shards]*addrShard[V]
 
 // addrShard is an immutable sorted table: addrs[i]'s values are
 // vals[offs[i]:offs[i+1]]. Three flat arrays instead of a Go map save its
@@ -47,7 +52,7 @@ func (k addrKey) compare(o addrKey) int {
 }
 
 func (s *addrShard[V]) get(a netip.Addr) []V {
-	if a.Is4In6() {
+	if s == nil || a.Is4In6() {
 		return nil // the key of an IPv4 address, which a is not
 	}
 	i, ok := slices.BinarySearchFunc(s.addrs, keyOf(a), addrKey.compare)
@@ -64,8 +69,10 @@ func (m *addrMap[V]) get(a netip.Addr) []V { return m[shardOf(a)].get(a) }
 // len is the number of addresses.
 func (m *addrMap[V]) len() int {
 	n := 0
-	for i := range m {
-		n += len(m[i].addrs)
+	for _, s := range m {
+		if s != nil {
+			n += len(s.addrs)
+		}
 	}
 	return n
 }
@@ -121,7 +128,7 @@ func (e *addrEdits[V]) apply() addrMap[V] {
 	out := *e.old
 	for i, ed := range e.edits {
 		if len(ed) > 0 {
-			out[i] = merge(&e.old[i], ed)
+			out[i] = merge(e.old[i], ed)
 		}
 	}
 	return out
@@ -129,7 +136,10 @@ func (e *addrEdits[V]) apply() addrMap[V] {
 
 // merge writes a new shard: old's entries with ed's replacing, adding or
 // (when empty) deleting theirs.
-func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) addrShard[V] {
+func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) *addrShard[V] {
+	if old == nil {
+		old = &addrShard[V]{}
+	}
 	type edit struct {
 		k addrKey
 		v []V
@@ -146,7 +156,7 @@ func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) addrShard[V] {
 			n++
 		}
 	}
-	out := addrShard[V]{addrs: make([]addrKey, 0, n), offs: make([]uint32, 1, n+1), vals: make([]V, 0, nv)}
+	out := &addrShard[V]{addrs: make([]addrKey, 0, n), offs: make([]uint32, 1, n+1), vals: make([]V, 0, nv)}
 	add := func(a addrKey, v []V) {
 		if len(v) == 0 {
 			return
@@ -169,7 +179,7 @@ func merge[V any](old *addrShard[V], ed map[netip.Addr][]V) addrShard[V] {
 		add(old.addrs[i], old.vals[old.offs[i]:old.offs[i+1]])
 	}
 	if len(out.addrs) == 0 {
-		return addrShard[V]{}
+		return nil
 	}
 	return out
 }
