@@ -20,7 +20,7 @@ help:
 	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
 	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
-	@echo "make bench-scale  partition-dns over 10 TPs at 60k and 600k objects: ready, RSS, programming latency under churn, QPS"
+	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
@@ -76,7 +76,7 @@ bench-memory:
 # partition-dns over 10 fake TPs at 60k and 600k objects (docs/benchmarks.md, "Scale").
 bench-scale:
 	./hack/ensure-tools.sh dnsperf
-	SIZES="$${SIZES:-2400 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-20} ./test/bench/scale/run.sh
+	SIZES="$${SIZES:-2400 12000 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-20} ./test/bench/scale/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:

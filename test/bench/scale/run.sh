@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench-scale (issue 20): partition-dns over 10 fake TPs at two sizes,
-# 60k and 600k DNS-relevant objects in all. For each it reports the time to
+# make bench-scale (issue 20): partition-dns over 10 fake TPs at three sizes,
+# 60k, 300k and 600k DNS-relevant objects in all. For each it reports the time to
 # ready, the peak RSS (VmHWM, the start included) and the steady RSS, the
 # programming latency (p50/p99 from a change acknowledged by its TP to the
 # changed answer, measured by test/bench/scale/churn at CHANGES per second
@@ -13,7 +13,7 @@
 # --memory-limit=auto sizes the Go runtime to it; the cgroup's peak use and
 # OOM kills are reported.
 #
-#   SIZES="2400 24000" CHANGES=500 DURATION=20 MEMCG_MIB=170 test/bench/scale/run.sh
+#   SIZES="2400 12000 24000" CHANGES=500 DURATION=20 MEMCG_MIB=170 test/bench/scale/run.sh
 #
 # A size is services per TP; pods per TP are the same, and the headless half
 # of the services has core/v1 Endpoints: 2.5 objects per service, so 24000
@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
-SIZES=${SIZES:-"2400 24000"}
+SIZES=${SIZES:-"2400 12000 24000"}
 TPS=${TPS:-10}
 CHANGES=${CHANGES:-500}
 DURATION=${DURATION:-20}
