@@ -13,7 +13,9 @@
 # --memory-limit=auto sizes the Go runtime to it; the cgroup's peak use and
 # OOM kills are reported.
 #
-#   SIZES="2400 12000 24000" CHANGES=500 DURATION=20 MEMCG_MIB=170 test/bench/scale/run.sh
+#   SIZES="2400 12000 24000" CHANGES=500 DURATION=20 MEMCG_MIB=170 PDNS_FLAGS= test/bench/scale/run.sh
+#
+# PDNS_FLAGS are more flags for partition-dns (--gc-percent 10, say).
 #
 # A size is services per TP; pods per TP are the same, and the headless half
 # of the services has core/v1 Endpoints: 2.5 objects per service, so 24000
@@ -44,7 +46,7 @@ for size in $SIZES; do
   objects=$(( (size * 5 / 2) * TPS ))
   memcg_make "$MEMCG_MIB"
   start=$(date +%s.%N)
-  start_pdns
+  start_pdns ${PDNS_FLAGS:-}
   ready=$(echo "$(date +%s.%N) - $start" | bc)
   sleep 3
   steady=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
