@@ -32,12 +32,16 @@ type nsRec struct {
 	// the pending changes applied. Their specs are in the snapshot's views
 	// and, until published, in pending.specs; the Builder keeps no map of
 	// its own.
-	services    int
-	slicesBySvc map[string][]sliceRec // few per service: a slice beats a map
-	// sliceSvc maps a slice's name to its service's, for the slices named
-	// otherwise than their service: a core/v1 Endpoints (Arktos's kind)
-	// needs no entry.
-	sliceSvc map[string]string
+	services int
+	// own holds the slices named after their service, by that name: every
+	// core/v1 Endpoints (Arktos's kind) is one, and needs no more than its
+	// endpoints here (the views of a service with only this slice share
+	// them). A present key with nil views is a slice with no ready endpoint.
+	own map[string][]EndpointView
+	// slicesBySvc holds the other slices (upstream's EndpointSlices, named
+	// <service>-<suffix>), few per service: a slice beats a map.
+	slicesBySvc map[string][]sliceRec
+	sliceSvc    map[string]string // their names → their services
 	// pods holds the namespace's pods by the hash of their name (podID):
 	// 24 bytes a pod where name and record took about 60.
 	pods   map[podID]podRec
@@ -143,8 +147,13 @@ type sliceRec struct {
 	views []EndpointView
 }
 
-// removeSlice drops slice name from service svc's list.
+// removeSlice drops slice name of service svc.
 func (r *nsRec) removeSlice(svc, name string) {
+	if name == svc {
+		delete(r.own, name)
+		return
+	}
+	delete(r.sliceSvc, name)
 	l := r.slicesBySvc[svc]
 	out := l[:0]
 	for _, e := range l {
@@ -166,11 +175,17 @@ func (r *nsRec) hasSlice(svc, name string, views []EndpointView) bool {
 	if old, ok := r.serviceOfSlice(name); !ok || old != svc {
 		return false
 	}
+	same := func(have []EndpointView) bool {
+		return slices.EqualFunc(have, views, func(x, y EndpointView) bool {
+			return x.Addr == y.Addr && x.Host == y.Host && slices.Equal(x.Ports, y.Ports)
+		})
+	}
+	if name == svc {
+		return same(r.own[name])
+	}
 	for _, e := range r.slicesBySvc[svc] {
 		if e.name == name {
-			return slices.EqualFunc(e.views, views, func(x, y EndpointView) bool {
-				return x.Addr == y.Addr && x.Host == y.Host && slices.Equal(x.Ports, y.Ports)
-			})
+			return same(e.views)
 		}
 	}
 	return false
@@ -178,19 +193,20 @@ func (r *nsRec) hasSlice(svc, name string, views []EndpointView) bool {
 
 // serviceOfSlice returns the service of slice name, if it is recorded.
 func (r *nsRec) serviceOfSlice(name string) (string, bool) {
-	if svc, ok := r.sliceSvc[name]; ok {
-		return svc, true
+	if _, ok := r.own[name]; ok {
+		return name, true
 	}
-	for _, e := range r.slicesBySvc[name] {
-		if e.name == name {
-			return name, true
-		}
-	}
-	return "", false
+	svc, ok := r.sliceSvc[name]
+	return svc, ok
 }
 
 // sliceNames yields the names of the recorded slices.
 func (r *nsRec) sliceNames(yield func(string) bool) {
+	for name := range r.own {
+		if !yield(name) {
+			return
+		}
+	}
 	for _, l := range r.slicesBySvc {
 		for _, e := range l {
 			if !yield(e.name) {
@@ -201,7 +217,7 @@ func (r *nsRec) sliceNames(yield func(string) bool) {
 }
 
 func (r *nsRec) empty() bool {
-	return !r.object && r.services == 0 && len(r.slicesBySvc) == 0 && len(r.pods) == 0
+	return !r.object && r.services == 0 && len(r.own) == 0 && len(r.slicesBySvc) == 0 && len(r.pods) == 0
 }
 
 type pending struct {
@@ -472,18 +488,18 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 			p.addService(old)
 		}
 	}
-	if r.slicesBySvc == nil {
-		r.slicesBySvc = map[string][]sliceRec{}
-	}
-	if e.Name != e.Service {
-		if r.sliceSvc == nil {
-			r.sliceSvc = map[string]string{}
+	if e.Name == e.Service {
+		if r.own == nil {
+			r.own = map[string][]EndpointView{}
+		}
+		r.own[e.Name] = views
+	} else {
+		if r.slicesBySvc == nil {
+			r.slicesBySvc, r.sliceSvc = map[string][]sliceRec{}, map[string]string{}
 		}
 		r.sliceSvc[e.Name] = e.Service
-	} else {
-		delete(r.sliceSvc, e.Name)
+		r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], sliceRec{name: e.Name, views: views})
 	}
-	r.slicesBySvc[e.Service] = append(r.slicesBySvc[e.Service], sliceRec{name: e.Name, views: views})
 	p.addService(e.Service)
 }
 
@@ -508,7 +524,6 @@ func (b *Builder) deleteEndpointSlice(tp int, tenant, ns, name string) {
 		return
 	}
 	r, p := b.touch(tp, tenant, ns)
-	delete(r.sliceSvc, name)
 	r.removeSlice(svc, name)
 	p.addService(svc)
 }
@@ -776,12 +791,25 @@ func rebuildServices(old *serviceList, rec *nsRec, p *pending, w *ipWriter) serv
 				spec = &ov.ServiceSpec
 			}
 		}
-		sv := buildService(spec, rec.slicesBySvc[name])
+		sv := buildService(spec, rec.slicesOf(name))
 		if sv != nil {
 			w.indexService(rec.id, sv)
 		}
 		return sv
 	})
+}
+
+// slicesOf returns service svc's slices, the one named after it first.
+func (r *nsRec) slicesOf(svc string) []sliceRec {
+	views, ok := r.own[svc]
+	others := r.slicesBySvc[svc]
+	switch {
+	case !ok:
+		return others
+	case len(others) == 0:
+		return []sliceRec{{name: svc, views: views}}
+	}
+	return append([]sliceRec{{name: svc, views: views}}, others...)
 }
 
 func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
