@@ -177,7 +177,7 @@ func (r *nsRec) hasSlice(svc, name string, views []EndpointView) bool {
 	}
 	same := func(have []EndpointView) bool {
 		return slices.EqualFunc(have, views, func(x, y EndpointView) bool {
-			return x.Addr == y.Addr && x.Host == y.Host && slices.Equal(x.Ports, y.Ports)
+			return x.Addr == y.Addr && x.Host == y.Host && x.ports == y.ports // interned: equal lists share one
 		})
 	}
 	if name == svc {
@@ -367,7 +367,7 @@ func (b *Builder) setService(tp int, s *Service) {
 		return // a resync, a relist or a change DNS does not see
 	}
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
-	b.putService(tp, r, p, s.Name, &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: b.ports.intern(s.Ports)})
+	b.putService(tp, r, p, s.Name, &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: derefPorts(b.ports.intern(s.Ports))})
 }
 
 // sameService reports whether spec already says what s says.
@@ -470,13 +470,7 @@ func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 
 func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	b.listed(tp, EndpointSlices, e.Tenant, e.Namespace, e.Name)
-	e.Ports = b.ports.intern(e.Ports)
-	for i := range e.Endpoints {
-		if e.Endpoints[i].Ports != nil {
-			e.Endpoints[i].Ports = b.ports.intern(e.Endpoints[i].Ports)
-		}
-	}
-	views := endpointViews(e)
+	views := endpointViews(e, b.ports.intern)
 	if r, _ := b.lookup(tp, e.Tenant, e.Namespace); r != nil && r.hasSlice(e.Service, e.Name, views) {
 		return
 	}
@@ -855,9 +849,17 @@ func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
 	return sv
 }
 
+// derefPorts is a list intern returned, or nil.
+func derefPorts(p *[]Port) []Port {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
 // endpointViews lists a slice's endpoints one address each, as answers use
-// them.
-func endpointViews(e *EndpointSlice) []EndpointView {
+// them, with their ports interned.
+func endpointViews(e *EndpointSlice, intern func([]Port) *[]Port) []EndpointView {
 	n := 0
 	for _, ep := range e.Endpoints {
 		n += len(ep.Addrs)
@@ -866,13 +868,14 @@ func endpointViews(e *EndpointSlice) []EndpointView {
 		return nil
 	}
 	out := make([]EndpointView, 0, n)
+	slicePorts := intern(e.Ports)
 	for _, ep := range e.Endpoints {
-		ports := e.Ports
+		ports := slicePorts
 		if ep.Ports != nil {
-			ports = ep.Ports
+			ports = intern(ep.Ports)
 		}
 		for _, a := range ep.Addrs {
-			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), Ports: ports})
+			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), ports: ports})
 		}
 	}
 	return out

@@ -13,15 +13,25 @@ import (
 // no record uses any more is collected; dead entries are swept as the table
 // grows. Not safe for concurrent use: the Builder's mutex guards it.
 type portTable struct {
-	m    map[string]weak.Pointer[Port]
+	m    map[string]portEntry
 	live int // entries after the last sweep
 	key  []byte
 }
 
-// intern returns a list equal to ps, shared when one is already in use.
-func (t *portTable) intern(ps []Port) []Port {
+// portEntry is an interned list, weakly: its elements (which services keep,
+// as a []Port) and a header for them (which endpoint views keep, by
+// pointer). A header that went while its elements stayed is made again.
+type portEntry struct {
+	first weak.Pointer[Port]
+	hdr   weak.Pointer[[]Port]
+	n     int
+}
+
+// intern returns a list equal to ps, shared when one is already in use;
+// nil for an empty one.
+func (t *portTable) intern(ps []Port) *[]Port {
 	if len(ps) == 0 {
-		return ps
+		return nil
 	}
 	k := t.key[:0]
 	for _, p := range ps { // length-prefixed, so no two lists share a key
@@ -32,18 +42,23 @@ func (t *portTable) intern(ps []Port) []Port {
 		k = binary.LittleEndian.AppendUint32(k, uint32(p.Port))
 	}
 	t.key = k
-	if wp, ok := t.m[string(k)]; ok {
-		if first := wp.Value(); first != nil {
-			// first is the first of len(ps) Ports of one allocation.
-			return unsafe.Slice(first, len(ps))
+	if e, ok := t.m[string(k)]; ok {
+		if l := e.hdr.Value(); l != nil {
+			return l
+		}
+		if first := e.first.Value(); first != nil {
+			l := unsafe.Slice(first, e.n) // the first of n Ports of one allocation
+			e.hdr = weak.Make(&l)
+			t.m[string(k)] = e
+			return &l
 		}
 	}
 	if t.m == nil {
-		t.m = map[string]weak.Pointer[Port]{}
+		t.m = map[string]portEntry{}
 	}
 	if len(t.m) >= 2*t.live+64 {
-		for key, wp := range t.m {
-			if wp.Value() == nil {
+		for key, e := range t.m {
+			if e.first.Value() == nil {
 				delete(t.m, key)
 			}
 		}
@@ -54,6 +69,6 @@ func (t *portTable) intern(ps []Port) []Port {
 		// Own copies: the caller's strings may pin decoded objects' memory.
 		own[i] = Port{Name: strings.Clone(p.Name), Protocol: strings.Clone(p.Protocol), Port: p.Port}
 	}
-	t.m[string(k)] = weak.Make(&own[0])
-	return own
+	t.m[string(k)] = portEntry{first: weak.Make(&own[0]), hdr: weak.Make(&own), n: len(own)}
+	return &own
 }

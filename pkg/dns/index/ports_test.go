@@ -10,7 +10,7 @@ func TestPortTableSharesEqualLists(t *testing.T) {
 	var pt portTable
 	http := func() []Port { return []Port{{Name: "http", Protocol: "TCP", Port: 80}} }
 	a, b := pt.intern(http()), pt.intern(http())
-	if &a[0] != &b[0] || !slices.Equal(a, http()) {
+	if a != b || !slices.Equal(*a, http()) {
 		t.Fatal("equal lists are not shared")
 	}
 	for _, other := range [][]Port{
@@ -21,7 +21,7 @@ func TestPortTableSharesEqualLists(t *testing.T) {
 		{{Name: "http\x04", Protocol: "TCP", Port: 80}},
 		{{Name: "", Protocol: "", Port: NoPort}},
 	} {
-		if got := pt.intern(slices.Clone(other)); &got[0] == &a[0] || !slices.Equal(got, other) {
+		if got := pt.intern(slices.Clone(other)); got == a || &(*got)[0] == &(*a)[0] || !slices.Equal(*got, other) {
 			t.Fatalf("intern(%v) = %v", other, got)
 		}
 	}
@@ -29,6 +29,16 @@ func TestPortTableSharesEqualLists(t *testing.T) {
 		t.Fatalf("intern(nil) = %v", got)
 	}
 	runtime.KeepAlive(a)
+
+	// A service keeps only the elements (a []Port); a header for them is
+	// made again when its last holder has gone, and the elements stay shared.
+	elems := *pt.intern(http())
+	runtime.GC()
+	runtime.GC()
+	if again := pt.intern(http()); &(*again)[0] != &elems[0] {
+		t.Fatal("a list whose elements are still in use was not shared again")
+	}
+	runtime.KeepAlive(elems)
 }
 
 func TestPortTableForgetsUnusedLists(t *testing.T) {

@@ -95,8 +95,17 @@ type viewMore struct {
 type EndpointView struct {
 	Addr netip.Addr
 	Host string
-	// Ports are the ports of the endpoint's slice.
-	Ports []Port
+	// ports are the ports of the endpoint's slice: one interned list that
+	// its endpoints share, by pointer (a view is 48 bytes, not 64).
+	ports *[]Port
+}
+
+// Ports are the ports of the endpoint's slice (or subset).
+func (e *EndpointView) Ports() []Port {
+	if e.ports == nil {
+		return nil
+	}
+	return *e.ports
 }
 
 // AddrCount is the number of distinct endpoint addresses.

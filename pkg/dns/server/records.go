@@ -79,7 +79,7 @@ func endpointMatch(rd *names.Reading, ep *index.EndpointView) bool {
 	if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
 		return false
 	}
-	return anyPort(rd, ep.Ports)
+	return anyPort(rd, ep.Ports())
 }
 
 // seenAddr reports whether an earlier matching endpoint has the address of
@@ -153,8 +153,8 @@ func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 		if !selected(ep) {
 			continue
 		}
-		for j := range ep.Ports {
-			if portMatch(rd, &ep.Ports[j]) {
+		for j := range ep.Ports() {
+			if portMatch(rd, &ep.Ports()[j]) {
 				n++
 			}
 		}
@@ -165,8 +165,8 @@ func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 		if !selected(ep) {
 			continue
 		}
-		for j := range ep.Ports {
-			p := &ep.Ports[j]
+		for j := range ep.Ports() {
+			p := &ep.Ports()[j]
 			if p.Port == index.NoPort || !portMatch(rd, p) || dupEndpointPort(svc, i, j, rd) {
 				continue
 			}
@@ -175,7 +175,7 @@ func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 	}
 	for i := range svc.Endpoints {
 		ep := &svc.Endpoints[i]
-		if !selected(ep) || !hasSRVPort(rd, ep.Ports) || dupEndpointAddr(svc, i, rd) {
+		if !selected(ep) || !hasSRVPort(rd, ep.Ports()) || dupEndpointAddr(svc, i, rd) {
 			continue
 		}
 		h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: ep.Addr, target: targetOf(z, rd, f, ep.Host)})
@@ -204,8 +204,8 @@ func dupPort(prev []index.Port, rd *names.Reading, port int32) bool {
 // already produced an SRV record for the same port (same target and port).
 func dupEndpointPort(svc *index.ServiceView, i, j int, rd *names.Reading) bool {
 	ep := &svc.Endpoints[i]
-	port := ep.Ports[j].Port
-	if dupPort(ep.Ports[:j], rd, port) {
+	port := ep.Ports()[j].Port
+	if dupPort(ep.Ports()[:j], rd, port) {
 		return true
 	}
 	for k := 0; k < i; k++ {
@@ -213,7 +213,7 @@ func dupEndpointPort(svc *index.ServiceView, i, j int, rd *names.Reading) bool {
 		if o.Host != ep.Host || (rd.Form == names.EndpointName && o.Host != string(rd.Endpoint)) {
 			continue
 		}
-		if dupPort(o.Ports, rd, port) && hasSRVPort(rd, o.Ports) {
+		if dupPort(o.Ports(), rd, port) && hasSRVPort(rd, o.Ports()) {
 			return true
 		}
 	}
@@ -224,7 +224,7 @@ func dupEndpointAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	ep := &svc.Endpoints[i]
 	for k := 0; k < i; k++ {
 		o := &svc.Endpoints[k]
-		if o.Host == ep.Host && o.Addr == ep.Addr && hasSRVPort(rd, o.Ports) {
+		if o.Host == ep.Host && o.Addr == ep.Addr && hasSRVPort(rd, o.Ports()) {
 			return true
 		}
 	}

@@ -417,7 +417,7 @@ func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
 			if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
 				continue
 			}
-			if anyPort(rd, ep.Ports) {
+			if anyPort(rd, ep.Ports()) {
 				return true
 			}
 		}
