@@ -12,10 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Share is the part of a cgroup's limit that Resolve gives the Go runtime
-// under "auto": the rest is for what the runtime does not count, chiefly
-// the program's own code and data pages (about 25 MB for partition-dns).
-const Share = 0.85
+// Share is the most of a cgroup's limit that Resolve gives the Go runtime
+// under "auto", and Reserve the least it leaves for what the runtime does
+// not count: chiefly the program's own code and read-only data pages
+// (about 23 MiB for partition-dns), which the kernel charges to the
+// container too.
+const (
+	Share   = 0.85
+	Reserve = 32 << 20
+)
 
 // Reader reads the files the cgroup limit is found in (os.ReadFile; tests
 // pass their own).
@@ -84,13 +89,14 @@ func hasController(list, name string) bool {
 }
 
 // Resolve turns a --memory-limit value into the runtime's limit in bytes,
-// or 0 for none: "auto" is Share of the cgroup's limit (none without one),
+// or 0 for none: "auto" is Share of the cgroup's limit but at least Reserve
+// below it (none without a limit, or with one too small to leave Reserve),
 // "none" or "0" is none, and anything else a quantity such as "150Mi".
 func Resolve(flag string, cgroup func() (int64, bool)) (int64, error) {
 	switch flag {
 	case "auto":
-		if n, ok := cgroup(); ok {
-			return int64(float64(n) * Share), nil
+		if n, ok := cgroup(); ok && n > 2*Reserve {
+			return min(int64(float64(n)*Share), n-Reserve), nil
 		}
 		return 0, nil
 	case "none", "0":

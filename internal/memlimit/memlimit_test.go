@@ -45,6 +45,9 @@ func TestCgroupLimit(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	limited := func() (int64, bool) { return 200 << 20, true }
+	coreDNS := func() (int64, bool) { return 170 << 20, true }
+	large := func() (int64, bool) { return 1 << 30, true }
+	tiny := func() (int64, bool) { return 40 << 20, true }
 	unlimited := func() (int64, bool) { return 0, false }
 	cases := []struct {
 		flag   string
@@ -52,7 +55,10 @@ func TestResolve(t *testing.T) {
 		want   int64
 		err    bool
 	}{
-		{"auto", limited, int64(float64(200<<20) * Share), false},
+		{"auto", limited, 200<<20 - Reserve, false},
+		{"auto", coreDNS, 138 << 20, false},
+		{"auto", large, 912680550, false}, // 85% of 1 GiB, rounded down
+		{"auto", tiny, 0, false},
 		{"auto", unlimited, 0, false},
 		{"none", limited, 0, false},
 		{"0", limited, 0, false},
