@@ -534,8 +534,8 @@ func (b *Builder) SetPod(tp int, pod *Pod) {
 }
 
 func (b *Builder) setPod(tp int, pod *Pod) {
-	b.listed(tp, Pods, pod.Tenant, pod.Namespace, pod.Name)
 	id := b.podID(pod.Name)
+	b.listedPod(tp, pod.Tenant, pod.Namespace, id)
 	if r, _ := b.lookup(tp, pod.Tenant, pod.Namespace); r != nil && r.hasPod(id, pod.IPs, pod.HostNetwork) {
 		return
 	}
@@ -559,9 +559,10 @@ func (b *Builder) DeletePod(tp int, tenant, ns, name string) {
 }
 
 func (b *Builder) deletePod(tp int, tenant, ns, name string) {
-	b.listed(tp, Pods, tenant, ns, name)
+	id := b.podID(name)
+	b.listedPod(tp, tenant, ns, id)
 	if r, _ := b.lookup(tp, tenant, ns); r != nil {
-		b.dropPod(tp, r, b.podID(name))
+		b.dropPod(tp, r, id)
 	}
 }
 
@@ -785,7 +786,7 @@ func rebuildServices(old *serviceList, rec *nsRec, p *pending, w *ipWriter) serv
 				spec = &ov.ServiceSpec
 			}
 		}
-		sv := buildService(spec, rec.slicesOf(name))
+		sv := buildService(spec, rec.endpointsOf(name))
 		if sv != nil {
 			w.indexService(rec.id, sv)
 		}
@@ -793,20 +794,35 @@ func rebuildServices(old *serviceList, rec *nsRec, p *pending, w *ipWriter) serv
 	})
 }
 
-// slicesOf returns service svc's slices, the one named after it first.
-func (r *nsRec) slicesOf(svc string) []sliceRec {
-	views, ok := r.own[svc]
+// endpointsOf returns the endpoints of all of service svc's slices, in the
+// order of their names (a stable answer order). With one slice, the common
+// case, they are that slice's own (both are immutable once published).
+func (r *nsRec) endpointsOf(svc string) []EndpointView {
+	own, hasOwn := r.own[svc]
 	others := r.slicesBySvc[svc]
 	switch {
-	case !ok:
-		return others
 	case len(others) == 0:
-		return []sliceRec{{name: svc, views: views}}
+		return own
+	case !hasOwn && len(others) == 1:
+		return others[0].views
 	}
-	return append([]sliceRec{{name: svc, views: views}}, others...)
+	all := slices.Clone(others)
+	if hasOwn {
+		all = append(all, sliceRec{name: svc, views: own})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	n := 0
+	for _, e := range all {
+		n += len(e.views)
+	}
+	out := make([]EndpointView, 0, n)
+	for _, e := range all {
+		out = append(out, e.views...)
+	}
+	return out
 }
 
-func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
+func buildService(s *ServiceSpec, endpoints []EndpointView) *ServiceView {
 	if s == nil {
 		return nil
 	}
@@ -814,27 +830,7 @@ func buildService(s *ServiceSpec, slices []sliceRec) *ServiceView {
 	if s.Type == ExternalName {
 		return sv
 	}
-	slices = slices[:len(slices):len(slices)]
-	if len(slices) > 1 {
-		slices = append([]sliceRec(nil), slices...)
-		sort.Slice(slices, func(i, j int) bool { return slices[i].name < slices[j].name }) // a stable answer order
-	}
-	switch len(slices) {
-	case 0:
-	case 1:
-		// The common case: the view shares the slice's endpoints (both are
-		// immutable once published).
-		sv.Endpoints = slices[0].views
-	default:
-		n := 0
-		for _, e := range slices {
-			n += len(e.views)
-		}
-		sv.Endpoints = make([]EndpointView, 0, n)
-		for _, e := range slices {
-			sv.Endpoints = append(sv.Endpoints, e.views...)
-		}
-	}
+	sv.Endpoints = endpoints
 	var more viewMore
 	more.addrs = distinctAddrs(sv.Endpoints)
 	if len(sv.Endpoints) > manyEndpoints {
@@ -869,10 +865,15 @@ func endpointViews(e *EndpointSlice, intern func([]Port) *[]Port) []EndpointView
 	}
 	out := make([]EndpointView, 0, n)
 	slicePorts := intern(e.Ports)
+	var lastIn []Port // a core/v1 subset's endpoints share one list: intern it once
+	var last *[]Port
 	for _, ep := range e.Endpoints {
 		ports := slicePorts
 		if ep.Ports != nil {
-			ports = intern(ep.Ports)
+			if len(ep.Ports) == 0 || len(ep.Ports) != len(lastIn) || &ep.Ports[0] != &lastIn[0] {
+				lastIn, last = ep.Ports, intern(ep.Ports)
+			}
+			ports = last
 		}
 		for _, a := range ep.Addrs {
 			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), ports: ports})

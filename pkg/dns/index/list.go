@@ -115,12 +115,17 @@ func (b *Builder) listed(tp int, kind Kind, tenant, ns, name string) {
 	if len(b.lists) == 0 {
 		return
 	}
-	u := b.lists[listKey{tp, kind}]
-	switch {
-	case u == nil:
-	case kind == Pods && len(u.pods) > 0:
-		delete(u.pods, nsPod{nsKey{tenancy.NormalTenant(tenant), ns}, b.podID(name)})
-	case len(u.objs) > 0:
+	if u := b.lists[listKey{tp, kind}]; u != nil && len(u.objs) > 0 {
 		delete(u.objs, objKey{tenancy.NormalTenant(tenant), ns, name})
+	}
+}
+
+// listedPod is listed for pod id.
+func (b *Builder) listedPod(tp int, tenant, ns string, id podID) {
+	if len(b.lists) == 0 {
+		return
+	}
+	if u := b.lists[listKey{tp, Pods}]; u != nil && len(u.pods) > 0 {
+		delete(u.pods, nsPod{nsKey{tenancy.NormalTenant(tenant), ns}, id})
 	}
 }
