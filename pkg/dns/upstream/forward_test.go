@@ -59,14 +59,7 @@ func startCanned(t *testing.T) *cannedServer {
 		}
 		_ = w.WriteMsg(m)
 	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, ln := upstreamtest.Listen(t)
 	s1 := &dns.Server{PacketConn: pc, Handler: h}
 	s2 := &dns.Server{Listener: ln, Handler: h}
 	go func() { _ = s1.ActivateAndServe() }()

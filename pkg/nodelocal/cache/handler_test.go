@@ -35,23 +35,7 @@ func startUpstream(t testing.TB, answer string) *testUpstream {
 	t.Helper()
 	u := &testUpstream{answer: answer, counts: map[string]int{}}
 	u.ttl.Store(300)
-	var pc net.PacketConn
-	var ln net.Listener
-	var err error
-	// UDP and TCP on one kernel-chosen port: retry when another process
-	// holds the TCP side of the port the kernel chose for UDP.
-	for try := 0; ; try++ {
-		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
-			break
-		}
-		pc.Close()
-		if try == 20 {
-			t.Fatal(err)
-		}
-	}
+	pc, ln := upstreamtest.Listen(t)
 	u.addr = pc.LocalAddr().String()
 	mux := dns.HandlerFunc(u.serve)
 	for _, s := range []*dns.Server{{PacketConn: pc, Handler: mux}, {Listener: ln, Handler: mux}} {

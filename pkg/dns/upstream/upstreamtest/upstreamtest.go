@@ -4,7 +4,9 @@
 package upstreamtest
 
 import (
+	"net"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/miekg/dns"
@@ -55,3 +57,25 @@ func Msg(rcode int, answer, ns []dns.RR) *dns.Msg {
 // SOA is a negative answer's SOA record for cluster.local.; %d is its
 // minimum.
 const SOA = "cluster.local. 60 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 %d"
+
+// Listen opens a UDP and a TCP socket on one kernel-chosen loopback port,
+// as a DNS server has them, closed when the test ends. It tries again when
+// another process holds the TCP side of the port the kernel chose for UDP.
+func Listen(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for try := 0; ; try++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			t.Cleanup(func() { _ = pc.Close(); _ = ln.Close() })
+			return pc, ln
+		}
+		_ = pc.Close()
+		if try == 20 {
+			t.Fatal(err)
+		}
+	}
+}
