@@ -126,12 +126,34 @@ func (e *addrEdits[V]) set(a netip.Addr, v []V) {
 // shared.
 func (e *addrEdits[V]) apply() addrMap[V] {
 	out := *e.old
-	for i, ed := range e.edits {
+	e.applyTo(&out, 0, shards)
+	return out
+}
+
+// changed is the number of shards the edits change.
+func (e *addrEdits[V]) changed() int {
+	n := 0
+	for _, ed := range e.edits {
 		if len(ed) > 0 {
-			out[i] = merge(e.old[i], ed)
+			n++
 		}
 	}
-	return out
+	return n
+}
+
+// applyTo writes into m, a copy of the old map, the new shards of the
+// edited shards in [lo, hi), and drops their edits. It reports whether it
+// wrote any.
+func (e *addrEdits[V]) applyTo(m *addrMap[V], lo, hi int) bool {
+	wrote := false
+	for i := lo; i < hi; i++ {
+		if ed := e.edits[i]; len(ed) > 0 {
+			m[i] = merge(m[i], ed)
+			wrote = true
+		}
+		e.edits[i] = nil
+	}
+	return wrote
 }
 
 // merge writes a new shard: old's entries with ed's replacing, adding or

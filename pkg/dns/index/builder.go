@@ -654,7 +654,6 @@ func (b *Builder) Publish() bool {
 			tenantsChanged = true
 		}
 	}
-	s.rev, s.src = w.rev.apply(), w.src.apply()
 	if tenantsChanged || old.home == nil {
 		s.home, s.Conflicts = homes(s.TPs)
 	} else {
@@ -664,12 +663,44 @@ func (b *Builder) Publish() bool {
 	clear(b.dirty)
 	oldest := b.oldest
 	b.oldest = time.Time{}
-	b.cur.Store(s)
+	b.storeAddrs(s, w)
 	if b.opts.ObserveLatency != nil && !oldest.IsZero() {
 		b.opts.ObserveLatency(time.Since(oldest))
 	}
 	return true
 }
+
+// storeAddrs writes s's address tables from old's and w's edits, and makes
+// s current. When the edits change many shards (a list's pages touch nearly
+// all of them), it writes them in addrSteps steps and makes each step's
+// snapshot current in turn: the old shards of a step become garbage before
+// the next is written, so a publish holds one step's worth of old shards
+// beside the new ones, not a copy of both tables (about 25 MB at 600k
+// objects). Between steps the names are new and some addresses old, for
+// as long as a merge of one step takes; reverse and source lookups are only
+// eventually consistent with names anyway.
+func (b *Builder) storeAddrs(s *Snapshot, w *ipWriter) {
+	s.rev, s.src = *w.rev.old, *w.src.old
+	// The old snapshot must not stay reachable through the edits.
+	w.rev.old, w.src.old = nil, nil
+	steps := 1
+	if w.rev.changed()+w.src.changed() > shards/4 {
+		steps = addrSteps
+	}
+	for i := range steps {
+		lo, hi := i*shards/steps, (i+1)*shards/steps
+		wrote := w.rev.applyTo(&s.rev, lo, hi)
+		wrote = w.src.applyTo(&s.src, lo, hi) || wrote
+		if wrote && i < steps-1 {
+			step := *s
+			b.cur.Store(&step)
+		}
+	}
+	b.cur.Store(s)
+}
+
+// addrSteps is how many steps storeAddrs writes a large edit in.
+const addrSteps = 8
 
 // homes picks the partition of every regular tenant by tenancy.TenantHome
 // (the first partition in flag order among those where it has

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
@@ -497,5 +498,39 @@ func TestPTROwners(t *testing.T) {
 	}
 	if v := s.ServiceOf(&ep[0]); v == nil || v.AddrCount() != 1 || v.Addr(0) != a("10.244.0.20") {
 		t.Fatalf("the endpoint's service view: %+v", v)
+	}
+}
+
+// TestLargePublishesWriteEveryAddress: a publish that changes most address
+// shards (a list's page does) writes them in steps; the result must hold
+// every address, and the snapshot before it must keep its own.
+func TestLargePublishesWriteEveryAddress(t *testing.T) {
+	const n = 4000 // over a thousand shards' worth of addresses
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	ip := func(base byte, i int) netip.Addr { return netip.AddrFrom4([4]byte{10, base, byte(i >> 8), byte(i)}) }
+	for i := range n {
+		name := fmt.Sprintf("p%d", i)
+		b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: name, IPs: []netip.Addr{ip(1, i)}})
+		b.SetService(0, &Service{Tenant: "acme", Namespace: "web", Name: name, ClusterIPs: []netip.Addr{ip(2, i)}, Ports: []Port{{Port: NoPort}}})
+	}
+	b.Publish()
+	s1 := b.Current()
+	for i := range n {
+		b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: fmt.Sprintf("p%d", i), IPs: []netip.Addr{ip(3, i)}})
+	}
+	b.Publish()
+	s2 := b.Current()
+	for i := range n {
+		if !s1.HasPod(ip(1, i), 0, []byte("acme"), []byte("web")) || s1.HasPod(ip(3, i), 0, []byte("acme"), []byte("web")) {
+			t.Fatalf("pod %d: the first snapshot lost or gained an address", i)
+		}
+		if s2.HasPod(ip(1, i), 0, []byte("acme"), []byte("web")) || !s2.HasPod(ip(3, i), 0, []byte("acme"), []byte("web")) {
+			t.Fatalf("pod %d: the second snapshot has not moved it", i)
+		}
+		for _, s := range []*Snapshot{s1, s2} {
+			if p := s.PTRs(ip(2, i)); len(p) != 1 || s.ServiceOf(&p[0]).Name != fmt.Sprintf("p%d", i) {
+				t.Fatalf("service %d: PTRs %v", i, p)
+			}
+		}
 	}
 }
