@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -10,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 )
 
@@ -45,7 +45,7 @@ func ParseEndpointsMode(s string) (EndpointsMode, error) {
 // that reaches the TP, and kept: a reflector over it receives objects of one
 // of the two types (give it a nil expected type).
 type EndpointsListWatch struct {
-	client kubernetes.Interface
+	client Client
 	scope  Scope
 	name   string // the TP, for the log line of the choice
 
@@ -67,7 +67,7 @@ func (e *EndpointsListWatch) SetListAs(f ListAs) {
 }
 
 // NewEndpointsListWatch returns the endpoints list/watch of TP name over c.
-func NewEndpointsListWatch(c kubernetes.Interface, name string, mode EndpointsMode, s Scope) (*EndpointsListWatch, error) {
+func NewEndpointsListWatch(c Client, name string, mode EndpointsMode, s Scope) (*EndpointsListWatch, error) {
 	if _, err := ParseEndpointsMode(string(mode)); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (e *EndpointsListWatch) Chosen() string {
 
 // choose returns the list/watch to use, asking the TP's discovery once in
 // auto mode. An error (the TP is unreachable) leaves the choice open.
-func (e *EndpointsListWatch) choose() (*ListWatch, error) {
+func (e *EndpointsListWatch) choose(ctx context.Context) (*ListWatch, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.chosen != nil {
@@ -103,7 +103,7 @@ func (e *EndpointsListWatch) choose() (*ListWatch, error) {
 	case EndpointsSlices:
 		r = EndpointSlices
 	case EndpointsAuto:
-		served, err := servesEndpointSlices(e.client)
+		served, err := servesEndpointSlices(ctx, e.client)
 		if err != nil {
 			return nil, fmt.Errorf("informer: asking tenant partition %s whether it serves %s: %w", e.name, discoveryv1.SchemeGroupVersion, err)
 		}
@@ -123,13 +123,21 @@ func (e *EndpointsListWatch) choose() (*ListWatch, error) {
 
 // servesEndpointSlices asks discovery whether the TP serves
 // discovery.k8s.io/v1 endpointslices. A 404 means it does not.
-func servesEndpointSlices(c kubernetes.Interface) (bool, error) {
-	list, err := c.Discovery().ServerResourcesForGroupVersion(discoveryv1.SchemeGroupVersion.String())
+func servesEndpointSlices(ctx context.Context, c Client) (bool, error) {
+	rc, err := c.RESTClientFor(discoveryv1.SchemeGroupVersion)
+	if err != nil {
+		return false, err
+	}
+	body, err := rc.Get().AbsPath("/apis", discoveryv1.SchemeGroupVersion.Group, discoveryv1.SchemeGroupVersion.Version).Do(ctx).Raw()
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return false, fmt.Errorf("reading its discovery document: %w", err)
 	}
 	for _, r := range list.APIResources {
 		if r.Name == EndpointSlices.Name {
@@ -141,7 +149,7 @@ func servesEndpointSlices(c kubernetes.Interface) (bool, error) {
 
 // ListWithContext lists the chosen resource.
 func (e *EndpointsListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	lw, err := e.choose()
+	lw, err := e.choose(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +158,7 @@ func (e *EndpointsListWatch) ListWithContext(ctx context.Context, opts metav1.Li
 
 // WatchWithContext watches the chosen resource.
 func (e *EndpointsListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	lw, err := e.choose()
+	lw, err := e.choose(ctx)
 	if err != nil {
 		return nil, err
 	}

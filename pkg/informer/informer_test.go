@@ -89,7 +89,11 @@ func TestTenantsWithEqualNamesStayApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw, err := informer.NewListWatch(c, informer.Services, informer.Scope{})
+	lc, err := informer.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := informer.NewListWatch(lc, informer.Services, informer.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}

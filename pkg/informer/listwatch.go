@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kjson "sigs.k8s.io/json"
 
@@ -127,26 +125,16 @@ type ListAs func(r Resource) runtime.Object
 // SetListAs makes lists decode through f.
 func (lw *ListWatch) SetListAs(f ListAs) { lw.listAs = f }
 
-// NewListWatch returns the list/watch of r in scope over a TP's clientset.
-func NewListWatch(c kubernetes.Interface, r Resource, s Scope) (*ListWatch, error) {
+// NewListWatch returns the list/watch of r in scope over a TP's client.
+func NewListWatch(c Client, r Resource, s Scope) (*ListWatch, error) {
 	if err := s.validate(r); err != nil {
 		return nil, fmt.Errorf("informer: listing %s: %w", r.Name, err)
 	}
-	rc, err := restClientFor(c, r.GroupVersion)
+	rc, err := c.RESTClientFor(r.GroupVersion)
 	if err != nil {
 		return nil, err
 	}
 	return &ListWatch{client: rc, resource: r, scope: s}, nil
-}
-
-func restClientFor(c kubernetes.Interface, gv schema.GroupVersion) (rest.Interface, error) {
-	switch gv {
-	case corev1.SchemeGroupVersion:
-		return c.CoreV1().RESTClient(), nil
-	case discoveryv1.SchemeGroupVersion:
-		return c.DiscoveryV1().RESTClient(), nil
-	}
-	return nil, fmt.Errorf("informer: no client for %s", gv)
 }
 
 // Resource is what the ListWatch reads.
@@ -171,7 +159,7 @@ func (lw *ListWatch) request(opts *metav1.ListOptions) *rest.Request {
 	if lw.scope.Namespace != "" {
 		req = req.Namespace(lw.scope.Namespace)
 	}
-	return req.Resource(lw.resource.Name).VersionedParams(opts, scheme.ParameterCodec)
+	return req.Resource(lw.resource.Name).VersionedParams(opts, parameterCodec())
 }
 
 // ListWithContext lists the scope once.

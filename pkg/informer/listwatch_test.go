@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -25,7 +24,7 @@ func named(tenant, ns, name string) *corev1.Service {
 }
 
 // keys lists what an informer over scope holds once it has synced.
-func keys(t *testing.T, c kubernetes.Interface, scope informer.Scope) []string {
+func keys(t *testing.T, c informer.Client, scope informer.Scope) []string {
 	t.Helper()
 	lw, err := informer.NewListWatch(c, informer.Services, scope)
 	if err != nil {
@@ -55,7 +54,7 @@ func TestScopes(t *testing.T) {
 	if err := tp.Seed(named("acme", "web", "api"), named("zeta", "web", "api"), named("zeta", "db", "pg"), named("system", "kube-system", "kube-dns")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	c, err := informer.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,10 @@ func TestScopes(t *testing.T) {
 }
 
 func TestScopeErrors(t *testing.T) {
-	c := kubernetes.NewForConfigOrDie(tenancyk8s.WrapConfig(&rest.Config{Host: "http://127.0.0.1:1"}))
+	c, err := informer.NewClients(tenancyk8s.WrapConfig(&rest.Config{Host: "http://127.0.0.1:1"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		r     informer.Resource
 		scope informer.Scope

@@ -116,12 +116,16 @@ func TestPagedFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lc, err := informer.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var running, most atomic.Int32
 	gate := make(chan struct{}, 1)
 	var sinks []*pagedSink
 	var feeds []*informer.Feed
 	for i := 0; i < 2; i++ {
-		lw, err := informer.NewListWatch(c, informer.Services, informer.Scope{})
+		lw, err := informer.NewListWatch(lc, informer.Services, informer.Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +207,7 @@ func TestPageGateSurvivesAHangingTP(t *testing.T) {
 	if err := tp.Seed(svc("acme", "1")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	c, err := informer.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

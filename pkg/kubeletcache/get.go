@@ -51,7 +51,7 @@ func (m *manager[T]) fetch(it *item[T]) (T, error) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(m.base, m.o.SyncTimeout)
-	obj, err := m.k.get(requestContext(ctx, it.key.Tenant), p.Client, it.key.Namespace, it.key.Name)
+	obj, err := m.k.get(requestContext(ctx, it.key.Tenant), p.Client.CoreV1(), it.key.Namespace, it.key.Name)
 	cancel()
 	now := m.o.Now()
 	it.mu.Lock()

@@ -4,9 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 )
@@ -16,7 +15,7 @@ import (
 type kind[T runtime.Object] struct {
 	resource  string // plural, for errors and metrics
 	api       informer.Resource
-	get       func(ctx context.Context, c kubernetes.Interface, ns, name string) (T, error)
+	get       func(ctx context.Context, c rest.Interface, ns, name string) (T, error) // c: core/v1
 	empty     func() T
 	immutable func(T) bool
 	names     func(pod *corev1.Pod) []string
@@ -25,8 +24,8 @@ type kind[T runtime.Object] struct {
 var configMapKind = kind[*corev1.ConfigMap]{
 	resource: informer.ConfigMaps.Name,
 	api:      informer.ConfigMaps,
-	get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (*corev1.ConfigMap, error) {
-		return c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	get: func(ctx context.Context, c rest.Interface, ns, name string) (*corev1.ConfigMap, error) {
+		return getObject(ctx, c, informer.ConfigMaps, ns, name, &corev1.ConfigMap{})
 	},
 	empty:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 	immutable: func(o *corev1.ConfigMap) bool { return o.Immutable != nil && *o.Immutable },
@@ -36,12 +35,18 @@ var configMapKind = kind[*corev1.ConfigMap]{
 var secretKind = kind[*corev1.Secret]{
 	resource: informer.Secrets.Name,
 	api:      informer.Secrets,
-	get: func(ctx context.Context, c kubernetes.Interface, ns, name string) (*corev1.Secret, error) {
-		return c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	get: func(ctx context.Context, c rest.Interface, ns, name string) (*corev1.Secret, error) {
+		return getObject(ctx, c, informer.Secrets, ns, name, &corev1.Secret{})
 	},
 	empty:     func() *corev1.Secret { return &corev1.Secret{} },
 	immutable: func(o *corev1.Secret) bool { return o.Immutable != nil && *o.Immutable },
 	names:     SecretNames,
+}
+
+// getObject GETs ns/name of r into out, the request a typed client makes.
+func getObject[T runtime.Object](ctx context.Context, c rest.Interface, r informer.Resource, ns, name string, out T) (T, error) {
+	err := c.Get().Namespace(ns).Resource(r.Name).Name(name).Do(ctx).Into(out)
+	return out, err
 }
 
 // visitContainers calls fn for every container of every type.

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
@@ -336,10 +337,10 @@ func TestUpdatesAreSeen(t *testing.T) {
 			secretValue(t, secs, e.podA, "cfg")
 			p1, _ := e.set.Get("tp1")
 			ctx := t.Context()
-			if _, err := p1.Client.CoreV1().ConfigMaps("kube-system").Update(ctx, configMap("", "kube-system", "cfg", "tp1-v2"), metav1.UpdateOptions{}); err != nil {
+			if _, err := partitiontest.Clientset(t, p1).CoreV1().ConfigMaps("kube-system").Update(ctx, configMap("", "kube-system", "cfg", "tp1-v2"), metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p1.Client.CoreV1().Secrets("kube-system").Update(ctx, secret("", "kube-system", "cfg", "tp1-v2"), metav1.UpdateOptions{}); err != nil {
+			if _, err := partitiontest.Clientset(t, p1).CoreV1().Secrets("kube-system").Update(ctx, secret("", "kube-system", "cfg", "tp1-v2"), metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if s == kubeletcache.Cache {
@@ -356,7 +357,7 @@ func TestUpdatesAreSeen(t *testing.T) {
 				t.Fatalf("tp2's pod sees %q after an update in tp1", got)
 			}
 			// A delete in the TP is NotFound, not the old object.
-			if err := p1.Client.CoreV1().ConfigMaps("kube-system").Delete(ctx, "cfg", metav1.DeleteOptions{}); err != nil {
+			if err := partitiontest.Clientset(t, p1).CoreV1().ConfigMaps("kube-system").Delete(ctx, "cfg", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if s == kubeletcache.Cache {
@@ -544,7 +545,7 @@ func TestWatchReflectorLifecycle(t *testing.T) {
 	frozen := configMap("", "kube-system", "frozen", "frozen-tp2")
 	yes := true
 	frozen.Immutable = &yes
-	if _, err := p2.Client.CoreV1().ConfigMaps("kube-system").Update(t.Context(), frozen, metav1.UpdateOptions{}); err != nil {
+	if _, err := partitiontest.Clientset(t, p2).CoreV1().ConfigMaps("kube-system").Update(t.Context(), frozen, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	podF := podUsing("", "kube-system", "ds-x", "uid-b", "frozen")

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -28,10 +27,15 @@ type Partition struct {
 	Index int
 	// Config is the tenant-preserving client configuration of the TP.
 	Config *rest.Config
-	// Client is a clientset built from Config. List and watch through
-	// pkg/informer, whose paths reach every tenant (/tenants/all/) and whose
-	// stores key by tenant; a short path means only the caller's tenant.
-	Client kubernetes.Interface
+	// HTTPClient is the HTTP client of Config, shared by every client of
+	// the TP: a component that needs a typed clientset builds it with
+	// kubernetes.NewForConfigAndClient(Config, HTTPClient).
+	HTTPClient *http.Client
+	// Client reads the TP's core/v1 and discovery.k8s.io/v1 objects. List
+	// and watch through pkg/informer, whose paths reach every tenant
+	// (/tenants/all/) and whose stores key by tenant; a short path means
+	// only the caller's tenant.
+	Client *informer.Clients
 
 	endpoints informer.EndpointsMode
 	health    *health
@@ -186,18 +190,23 @@ func newPartition(name string, index int, cfg *rest.Config, o Options) (*Partiti
 	if c.UserAgent == "" {
 		c.UserAgent = "tpkit/" + name
 	}
-	cs, err := kubernetes.NewForConfig(c)
+	hc, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := informer.NewClients(c, hc)
 	if err != nil {
 		return nil, err
 	}
 	return &Partition{
-		Name:      name,
-		Index:     index,
-		Config:    c,
-		Client:    cs,
-		endpoints: o.Endpoints,
-		health:    h,
-		synced:    make(chan struct{}),
+		Name:       name,
+		Index:      index,
+		Config:     c,
+		HTTPClient: hc,
+		Client:     cs,
+		endpoints:  o.Endpoints,
+		health:     h,
+		synced:     make(chan struct{}),
 	}, nil
 }
 

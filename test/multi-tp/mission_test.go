@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
@@ -372,7 +373,7 @@ func testLibraries(t *testing.T, m *mission) {
 		pods := map[string]*corev1.Pod{}
 		for _, tp := range []string{"tp1", "tp2"} {
 			p, _ := set.Get(tp)
-			list, err := p.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-1"})
+			list, err := partitiontest.Clientset(t, p).CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-1"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
@@ -335,7 +336,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize
 
 	// An object update is visible in the answers.
 	ctx := tenancyk8s.WithTenant(context.Background(), "beta")
-	tp2 := e.set.Partitions()[1].Client
+	tp2 := partitiontest.Clientset(t, e.set.Partitions()[1])
 	if _, err := tp2.CoreV1().Services("web").Create(ctx, svc("beta", "web", "new", []string{"10.97.1.2"}, port("http", corev1.ProtocolTCP, 80)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize
 		return strings.Join(answers(ask(t, e.addr, "udp", "127.0.0.1", "new.web.beta.svc.cluster.local.", dns.TypeA)), ",") == "10.97.1.2"
 	})
 	actx := tenancyk8s.WithTenant(context.Background(), "alpha")
-	tp1 := e.set.Partitions()[0].Client
+	tp1 := partitiontest.Clientset(t, e.set.Partitions()[0])
 	ep, err := tp1.CoreV1().Endpoints("web").Get(actx, "db", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,10 @@ func TestMultiListWatchResumesEachSub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lc, err := informer.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	for _, ns := range []string{"web", "other"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -49,7 +53,7 @@ func TestMultiListWatchResumesEachSub(t *testing.T) {
 
 	var lws []listWatcher
 	for _, ns := range []string{"default", "web"} {
-		lw, err := informer.NewListWatch(cs, informer.Services, informer.Scope{FieldSelector: "metadata.namespace=" + ns})
+		lw, err := informer.NewListWatch(lc, informer.Services, informer.Scope{FieldSelector: "metadata.namespace=" + ns})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -97,7 +96,7 @@ func serviceOf(m metav1.Object) string {
 // It is only listed after first (multiListWatch lists its subs in order).
 type followEndpoints struct {
 	first  *informer.EndpointsListWatch
-	client kubernetes.Interface
+	client informer.Client
 	name   string
 	scope  informer.Scope
 

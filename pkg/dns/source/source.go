@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
@@ -44,7 +43,7 @@ const DefaultPageSize = 500
 type Partition struct {
 	Name   string
 	Index  int
-	Client kubernetes.Interface
+	Client informer.Client
 	// Status reports reachability; nil counts as reachable.
 	Status func() partition.Status
 	// Endpoints makes the TP's endpoints list/watch; nil reads them as the

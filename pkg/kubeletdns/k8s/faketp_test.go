@@ -71,10 +71,14 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = origins.Close() })
 
+	clients, err := kubeletdnsk8s.PartitionClients(set)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := kubeletdnsk8s.New(kubeletdns.Options{
 		ClusterDNS:    []net.IP{net.ParseIP("10.96.0.10")},
 		ClusterDomain: "cluster.local",
-		Services:      &kubeletdnsk8s.ClientLookup{Client: kubeletdnsk8s.PartitionClients(set)},
+		Services:      &kubeletdnsk8s.ClientLookup{Client: clients},
 		PartitionOf:   origins.OriginOf,
 		// Only for pods whose UID the tracker has not seen yet.
 		PartitionOfTenant: origins.PartitionOfTenant,
@@ -165,7 +169,11 @@ func TestTenantDNSServiceFromFakeTP(t *testing.T) {
 }
 
 func TestClientLookupUnknownPartition(t *testing.T) {
-	l := &kubeletdnsk8s.ClientLookup{Client: kubeletdnsk8s.PartitionClients(mustSet(t))}
+	clients, err := kubeletdnsk8s.PartitionClients(mustSet(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &kubeletdnsk8s.ClientLookup{Client: clients}
 	if _, _, err := l.ServiceIPs(context.Background(), "nope", "baz", "kube-system", "kube-dns-default"); err == nil || !strings.Contains(err.Error(), "unknown tenant partition") {
 		t.Fatalf("error = %v", err)
 	}

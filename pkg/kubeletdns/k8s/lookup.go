@@ -22,7 +22,7 @@ import (
 // server.
 type ClientLookup struct {
 	// Client returns the clientset of a partition, built with
-	// tenancyk8s.WrapConfig (pkg/partition's Partition.Client is).
+	// tenancyk8s.WrapConfig (PartitionClients' are).
 	Client func(partition string) (kubernetes.Interface, bool)
 	// Timeout bounds one lookup; zero means 10 seconds.
 	Timeout time.Duration
@@ -30,16 +30,22 @@ type ClientLookup struct {
 
 var _ kubeletdns.ServiceIPLookup = (*ClientLookup)(nil)
 
-// PartitionClients adapts the TP set for ClientLookup.Client: each
-// partition's tenant-preserving clientset.
-func PartitionClients(set *partition.Set) func(partition string) (kubernetes.Interface, bool) {
-	return func(name string) (kubernetes.Interface, bool) {
-		p, ok := set.Get(name)
-		if !ok {
-			return nil, false
+// PartitionClients adapts the TP set for ClientLookup.Client: a
+// tenant-preserving clientset per partition, over the partition's own
+// config and HTTP client.
+func PartitionClients(set *partition.Set) (func(partition string) (kubernetes.Interface, bool), error) {
+	clients := make(map[string]kubernetes.Interface, set.Len())
+	for _, p := range set.Partitions() {
+		cs, err := kubernetes.NewForConfigAndClient(p.Config, p.HTTPClient)
+		if err != nil {
+			return nil, fmt.Errorf("tenant partition %s: %w", p.Name, err)
 		}
-		return p.Client, true
+		clients[p.Name] = cs
 	}
+	return func(name string) (kubernetes.Interface, bool) {
+		cs, ok := clients[name]
+		return cs, ok
+	}, nil
 }
 
 // ServiceIPs implements kubeletdns.ServiceIPLookup.

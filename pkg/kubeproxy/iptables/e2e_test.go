@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
@@ -122,12 +123,12 @@ func TestNetnsFakeTPEndToEnd(t *testing.T) {
 	}
 
 	// Move TP2's endpoint through TP2's API: only TP2's service is rewritten.
-	ep, err := set.Partitions()[1].Client.CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	ep, err := partitiontest.Clientset(t, set.Partitions()[1]).CoreV1().Endpoints("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ep.Subsets[0].Addresses[0].IP = "198.18.0.22"
-	if _, err := set.Partitions()[1].Client.CoreV1().Endpoints("kube-system").Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
+	if _, err := partitiontest.Clientset(t, set.Partitions()[1]).CoreV1().Endpoints("kube-system").Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswer("198.19.1.10:53", "tp2 198.18.0.22")

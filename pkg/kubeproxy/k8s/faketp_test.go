@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
@@ -56,12 +57,12 @@ func setEndpoints(t *testing.T, p *partition.Partition, tenant, ns, name string,
 	if !tenancy.IsSystem(tenant) {
 		ctx = tenancyk8s.WithTenant(ctx, tenant)
 	}
-	cur, err := p.Client.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{})
+	cur, err := partitiontest.Clientset(t, p).CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur.Subsets = endpoints(tenant, ns, name, ips...).Subsets
-	if _, err := p.Client.CoreV1().Endpoints(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	if _, err := partitiontest.Clientset(t, p).CoreV1().Endpoints(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -311,7 +312,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	}
 
 	// Delete tp1's kube-dns: tp2's stays.
-	if err := tps[0].Client.CoreV1().Services("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
+	if err := partitiontest.Clientset(t, tps[0]).CoreV1().Services("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "tp1 delete", func() bool { e.view.Apply(snap); _, ok := snap.Port(dnsName("tp1")); return !ok })
@@ -326,7 +327,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	}
 	waitFor(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
 	actx := tenancyk8s.WithTenant(ctx, "t1")
-	if err := tps[0].Client.CoreV1().Services("web").Delete(actx, "api", metav1.DeleteOptions{}); err != nil {
+	if err := partitiontest.Clientset(t, tps[0]).CoreV1().Services("web").Delete(actx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	api := portName("tp1", "t1", "web", "api")
@@ -343,7 +344,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	if err := tp2.SetOutage(ctx, faketp.OutageNone); err != nil {
 		t.Fatal(err)
 	}
-	if err := tps[1].Client.CoreV1().Endpoints("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
+	if err := partitiontest.Clientset(t, tps[1]).CoreV1().Endpoints("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "tp2 back", func() bool { e.view.Apply(snap); return eps(snap, dnsName("tp2")) == "" })

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
@@ -82,7 +83,7 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 
 	// An update of acme's service reaches handlers paired with acme's
 	// previous version, never with zeta's service of the same name.
-	cs := set.Partitions()[0].Client
+	cs := partitiontest.Clientset(t, set.Partitions()[0])
 	cur, err := cs.CoreV1().Services("web").Get(tenancyk8s.WithTenant(ctx, "acme"), "api", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

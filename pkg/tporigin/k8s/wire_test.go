@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
@@ -128,12 +129,12 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	}
 
 	// tp1 deletes A: tp2, which reports it too, becomes its origin.
-	if err := set.Partitions()[0].Client.CoreV1().Pods("kube-system").Delete(ctx, "ds-x", metav1.DeleteOptions{}); err != nil {
+	if err := partitiontest.Clientset(t, set.Partitions()[0]).CoreV1().Pods("kube-system").Delete(ctx, "ds-x", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, "A to move to tp2", func() bool { tp, _ := tr.OriginOf(uidA); return tp == "tp2" })
 	// tp2 deletes its tenant pod: forgotten.
-	if err := set.Partitions()[1].Client.CoreV1().Pods("default").Delete(tenancyk8s.WithTenant(ctx, "t1"), "web", metav1.DeleteOptions{}); err != nil {
+	if err := partitiontest.Clientset(t, set.Partitions()[1]).CoreV1().Pods("default").Delete(tenancyk8s.WithTenant(ctx, "t1"), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, "C to be forgotten", func() bool { _, ok := tr.OriginOf(uidC); return !ok })
@@ -215,7 +216,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 		t.Errorf("a pod of another node has an origin")
 	}
 
-	c := set.Partitions()[0].Client
+	c := partitiontest.Clientset(t, set.Partitions()[0])
 	if err := c.CoreV1().Services("default").Delete(tenancyk8s.WithTenant(ctx, "acme"), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
