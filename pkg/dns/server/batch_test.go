@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +110,139 @@ func batchClient(addr string, c int) error {
 		}
 	}
 	return nil
+}
+
+// TestBatchedUDPAllocatesNothing: answering plain queries on the batched
+// path allocates nothing per query, the socket read included. Garbage per
+// query would make the collector mark the whole index again and again at
+// high query rates, which costs more the larger the index.
+func TestBatchedUDPAllocatesNothing(t *testing.T) {
+	if !batchSupported {
+		t.Skip("recvmmsg batches only on Linux")
+	}
+	s := startServer(t, fixture(t), Options{UDPBatch: 32})
+	conn, err := net.Dial("udp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("api.web.alpha.svc.cluster.local.", dns.TypeA)
+	q, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var failed error
+	exchange := func() {
+		for range 16 {
+			if _, err := conn.Write(q); err != nil {
+				failed = err
+			}
+		}
+		for range 16 {
+			if _, err := conn.Read(buf); err != nil {
+				failed = err
+			}
+		}
+	}
+	exchange()
+	allocs := testing.AllocsPerRun(50, exchange)
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	var r dns.Msg
+	if err := r.Unpack(buf); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("last answer: %v %v", err, r.Answer)
+	}
+	if allocs >= 1 {
+		t.Errorf("%.1f allocations per 16 queries answered, want none", allocs)
+	}
+}
+
+// TestBatchedUDPOverIPv6: on an IPv6 socket the batched path reads IPv6
+// sources and IPv4 ones (mapped, on a dual-stack socket) and answers each
+// at its own address. A querier's TP comes from its address, so 127.0.0.3
+// (a system pod of tp2 in the fixture, which gets tp2's kube-dns) must come
+// out as that IPv4 address, not as its mapped IPv6 form.
+func TestBatchedUDPOverIPv6(t *testing.T) {
+	if !batchSupported {
+		t.Skip("recvmmsg batches only on Linux")
+	}
+	l, err := Listen("[::]:0", 1)
+	if err != nil {
+		t.Skipf("no IPv6 socket here: %v", err)
+	}
+	h := newHandler(t, fixture(t), Options{UDPBatch: 32})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = Serve(ctx, l, h) }()
+	t.Cleanup(func() { cancel(); <-done; l.Close() })
+	_, port, _ := net.SplitHostPort(l.Addr())
+	for _, c := range []struct{ server, from, name, want string }{
+		{"::1", "::1", kdns, "10.0.0.10"},
+		{"127.0.0.1", "127.0.0.1", kdns, "10.0.0.10"},
+		{"127.0.0.1", "127.0.0.3", kdns, "10.1.0.10"},
+	} {
+		r := ask(t, net.JoinHostPort(c.server, port), "udp", c.from, c.name, dns.TypeA, 0)
+		if got := rrStrings(t, r.Answer); len(got) != 1 || !strings.HasSuffix(got[0], c.want) {
+			t.Errorf("%s from %s: %v, want %s", c.name, c.from, got, c.want)
+		}
+	}
+}
+
+// TestBatchedUDPOversizedDatagram: a datagram longer than a batch buffer
+// arrives cut (MSG_TRUNC), and is answered FORMERR rather than read as
+// the query its first 4096 bytes hold.
+func TestBatchedUDPOversizedDatagram(t *testing.T) {
+	if !batchSupported {
+		t.Skip("recvmmsg batches only on Linux")
+	}
+	s := startServer(t, fixture(t), Options{UDPBatch: 32})
+	conn, err := net.Dial("udp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A query of exactly batchPacketSize bytes (an OPT record with a large
+	// option fills it), then more: its first batchPacketSize bytes read
+	// alone as a complete, valid query, and only MSG_TRUNC tells.
+	pack := func(fill int) []byte {
+		m := new(dns.Msg)
+		m.SetQuestion(kdns, dns.TypeA)
+		m.Id = 4242
+		m.SetEdns0(1232, false)
+		opt := m.IsEdns0()
+		opt.Option = append(opt.Option, &dns.EDNS0_LOCAL{Code: 65001, Data: make([]byte, fill)})
+		q, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	q := pack(batchPacketSize - len(pack(0)))
+	if len(q) != batchPacketSize {
+		t.Fatalf("query of %d bytes, want %d", len(q), batchPacketSize)
+	}
+	if _, err := conn.Write(append(q, make([]byte, 100)...)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r dns.Msg
+	if err := r.Unpack(buf[:n]); err != nil {
+		t.Fatal(err)
+	}
+	if r.Id != 4242 || r.Rcode != dns.RcodeFormatError {
+		t.Fatalf("answer id %d rcode %s, want id 4242 FORMERR", r.Id, dns.RcodeToString[r.Rcode])
+	}
 }
