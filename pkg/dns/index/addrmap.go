@@ -85,7 +85,7 @@ type addrEdits[V any] struct {
 	chunk []V                        // where alloc takes values from
 }
 
-// editChunk is how many values alloc takes from the heap at once.
+// editChunk is the most values alloc takes from the heap at once.
 const editChunk = 4096
 
 // alloc returns an empty slice with room for n values. Edits are dropped
@@ -98,7 +98,10 @@ func (e *addrEdits[V]) alloc(n int) []V {
 		return make([]V, 0, n)
 	}
 	if cap(e.chunk)-len(e.chunk) < n {
-		e.chunk = make([]V, 0, editChunk)
+		// Chunks grow from small: most publishes edit a few addresses,
+		// and a full chunk for each (96 KB of PTRs) was most of what a
+		// publish allocated under steady churn.
+		e.chunk = make([]V, 0, min(max(2*cap(e.chunk), 8*n, 64), editChunk))
 	}
 	l := len(e.chunk)
 	e.chunk = e.chunk[:l+n]

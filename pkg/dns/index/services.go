@@ -54,13 +54,25 @@ func (l *serviceList) get(name string) *ServiceView {
 	return nil
 }
 
-// edit returns a copy of l with the services of names replaced by what
-// build returns for each (given the old view, or nil; a nil result drops
-// it). l is not changed.
+// edit returns l with the services of names replaced by what build
+// returns for each (given the old view, or nil; a nil result drops it). l
+// is not changed, and the result shares what did not change: a publish
+// that only replaces views copies the view pointers (8 bytes a service) and
+// shares the hashes; one that adds or drops services merges the sorted
+// additions into a new list (16 bytes a service), without sorting or
+// hashing the services already there.
 func (l *serviceList) edit(names map[string]struct{}, build func(name string, old *ServiceView) *ServiceView) serviceList {
-	views := make([]*ServiceView, len(l.views), len(l.views)+len(names))
-	copy(views, l.views)
-	reordered := false
+	type replaced struct {
+		i  int
+		sv *ServiceView
+	}
+	type added struct {
+		h  uint64
+		sv *ServiceView
+	}
+	var reps []replaced
+	var adds []added
+	drops := 0
 	for name := range names {
 		i, found := l.find(name)
 		var old *ServiceView
@@ -70,37 +82,52 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		sv := build(name, old)
 		switch {
 		case found:
-			views[i] = sv // nil, when dropped, until compacted below
-			reordered = reordered || sv == nil
+			reps = append(reps, replaced{i, sv})
+			if sv == nil {
+				drops++
+			}
 		case sv != nil:
-			views = append(views, sv)
-			reordered = true
+			adds = append(adds, added{nameHash(name), sv})
 		}
 	}
-	if !reordered {
-		return serviceList{hashes: l.hashes, views: views} // same names, same order
+	if drops == 0 && len(adds) == 0 {
+		if len(reps) == 0 {
+			return *l
+		}
+		views := slices.Clone(l.views)
+		for _, r := range reps {
+			views[r.i] = r.sv
+		}
+		return serviceList{hashes: l.hashes, views: views}
 	}
-	views = slices.DeleteFunc(views, func(sv *ServiceView) bool { return sv == nil })
-	if len(views) == 0 {
+	n := len(l.views) - drops + len(adds)
+	if n == 0 {
 		return serviceList{}
 	}
-	type keyed struct {
-		h  uint64
-		sv *ServiceView
-	}
-	ks := make([]keyed, len(views))
-	for i, sv := range views {
-		ks[i] = keyed{nameHash(sv.Name), sv}
-	}
-	slices.SortFunc(ks, func(x, y keyed) int {
+	slices.SortFunc(reps, func(x, y replaced) int { return cmp.Compare(x.i, y.i) })
+	slices.SortFunc(adds, func(x, y added) int {
 		if c := cmp.Compare(x.h, y.h); c != 0 {
 			return c
 		}
 		return strings.Compare(x.sv.Name, y.sv.Name)
 	})
-	out := serviceList{hashes: make([]uint64, len(ks)), views: slices.Clip(views)}
-	for i, k := range ks {
-		out.hashes[i], out.views[i] = k.h, k.sv
+	out := serviceList{hashes: make([]uint64, 0, n), views: make([]*ServiceView, 0, n)}
+	ai := 0
+	for i, h := range l.hashes {
+		sv := l.views[i]
+		if len(reps) > 0 && reps[0].i == i {
+			sv, reps = reps[0].sv, reps[1:]
+			if sv == nil {
+				continue
+			}
+		}
+		for ; ai < len(adds) && (adds[ai].h < h || adds[ai].h == h && adds[ai].sv.Name < sv.Name); ai++ {
+			out.hashes, out.views = append(out.hashes, adds[ai].h), append(out.views, adds[ai].sv)
+		}
+		out.hashes, out.views = append(out.hashes, h), append(out.views, sv)
+	}
+	for _, a := range adds[ai:] {
+		out.hashes, out.views = append(out.hashes, a.h), append(out.views, a.sv)
 	}
 	return out
 }
