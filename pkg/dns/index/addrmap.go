@@ -7,21 +7,39 @@ import (
 	"slices"
 )
 
-// shards is the number of shards of an addrMap: at 600k objects one holds
-// a few hundred addresses, so a publish of a few changes copies kilobytes,
-// not the megabytes that 64 shards took (garbage that, at hundreds of
-// publishes a second, kept the collector busy).
-const shards = 1024
+// shards is the number of shards of an addrMap, in groups of fanout. At
+// 600k objects a shard holds about 120 addresses, so a publish of a few
+// changes copies a few kilobytes per change: with 1024 shards of 20 KB, the
+// shard copies of a steady 500 changes a second were half of what the
+// index allocated, and garbage at that rate keeps the collector marking the
+// whole index.
+const (
+	shards = 4096
+	fanout = 64
+	groups = shards / fanout
+)
 
 func shardOf(a netip.Addr) int {
 	b := a.As16()
-	return (int(b[14])<<8 | int(b[15]) ^ int(b[11])<<2 ^ int(b[13])<<5) & (shards - 1)
+	return (int(b[14])<<8 | int(b[15]) ^ int(b[11])<<2 ^ int(b[13])<<5 ^ int(b[12])<<9) & (shards - 1)
 }
 
-// addrMap maps addresses to owners (PTR or srcOwner). It is split in shards
-// so that a publish copies only the shards it changes (and the array of
-// pointers to them, 8 KB); a nil shard is empty.
-type addrMap[V any] [shards]*addrShard[V]
+// addrMap maps addresses to owners (PTR or srcOwner). It is split in shards,
+// held in groups, so that a publish copies only the shards it changes, the
+// groups that hold them (512 bytes each) and the map itself (512 bytes); a
+// nil group or shard is empty. The second level costs a lookup one more
+// load from a small, hot array, where one flat array of 4096 pointers would
+// cost every publish 32 KB per map.
+type addrMap[V any] [groups]*shardGroup[V]
+
+type shardGroup[V any] [fanout]*addrShard[V]
+
+func (m *addrMap[V]) shard(i int) *addrShard[V] {
+	if g := m[i/fanout]; g != nil {
+		return g[i%fanout]
+	}
+	return nil
+}
 
 // addrShard is an immutable sorted table: addrs[i]'s values are
 // vals[offs[i]:offs[i+1]]. Three flat arrays instead of a Go map save its
@@ -64,13 +82,13 @@ func (s *addrShard[V]) get(a netip.Addr) []V {
 }
 
 // get returns a's values; the caller must not change them.
-func (m *addrMap[V]) get(a netip.Addr) []V { return m[shardOf(a)].get(a) }
+func (m *addrMap[V]) get(a netip.Addr) []V { return m.shard(shardOf(a)).get(a) }
 
 // len is the number of addresses.
 func (m *addrMap[V]) len() int {
 	n := 0
-	for _, s := range m {
-		if s != nil {
+	for i := range shards {
+		if s := m.shard(i); s != nil {
 			n += len(s.addrs)
 		}
 	}
@@ -81,8 +99,11 @@ func (m *addrMap[V]) len() int {
 // shards for those it changed; the old map is never touched.
 type addrEdits[V any] struct {
 	old   *addrMap[V]
-	edits [shards]map[netip.Addr][]V // an empty value deletes the address
+	edits map[int]map[netip.Addr][]V // by shard; an empty value deletes the address
 	chunk []V                        // where alloc takes values from
+	// cloned marks the groups of the map being written that are its own
+	// copies, which applyTo may change in place.
+	cloned [groups]bool
 }
 
 // editChunk is the most values alloc takes from the heap at once.
@@ -113,20 +134,23 @@ func (e *addrEdits[V]) get(a netip.Addr) []V {
 	if v, ok := e.edits[i][a]; ok {
 		return v
 	}
-	return e.old[i].get(a)
+	return e.old.shard(i).get(a)
 }
 
 // set makes v a's values; v is owned by e from then on.
 func (e *addrEdits[V]) set(a netip.Addr, v []V) {
 	i := shardOf(a)
+	if e.edits == nil {
+		e.edits = map[int]map[netip.Addr][]V{}
+	}
 	if e.edits[i] == nil {
 		e.edits[i] = map[netip.Addr][]V{}
 	}
 	e.edits[i][a] = v
 }
 
-// apply returns the old map with the edits applied; unchanged shards are
-// shared.
+// apply returns the old map with the edits applied; unchanged shards and
+// groups are shared.
 func (e *addrEdits[V]) apply() addrMap[V] {
 	out := *e.old
 	e.applyTo(&out, 0, shards)
@@ -134,27 +158,31 @@ func (e *addrEdits[V]) apply() addrMap[V] {
 }
 
 // changed is the number of shards the edits change.
-func (e *addrEdits[V]) changed() int {
-	n := 0
-	for _, ed := range e.edits {
-		if len(ed) > 0 {
-			n++
-		}
-	}
-	return n
-}
+func (e *addrEdits[V]) changed() int { return len(e.edits) }
 
 // applyTo writes into m, a copy of the old map, the new shards of the
-// edited shards in [lo, hi), and drops their edits. It reports whether it
-// wrote any.
+// edited shards in [lo, hi), and drops their edits; lo and hi are
+// multiples of fanout. It reports whether it wrote any. A group is copied
+// the first time one of its shards is written, and changed in place after
+// that: m must not be published until the group's shards are all written,
+// which holds for the steps of storeAddrs, each a range of whole groups.
 func (e *addrEdits[V]) applyTo(m *addrMap[V], lo, hi int) bool {
 	wrote := false
-	for i := lo; i < hi; i++ {
-		if ed := e.edits[i]; len(ed) > 0 {
-			m[i] = merge(m[i], ed)
-			wrote = true
+	for i, ed := range e.edits {
+		if i < lo || i >= hi {
+			continue
 		}
-		e.edits[i] = nil
+		g := i / fanout
+		if !e.cloned[g] {
+			c := new(shardGroup[V])
+			if m[g] != nil {
+				*c = *m[g]
+			}
+			m[g], e.cloned[g] = c, true
+		}
+		m[g][i%fanout] = merge(m[g][i%fanout], ed)
+		delete(e.edits, i)
+		wrote = true
 	}
 	return wrote
 }

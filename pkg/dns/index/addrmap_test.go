@@ -54,8 +54,8 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 				t.Fatalf("version %d: %v = %v, want %v", n, a, got, w)
 			}
 		}
-		for i := range v.m {
-			if v.m[i] != nil && !slices.IsSortedFunc(v.m[i].addrs, addrKey.compare) {
+		for i := range shards {
+			if s := v.m.shard(i); s != nil && !slices.IsSortedFunc(s.addrs, addrKey.compare) {
 				t.Fatalf("version %d: shard %d not sorted", n, i)
 			}
 		}
@@ -67,5 +67,14 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 				t.Fatalf("version %d: the IPv4-mapped form of %v has its values", n, a)
 			}
 		}
+	}
+}
+
+// TestAddrStepsAreWholeGroups: applyTo changes a group in place once it
+// has copied it, so each of storeAddrs's steps must cover whole groups, or
+// a step's published snapshot would see the next step's shards change.
+func TestAddrStepsAreWholeGroups(t *testing.T) {
+	if shards%addrSteps != 0 || shards/addrSteps%fanout != 0 {
+		t.Fatalf("%d shards in %d steps do not split into whole groups of %d", shards, addrSteps, fanout)
 	}
 }
