@@ -34,6 +34,7 @@ func main() {
 	rate := flag.Int("rate", 500, "Changes per second.")
 	duration := flag.Duration("duration", 20*time.Second, "How long to change.")
 	timeout := flag.Duration("timeout", 10*time.Second, "How long a change may take to show before it counts as lost.")
+	prefix := flag.String("name-prefix", "churn", "Services are named <prefix>-<k>; another prefix runs again against the same TPs.")
 	flag.Parse()
 	var clients []kubernetes.Interface
 	for _, kc := range strings.Split(*kubeconfigs, ",") {
@@ -62,7 +63,7 @@ func main() {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
-			d, err := change(clients, k, *server, *timeout)
+			d, err := change(clients, *prefix, k, *server, *timeout)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -95,11 +96,11 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// change creates service churn-k in tenant<tp> of TP tp (k spread over the
+// change creates service <prefix>-k in tenant<tp> of TP tp (k spread over the
 // TPs) and returns how long after the write partition-dns answered its name.
-func change(clients []kubernetes.Interface, k int, server string, timeout time.Duration) (time.Duration, error) {
+func change(clients []kubernetes.Interface, prefix string, k int, server string, timeout time.Duration) (time.Duration, error) {
 	tp := k % len(clients)
-	tenant, ns, name := fmt.Sprintf("tenant%d", tp), "ns0", fmt.Sprintf("churn-%d", k)
+	tenant, ns, name := fmt.Sprintf("tenant%d", tp), "ns0", fmt.Sprintf("%s-%d", prefix, k)
 	ctx, cancel := context.WithTimeout(tenancyk8s.WithTenant(context.Background(), tenant), timeout)
 	defer cancel()
 	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
