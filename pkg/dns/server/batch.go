@@ -178,7 +178,8 @@ func (c *mmsgConn) recvmmsg(fd uintptr) bool {
 func (c *mmsgConn) packet(i int) ([]byte, netip.AddrPort, bool) {
 	m := &c.in[i]
 	from, ok := c.inNames[i].addrPort(m.hdr.Namelen)
-	return c.inBufs[i][:m.len], from, ok
+	// The kernel reports what it copied, never more than the buffer.
+	return c.inBufs[i][:min(int(m.len), len(c.inBufs[i]))], from, ok
 }
 
 // truncated reports whether the i-th packet was longer than its buffer.
