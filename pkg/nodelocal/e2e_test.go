@@ -289,7 +289,12 @@ func TestNodeLocalHASwitch(t *testing.T) {
 		t.Skipf("skipping: %s", why)
 	}
 	for _, bin := range backends() {
-		t.Run(bin, func(t *testing.T) { testHASwitch(t, bin) })
+		t.Run(bin, func(t *testing.T) {
+			// Each backend has its own network namespace, and the run is
+			// mostly waiting on timers in processes: the two overlap.
+			t.Parallel()
+			testHASwitch(t, bin)
+		})
 	}
 }
 
