@@ -37,17 +37,23 @@ vet:
 
 # make test vets through go test -vet=all, on the race build it needs anyway
 # (a separate go vet compiles every dependency a second time, a third of a
-# cold run); go test does not vet packages without tests, so they get go vet.
+# cold run); go test does not vet packages without tests, so they get go vet,
+# on the race build too, so that what it compiles serves the tests.
 vet-untested:
 	@pkgs=$$($(GO) list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' $(PKGS)); \
-	if [ -n "$$pkgs" ]; then echo "go vet $$pkgs"; $(GO) vet $$pkgs; fi
+	if [ -n "$$pkgs" ]; then echo "go vet -race $$pkgs"; $(GO) vet -race $$pkgs; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# -p 3 on two cores: several test binaries spend most of their run waiting
+# on timers in other processes (the NodeLocal switch, idle webhook
+# connections, reflector back-off), and a third slot keeps the compiler busy
+# meanwhile. A cold run (GOCACHE=$(mktemp -d) make test, 2 cores): 6m14s
+# with the default -p 2, 5m42s with 3, 5m55s with 4.
 unit:
-	$(GO) test -race -vet=all -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -race -vet=all -p 3 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test: fmt-check vet-untested unit
 
