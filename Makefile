@@ -82,7 +82,7 @@ bench-memory:
 # partition-dns over 10 fake TPs at 60k and 600k objects (docs/benchmarks.md, "Scale").
 bench-scale:
 	./hack/ensure-tools.sh dnsperf
-	SIZES="$${SIZES:-2400 12000 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-20} ./test/bench/scale/run.sh
+	SIZES="$${SIZES:-2400 12000 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-21} ROUNDS=$${ROUNDS:-3} ./test/bench/scale/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:
