@@ -85,3 +85,37 @@ func BenchmarkServiceListGet(b *testing.B) {
 		}
 	}
 }
+
+// TestFindStartsFromItsGuess: in lists long enough for find to start from
+// an interpolated guess, every name is found where it is, and every absent
+// name's place is the first hash at or above its own (a linear search's
+// answer).
+func TestFindStartsFromItsGuess(t *testing.T) {
+	for _, n := range []int{bracketMin - 1, bracketMin, 1000, 5000} {
+		names := map[string]struct{}{}
+		for i := range n {
+			names[fmt.Sprintf("svc-%d", i)] = struct{}{}
+		}
+		var l serviceList
+		l = l.edit(names, func(name string, _ *ServiceView) *ServiceView {
+			return &ServiceView{ServiceSpec: ServiceSpec{Name: name}}
+		})
+		for i := range n {
+			name := fmt.Sprintf("svc-%d", i)
+			if j, ok := l.find(name); !ok || l.views[j].Name != name {
+				t.Fatalf("n=%d: find(%s) = %d, %v", n, name, j, ok)
+			}
+		}
+		for i := range 2000 {
+			name := fmt.Sprintf("absent-%d", i)
+			h := nameHash(name)
+			want := 0
+			for want < len(l.hashes) && l.hashes[want] < h {
+				want++
+			}
+			if j, ok := l.find(name); ok || j != want {
+				t.Fatalf("n=%d: find(%s) = %d, %v, want %d, false", n, name, j, ok, want)
+			}
+		}
+	}
+}
