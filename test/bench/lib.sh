@@ -83,3 +83,18 @@ start_pdns() {
     sleep 0.1
   done
 }
+
+# dnsperf_round PID PORT SECONDS: dnsperf with $work/queries.txt against
+# 127.0.0.1:PORT for SECONDS; sets round_qps (dnsperf's queries per second)
+# and round_cpu (the server PID's user + system CPU per answered query, in
+# µs, from /proc/PID/stat).
+dnsperf_round() {
+  local t0 t1 out answered
+  t0=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  out=$(dnsperf -s 127.0.0.1 -p "$2" -d "$work/queries.txt" -l "$3" 2>&1)
+  t1=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  round_qps=$(awk '/Queries per second/{printf "%.0f", $4}' <<<"$out")
+  answered=$(awk '/Queries completed/{print $3}' <<<"$out")
+  round_cpu=$(echo "scale=2; ($t1 - $t0) * 1000000 / $(getconf CLK_TCK) / $answered" | bc)
+}
+

@@ -150,12 +150,7 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		return serviceList{}
 	}
 	slices.SortFunc(reps, func(x, y replaced) int { return cmp.Compare(x.i, y.i) })
-	slices.SortFunc(adds, func(x, y added) int {
-		if c := cmp.Compare(x.h, y.h); c != 0 {
-			return c
-		}
-		return strings.Compare(x.sv.Name, y.sv.Name)
-	})
+	slices.SortFunc(adds, func(x, y added) int { return compareKeys(x.h, x.sv.Name, y.h, y.sv.Name) })
 	out := serviceList{hashes: make([]uint64, 0, n), views: make([]*ServiceView, 0, n)}
 	ai := 0
 	for i, h := range l.hashes {
@@ -166,7 +161,7 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 				continue
 			}
 		}
-		for ; ai < len(adds) && (adds[ai].h < h || adds[ai].h == h && adds[ai].sv.Name < sv.Name); ai++ {
+		for ; ai < len(adds) && compareKeys(adds[ai].h, adds[ai].sv.Name, h, sv.Name) < 0; ai++ {
 			out.hashes, out.views = append(out.hashes, adds[ai].h), append(out.views, adds[ai].sv)
 		}
 		out.hashes, out.views = append(out.hashes, h), append(out.views, sv)
@@ -175,4 +170,13 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		out.hashes, out.views = append(out.hashes, a.h), append(out.views, a.sv)
 	}
 	return out
+}
+
+// compareKeys orders services as a list keeps them: by the hash of their
+// name, then by name.
+func compareKeys(h1 uint64, name1 string, h2 uint64, name2 string) int {
+	if c := cmp.Compare(h1, h2); c != 0 {
+		return c
+	}
+	return strings.Compare(name1, name2)
 }

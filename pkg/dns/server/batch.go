@@ -159,14 +159,21 @@ func (c *mmsgConn) read() (int, error) {
 	return c.n, nil
 }
 
-func (c *mmsgConn) recvmmsg(fd uintptr) bool {
+func (c *mmsgConn) recvmmsg(fd uintptr) bool { return c.mmsg(unix.SYS_RECVMMSG, fd, c.in) }
+
+func (c *mmsgConn) sendmmsg(fd uintptr) bool { return c.mmsg(unix.SYS_SENDMMSG, fd, c.pending) }
+
+// mmsg makes one recvmmsg or sendmmsg (trap) over msgs, again when a signal
+// interrupts it, and keeps its result in c.n and c.errno. It returns false
+// when the socket is not ready, for the RawConn to wait and call again.
+func (c *mmsgConn) mmsg(trap, fd uintptr, msgs []mmsghdr) bool {
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.in[0])), uintptr(len(c.in)), 0, 0, 0)
+		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false // wait until the socket is readable
+			return false
 		}
 		c.n, c.errno = int(r), e
 		return true
@@ -210,20 +217,6 @@ func (c *mmsgConn) write(k int) {
 			continue
 		}
 		sent += c.n
-	}
-}
-
-func (c *mmsgConn) sendmmsg(fd uintptr) bool {
-	for {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&c.pending[0])), uintptr(len(c.pending)), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false // wait until the socket is writable
-		}
-		c.n, c.errno = int(r), e
-		return true
 	}
 }
 

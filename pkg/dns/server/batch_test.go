@@ -112,11 +112,11 @@ func batchClient(addr string, c int) error {
 	return nil
 }
 
-// TestBatchedUDPAllocatesNothing: answering plain queries on the batched
-// path allocates nothing per query, the socket read included. Garbage per
-// query would make the collector mark the whole index again and again at
-// high query rates, which costs more the larger the index.
-func TestBatchedUDPAllocatesNothing(t *testing.T) {
+// dialBatched starts a server on the batched path (skipping where there is
+// none) and returns a UDP socket connected to it, with a deadline that
+// ends a test whose answers never come.
+func dialBatched(t *testing.T) net.Conn {
+	t.Helper()
 	if !batchSupported {
 		t.Skip("recvmmsg batches only on Linux")
 	}
@@ -125,10 +125,19 @@ func TestBatchedUDPAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	return conn
+}
+
+// TestBatchedUDPAllocatesNothing: answering plain queries on the batched
+// path allocates nothing per query, the socket read included. Garbage per
+// query would make the collector mark the whole index again and again at
+// high query rates, which costs more the larger the index.
+func TestBatchedUDPAllocatesNothing(t *testing.T) {
+	conn := dialBatched(t)
 	m := new(dns.Msg)
 	m.SetQuestion("api.web.alpha.svc.cluster.local.", dns.TypeA)
 	q, err := m.Pack()
@@ -198,18 +207,7 @@ func TestBatchedUDPOverIPv6(t *testing.T) {
 // arrives cut (MSG_TRUNC), and is answered FORMERR rather than read as
 // the query its first 4096 bytes hold.
 func TestBatchedUDPOversizedDatagram(t *testing.T) {
-	if !batchSupported {
-		t.Skip("recvmmsg batches only on Linux")
-	}
-	s := startServer(t, fixture(t), Options{UDPBatch: 32})
-	conn, err := net.Dial("udp", s.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	conn := dialBatched(t)
 	// A query of exactly batchPacketSize bytes (an OPT record with a large
 	// option fills it), then more: its first batchPacketSize bytes read
 	// alone as a complete, valid query, and only MSG_TRUNC tells.

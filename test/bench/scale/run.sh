@@ -37,8 +37,6 @@ HEALTH_PORT=${HEALTH_PORT:-25980}
 bench_init
 go build -o "$work/churn" ./test/bench/scale/churn
 go build -o "$work/node" ./test/bench/scale/node
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k / 1024}'; }
 
 rows=()
@@ -60,14 +58,9 @@ for size in $SIZES; do
   # neighbours in one round does not decide the size's figure.
   qps=0 cpu=0 all=
   for r in $(seq "$ROUNDS"); do
-    t0=$(ticks "$pdns")
-    perf=$(dnsperf -s 127.0.0.1 -p "$DNS_PORT" -d "$work/queries.txt" -l "$((DURATION / ROUNDS))" 2>&1)
-    t1=$(ticks "$pdns")
-    q=$(awk '/Queries per second/{printf "%.0f", $4}' <<<"$perf")
-    answered=$(awk '/Queries completed/{print $3}' <<<"$perf")
-    c=$(echo "scale=2; ($t1 - $t0) * 1000000 / $hz / $answered" | bc)
-    all="$all${all:+, }$q"
-    if ((q > qps)); then qps=$q cpu=$c; fi
+    dnsperf_round "$pdns" "$DNS_PORT" "$((DURATION / ROUNDS))"
+    all="$all${all:+, }$round_qps"
+    if ((round_qps > qps)); then qps=$round_qps cpu=$round_cpu; fi
   done
   wait "$churn" || { cat "$work/churn.err" >&2; }
   qps="$qps ($all)"

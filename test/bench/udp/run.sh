@@ -40,21 +40,14 @@ pids+=($!)
 srv[udpfloor]="$! $((DNS_PORT + 2))"
 sleep 0.5
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 declare -A best cpu
 for name in "${!srv[@]}"; do best[$name]=0; cpu[$name]=0; done
 for r in $(seq "$ROUNDS"); do
   for name in udpfloor batch32 batch1; do
     read -r pid port <<<"${srv[$name]}"
-    t0=$(ticks "$pid")
-    out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$work/queries.txt" -l "$DURATION" 2>&1)
-    t1=$(ticks "$pid")
-    q=$(awk '/Queries per second/{print $4}' <<<"$out")
-    done_q=$(awk '/Queries completed/{print $3}' <<<"$out")
-    us=$(echo "scale=3; ($t1 - $t0) * 1000000 / $hz / $done_q" | bc)
-    echo "round $r $name: $q qps, $us µs CPU per query" >&2
-    if (( $(echo "$q > ${best[$name]}" | bc) )); then best[$name]=$q; cpu[$name]=$us; fi
+    dnsperf_round "$pid" "$port" "$DURATION"
+    echo "round $r $name: $round_qps qps, $round_cpu µs CPU per query" >&2
+    if ((round_qps > best[$name])); then best[$name]=$round_qps; cpu[$name]=$round_cpu; fi
   done
 done
 ratio() { echo "scale=2; $1 / $2" | bc; }
