@@ -15,37 +15,32 @@ import (
 type kind[T runtime.Object] struct {
 	resource  string // plural, for errors and metrics
 	api       informer.Resource
-	get       func(ctx context.Context, c rest.Interface, ns, name string) (T, error) // c: core/v1
 	empty     func() T
 	immutable func(T) bool
 	names     func(pod *corev1.Pod) []string
 }
 
 var configMapKind = kind[*corev1.ConfigMap]{
-	resource: informer.ConfigMaps.Name,
-	api:      informer.ConfigMaps,
-	get: func(ctx context.Context, c rest.Interface, ns, name string) (*corev1.ConfigMap, error) {
-		return getObject(ctx, c, informer.ConfigMaps, ns, name, &corev1.ConfigMap{})
-	},
+	resource:  informer.ConfigMaps.Name,
+	api:       informer.ConfigMaps,
 	empty:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 	immutable: func(o *corev1.ConfigMap) bool { return o.Immutable != nil && *o.Immutable },
 	names:     ConfigMapNames,
 }
 
 var secretKind = kind[*corev1.Secret]{
-	resource: informer.Secrets.Name,
-	api:      informer.Secrets,
-	get: func(ctx context.Context, c rest.Interface, ns, name string) (*corev1.Secret, error) {
-		return getObject(ctx, c, informer.Secrets, ns, name, &corev1.Secret{})
-	},
+	resource:  informer.Secrets.Name,
+	api:       informer.Secrets,
 	empty:     func() *corev1.Secret { return &corev1.Secret{} },
 	immutable: func(o *corev1.Secret) bool { return o.Immutable != nil && *o.Immutable },
 	names:     SecretNames,
 }
 
-// getObject GETs ns/name of r into out, the request a typed client makes.
-func getObject[T runtime.Object](ctx context.Context, c rest.Interface, r informer.Resource, ns, name string, out T) (T, error) {
-	err := c.Get().Namespace(ns).Resource(r.Name).Name(name).Do(ctx).Into(out)
+// get GETs ns/name from c, a core/v1 client: the request a typed client
+// makes.
+func (k *kind[T]) get(ctx context.Context, c rest.Interface, ns, name string) (T, error) {
+	out := k.empty()
+	err := c.Get().Namespace(ns).Resource(k.api.Name).Name(name).Do(ctx).Into(out)
 	return out, err
 }
 
