@@ -15,9 +15,15 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
 
@@ -92,7 +98,7 @@ func TestArktosTPs(t *testing.T) {
 		}
 	})
 
-	t.Run("kubeproxy-and-tporigin", func(t *testing.T) { testArktosLibraries(t, tps, facts) })
+	t.Run("kubeproxy-tporigin-kubeletcache", func(t *testing.T) { testArktosLibraries(t, tps, facts) })
 
 	t.Run("new-service", func(t *testing.T) {
 		began := time.Now()
@@ -285,8 +291,10 @@ func (a *arktosTPs) readyPod(t *testing.T, i int, tenant, ns, name, ip string) s
 	return uid
 }
 
-// testArktosLibraries runs the kube-proxy view and the origin tracker in
-// this process against the TPs: both see every tenant of every TP.
+// testArktosLibraries runs the kube-proxy view, the origin tracker and the
+// kubelet's configmap manager in this process against the TPs: the first
+// two see every tenant of every TP, the third reads a pod's configmap from
+// the pod's own TP and tenant.
 func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: tps.kubeconfigs[:], Names: []string{"tp1", "tp2"}},
 		tporigink8s.WireOptions{NodeName: "node-1", Services: true, Endpoints: true})
@@ -328,6 +336,31 @@ func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 	for tenant, want := range map[string]string{"acme": "tp1", "zeta": "tp2"} {
 		if tp, ok := tracker.PartitionOfTenant(tenant); !ok || tp != want {
 			t.Errorf("PartitionOfTenant(%s) = %q, %v; want %s", tenant, tp, ok, want)
+		}
+	}
+
+	// The kubelet's configmap manager GETs a pod's configmap from the pod's
+	// own TP, on its tenant's path: acme's from tp1, and the system
+	// tenant's from tp2 for tp2's pod although tp1 has one of that name too.
+	tps.write(t, 0, "POST", "/api/v1/tenants/acme/namespaces/web/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"from":"tp1 acme"}}`)
+	tps.write(t, 0, "POST", "/api/v1/tenants/system/namespaces/default/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"from":"tp1 system"}}`)
+	tps.write(t, 1, "POST", "/api/v1/tenants/system/namespaces/default/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"from":"tp2 system"}}`)
+	cms, err := kubeletcache.NewConfigMapManager(set, tporigin.NewClientChooser(tracker), kubeletcache.Options{Strategy: kubeletcache.Get})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cms.Close()
+	for i, c := range []struct{ tenant, ns, want string }{{"acme", "web", "tp1 acme"}, {"system", "default", "tp2 system"}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "user", UID: types.UID(f.pods[i])},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}}
+		tenancy.SetTenant(pod, c.tenant)
+		if err := cms.RegisterPod(pod); err != nil {
+			t.Fatal(err)
+		}
+		cm, err := cms.GetConfigMap(c.tenant, c.ns, "cfg", pod.UID)
+		if err != nil || cm.Data["from"] != c.want {
+			t.Errorf("configmap %s/%s/cfg for the pod of tp%d: %v %v, want data from %s", c.tenant, c.ns, i+1, cm, err, c.want)
 		}
 	}
 }
