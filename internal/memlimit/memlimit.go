@@ -15,7 +15,7 @@ import (
 // Share is the most of a cgroup's limit that Resolve gives the Go runtime
 // under "auto", and Reserve the least it leaves for what the runtime does
 // not count: chiefly the program's own code and read-only data pages
-// (about 23 MiB for partition-dns), which the kernel charges to the
+// (about 17 MiB for partition-dns), which the kernel charges to the
 // container too.
 const (
 	Share   = 0.85
