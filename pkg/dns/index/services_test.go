@@ -3,13 +3,14 @@ package index
 import (
 	"fmt"
 	"math/rand"
-	"slices"
 	"testing"
+	"unsafe"
 )
 
 // TestServiceListMatchesAMap applies random batches of sets and drops to a
-// serviceList and to a plain map, and checks that every version answers
-// like the map did at that point, stays sorted, and never changes later.
+// serviceList and to a plain map, first growing it and then shrinking it,
+// and checks that every version answers like the map did at that point,
+// keeps its blocks' invariants, and never changes later.
 func TestServiceListMatchesAMap(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	type version struct {
@@ -19,10 +20,23 @@ func TestServiceListMatchesAMap(t *testing.T) {
 	var cur serviceList
 	want := map[string]*ServiceView{}
 	var versions []version
-	for batch := 0; batch < 300; batch++ {
+	grew, shrank := false, false // the list was cut again as it grew, and as it shrank
+	for batch := 0; batch < 600; batch++ {
+		dropOneIn := 8 // grow to a few thousand services
+		if batch >= 300 {
+			dropOneIn = 1 // then shrink, mostly dropping
+		}
 		names := map[string]struct{}{}
-		for op := r.Intn(20); op >= 0; op-- {
-			names[fmt.Sprintf("svc%d", r.Intn(150))] = struct{}{}
+		for op := r.Intn(60); op >= 0; op-- {
+			names[fmt.Sprintf("svc%d", r.Intn(4000))] = struct{}{}
+		}
+		if batch >= 300 {
+			for name := range want { // drops must find what is there
+				if len(names) > 80 {
+					break
+				}
+				names[name] = struct{}{}
+			}
 		}
 		next := make(map[string]*ServiceView, len(want))
 		for k, v := range want {
@@ -32,7 +46,7 @@ func TestServiceListMatchesAMap(t *testing.T) {
 			if old != want[name] {
 				t.Fatalf("batch %d: edit of %s was given %p, want %p", batch, name, old, want[name])
 			}
-			if r.Intn(3) == 0 {
+			if r.Intn(dropOneIn) == 0 && (batch >= 300 || r.Intn(2) == 0) {
 				delete(next, name)
 				return nil
 			}
@@ -42,18 +56,22 @@ func TestServiceListMatchesAMap(t *testing.T) {
 		})
 		want = next
 		versions = append(versions, version{cur, want})
+		if len(versions) > 1 {
+			before, after := len(versions[len(versions)-2].l.blocks), len(cur.blocks)
+			grew = grew || (before > 0 && after > before)
+			shrank = shrank || (after > 0 && after < before)
+		}
+	}
+	if len(want) != 0 && len(want) > 200 {
+		t.Fatalf("the list did not shrink: %d services left", len(want))
+	}
+	if !grew || !shrank {
+		t.Fatalf("the list was cut again as it grew: %v, as it shrank: %v; want both", grew, shrank)
 	}
 	for n, v := range versions {
-		if len(v.l.views) != len(v.want) || len(v.l.hashes) != len(v.l.views) {
-			t.Fatalf("version %d: %d views, %d hashes, want %d", n, len(v.l.views), len(v.l.hashes), len(v.want))
-		}
-		if !slices.IsSorted(v.l.hashes) {
-			t.Fatalf("version %d: hashes not sorted", n)
-		}
-		for i, sv := range v.l.views {
-			if v.l.hashes[i] != nameHash(sv.Name) {
-				t.Fatalf("version %d: hash %d is not %s's", n, i, sv.Name)
-			}
+		checkBlocks(t, n, &v.l)
+		if v.l.n != len(v.want) {
+			t.Fatalf("version %d: n = %d, want %d", n, v.l.n, len(v.want))
 		}
 		for name, sv := range v.want {
 			if got := v.l.get(name); got != sv {
@@ -62,6 +80,93 @@ func TestServiceListMatchesAMap(t *testing.T) {
 		}
 		if v.l.get("svc-absent") != nil || v.l.get("") != nil {
 			t.Fatalf("version %d: an absent name was found", n)
+		}
+		seen := 0
+		for sv := range v.l.all() {
+			if v.want[sv.Name] != sv {
+				t.Fatalf("version %d: all yields %s, which is not in the map", n, sv.Name)
+			}
+			seen++
+		}
+		if seen != len(v.want) {
+			t.Fatalf("version %d: all yields %d services, want %d", n, seen, len(v.want))
+		}
+	}
+}
+
+// checkBlocks checks a list's invariants: a power of two of blocks that
+// its shift addresses, each block sorted by hash and holding only the
+// hashes that pick it, and an average block size in bounds.
+func checkBlocks(t *testing.T, version int, l *serviceList) {
+	t.Helper()
+	if l.n == 0 {
+		if len(l.blocks) != 0 {
+			t.Fatalf("version %d: empty list with %d blocks", version, len(l.blocks))
+		}
+		return
+	}
+	if bits := 64 - int(l.shift); len(l.blocks) != 1<<bits {
+		t.Fatalf("version %d: %d blocks for shift %d", version, len(l.blocks), l.shift)
+	}
+	if avg := l.n / len(l.blocks); avg > blockMax || (len(l.blocks) > 1 && avg < blockMin) {
+		t.Fatalf("version %d: %d services in %d blocks", version, l.n, len(l.blocks))
+	}
+	total := 0
+	for k, b := range l.blocks {
+		if len(b.hashes) != len(b.views) {
+			t.Fatalf("version %d: block %d has %d hashes and %d views", version, k, len(b.hashes), len(b.views))
+		}
+		for i, sv := range b.views {
+			if b.hashes[i] != nameHash(sv.Name) {
+				t.Fatalf("version %d: block %d hash %d is not %s's", version, k, i, sv.Name)
+			}
+			if int(b.hashes[i]>>l.shift) != k {
+				t.Fatalf("version %d: %s is in block %d, its hash picks %d", version, sv.Name, k, b.hashes[i]>>l.shift)
+			}
+			if i > 0 && compareKeys(b.hashes[i-1], b.views[i-1].Name, b.hashes[i], sv.Name) >= 0 {
+				t.Fatalf("version %d: block %d is not sorted at %d", version, k, i)
+			}
+		}
+		total += len(b.views)
+	}
+	if total != l.n {
+		t.Fatalf("version %d: blocks hold %d services, n is %d", version, total, l.n)
+	}
+}
+
+// TestServiceListEditCopiesOneBlock: adding a service to a large list or
+// replacing one's view makes one new block and shares every other block's
+// arrays with the old list.
+func TestServiceListEditCopiesOneBlock(t *testing.T) {
+	names := map[string]struct{}{}
+	for i := range 1000 {
+		names[fmt.Sprintf("svc-%d", i)] = struct{}{}
+	}
+	var l serviceList
+	l = l.edit(names, func(name string, _ *ServiceView) *ServiceView {
+		return &ServiceView{ServiceSpec: ServiceSpec{Name: name}}
+	})
+	for _, tc := range []struct{ name, change string }{{"svc-new", "an added service"}, {"svc-7", "a replaced view"}} {
+		next := l.edit(map[string]struct{}{tc.name: {}}, func(name string, _ *ServiceView) *ServiceView {
+			return &ServiceView{ServiceSpec: ServiceSpec{Name: name}}
+		})
+		if len(next.blocks) != len(l.blocks) {
+			t.Fatalf("%s: %d blocks became %d", tc.change, len(l.blocks), len(next.blocks))
+		}
+		k, _, _ := next.find(tc.name)
+		for j := range l.blocks {
+			sharedViews := unsafe.SliceData(l.blocks[j].views) == unsafe.SliceData(next.blocks[j].views)
+			if sharedViews != (j != k) {
+				t.Fatalf("%s: block %d shares its views: %v (the change is in block %d)", tc.change, j, sharedViews, k)
+			}
+			// A replaced view leaves every block's hashes as they were.
+			sharedHashes := unsafe.SliceData(l.blocks[j].hashes) == unsafe.SliceData(next.blocks[j].hashes)
+			if replacing := tc.name == "svc-7"; sharedHashes != (j != k || replacing) {
+				t.Fatalf("%s: block %d shares its hashes: %v (the change is in block %d)", tc.change, j, sharedHashes, k)
+			}
+		}
+		if next.get(tc.name) == l.get(tc.name) {
+			t.Fatalf("%s: %s's view did not change", tc.change, tc.name)
 		}
 	}
 }
@@ -102,19 +207,20 @@ func TestFindStartsFromItsGuess(t *testing.T) {
 		})
 		for i := range n {
 			name := fmt.Sprintf("svc-%d", i)
-			if j, ok := l.find(name); !ok || l.views[j].Name != name {
-				t.Fatalf("n=%d: find(%s) = %d, %v", n, name, j, ok)
+			if k, j, ok := l.find(name); !ok || l.blocks[k].views[j].Name != name {
+				t.Fatalf("n=%d: find(%s) = %d, %d, %v", n, name, k, j, ok)
 			}
 		}
 		for i := range 2000 {
 			name := fmt.Sprintf("absent-%d", i)
 			h := nameHash(name)
+			k := int(h >> l.shift)
 			want := 0
-			for want < len(l.hashes) && l.hashes[want] < h {
+			for want < len(l.blocks[k].hashes) && l.blocks[k].hashes[want] < h {
 				want++
 			}
-			if j, ok := l.find(name); ok || j != want {
-				t.Fatalf("n=%d: find(%s) = %d, %v, want %d, false", n, name, j, ok, want)
+			if gk, j, ok := l.find(name); ok || gk != k || j != want {
+				t.Fatalf("n=%d: find(%s) = %d, %d, %v, want %d, %d, false", n, name, gk, j, ok, k, want)
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package index
 import (
 	"iter"
 	"net/netip"
-	"slices"
 	"unsafe"
 )
 
@@ -51,7 +50,7 @@ type NamespaceView struct {
 
 // Exists reports whether the namespace exists for DNS: its object has been
 // seen, or it holds services.
-func (n *NamespaceView) Exists() bool { return n != nil && (n.Object || len(n.services.views) > 0) }
+func (n *NamespaceView) Exists() bool { return n != nil && (n.Object || n.services.n > 0) }
 
 // Service returns the service called name, or nil.
 func (n *NamespaceView) Service(name string) *ServiceView {
@@ -65,10 +64,10 @@ func (n *NamespaceView) ServiceBytes(name []byte) *ServiceView {
 }
 
 // Services yields the namespace's services, in no particular order.
-func (n *NamespaceView) Services() iter.Seq[*ServiceView] { return slices.Values(n.services.views) }
+func (n *NamespaceView) Services() iter.Seq[*ServiceView] { return n.services.all() }
 
 // ServiceCount is the number of services.
-func (n *NamespaceView) ServiceCount() int { return len(n.services.views) }
+func (n *NamespaceView) ServiceCount() int { return n.services.n }
 
 // ServiceView is one service with its ready endpoints. Views are immutable;
 // a change to a service makes a new one.
@@ -275,7 +274,7 @@ func (s *Snapshot) Counts(tp int) (services, pods int) {
 	}
 	for _, t := range s.TPs[tp].Tenants {
 		for _, n := range t.Namespaces {
-			services += len(n.services.views)
+			services += n.services.n
 			pods += n.PodAddrs
 		}
 	}
