@@ -367,13 +367,14 @@ func (b *Builder) setService(tp int, s *Service) {
 		return // a resync, a relist or a change DNS does not see
 	}
 	r, p := b.touch(tp, s.Tenant, s.Namespace)
-	b.putService(tp, r, p, s.Name, &ServiceSpec{Name: s.Name, Type: s.Type, ClusterIPs: s.ClusterIPs, ExternalName: s.ExternalName, Ports: derefPorts(b.ports.intern(s.Ports))})
+	spec := newServiceSpec(s, b.ports.intern(s.Ports))
+	b.putService(tp, r, p, s.Name, &spec)
 }
 
 // sameService reports whether spec already says what s says.
 func sameService(spec *ServiceSpec, s *Service) bool {
-	return spec != nil && spec.Name == s.Name && spec.Type == s.Type && spec.ExternalName == s.ExternalName &&
-		slices.Equal(spec.ClusterIPs, s.ClusterIPs) && slices.Equal(spec.Ports, s.Ports)
+	return spec != nil && spec.Name == s.Name && spec.Type == s.Type && spec.ExternalName() == s.ExternalName &&
+		slices.Equal(spec.ClusterIPs(), s.ClusterIPs) && slices.Equal(spec.Ports(), s.Ports)
 }
 
 // published returns namespace k of partition tp in the current snapshot,
@@ -876,14 +877,6 @@ func buildService(s *ServiceSpec, endpoints []EndpointView) *ServiceView {
 	return sv
 }
 
-// derefPorts is a list intern returned, or nil.
-func derefPorts(p *[]Port) []Port {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 // endpointViews lists a slice's endpoints one address each, as answers use
 // them, with their ports interned.
 func endpointViews(e *EndpointSlice, intern func([]Port) *[]Port) []EndpointView {
@@ -927,7 +920,7 @@ func (w *ipWriter) indexService(id *NamespaceID, sv *ServiceView) {
 		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, svc: &sv.ServiceSpec, ep: ep}))
 	}
 	if sv.Type == ClusterIP {
-		for _, a := range sv.ClusterIPs {
+		for _, a := range sv.ClusterIPs() {
 			add(a, nil)
 		}
 	}
@@ -951,7 +944,7 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 		}
 		w.rev.set(a, n)
 	}
-	for _, a := range sv.ClusterIPs {
+	for _, a := range sv.ClusterIPs() {
 		del(a)
 	}
 	for _, e := range sv.Endpoints {

@@ -29,13 +29,13 @@ func TestPublishIsCopyOnWrite(t *testing.T) {
 	b.Publish()
 	s2 := b.Current()
 	// The old snapshot is untouched.
-	if got := s1.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 1 || got.Service("web") != web1 || web1.ClusterIPs[0] != a("10.0.0.1") {
+	if got := s1.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 1 || got.Service("web") != web1 || web1.ClusterIPs()[0] != a("10.0.0.1") {
 		t.Fatalf("old snapshot changed: %v", slices.Collect(got.Services()))
 	}
 	if len(s1.PTRs(a("10.0.0.2"))) != 0 || len(s1.PTRs(a("10.0.0.1"))) != 1 {
 		t.Fatal("old snapshot's reverse map changed")
 	}
-	if got := s2.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 2 || got.Service("web").ClusterIPs[0] != a("10.0.0.2") {
+	if got := s2.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 2 || got.Service("web").ClusterIPs()[0] != a("10.0.0.2") {
 		t.Fatalf("new snapshot: %v", got)
 	}
 	if len(s2.PTRs(a("10.0.0.1"))) != 0 || len(s2.PTRs(a("10.0.0.2"))) != 1 {
@@ -252,7 +252,7 @@ func TestRelistDeletesWhatTheListLacks(t *testing.T) {
 	if web.Service("gone") != nil {
 		t.Fatal("a service the list lacks remains")
 	}
-	if k := web.Service("kept"); k == nil || k.ClusterIPs[0] != a("10.0.0.3") {
+	if k := web.Service("kept"); k == nil || k.ClusterIPs()[0] != a("10.0.0.3") {
 		t.Fatalf("kept service not updated: %+v", k)
 	}
 	if web.Service("new") == nil {
@@ -423,7 +423,7 @@ func TestServiceChangesBetweenPublishes(t *testing.T) {
 	b.DeleteService(0, "acme", "web", "unknown") // never existed
 	b.Publish()
 	web := b.Current().Namespace(0, []byte("acme"), []byte("web"))
-	if web == nil || web.ServiceCount() != 1 || web.Service("api").ClusterIPs[0] != a("10.0.0.2") {
+	if web == nil || web.ServiceCount() != 1 || web.Service("api").ClusterIPs()[0] != a("10.0.0.2") {
 		t.Fatalf("acme/web: %+v", web)
 	}
 	b.DeleteService(0, "acme", "web", "api")
@@ -493,7 +493,7 @@ func TestPTROwners(t *testing.T) {
 	if len(vip) != 1 || vip[0].IsEndpoint() || vip[0].Spec().Name != "kube-dns" {
 		t.Fatalf("cluster IP owner: %+v", vip)
 	}
-	if len(ep) != 1 || !ep[0].IsEndpoint() || ep[0].Spec().Name != "kube-dns" || ep[0].Spec().ClusterIPs[0] != a("10.0.0.10") || ep[0].Host() != "10-244-0-20" {
+	if len(ep) != 1 || !ep[0].IsEndpoint() || ep[0].Spec().Name != "kube-dns" || ep[0].Spec().ClusterIPs()[0] != a("10.0.0.10") || ep[0].Host() != "10-244-0-20" {
 		t.Fatalf("endpoint owner: %+v", ep)
 	}
 	if v := s.ServiceOf(&ep[0]); v == nil || v.AddrCount() != 1 || v.Addr(0) != a("10.244.0.20") {

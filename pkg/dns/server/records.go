@@ -26,11 +26,11 @@ func (h *Handler) nameRecords(st *state, z *zone, rd *names.Reading, f *found, q
 	case dns.TypeA, dns.TypeAAAA:
 		switch {
 		case svc.Type == index.ExternalName:
-			h.externalName(st, svc.ExternalName, qtype, depth)
+			h.externalName(st, svc.ExternalName(), qtype, depth)
 		case svc.Type == index.Headless || rd.Form == names.EndpointName:
 			h.endpointAddrs(st, rd, f.svc, qtype == dns.TypeAAAA)
 		default:
-			for _, a := range svc.ClusterIPs {
+			for _, a := range svc.ClusterIPs() {
 				if a.Is6() == (qtype == dns.TypeAAAA) {
 					h.addAddr(st, a)
 				}
@@ -38,7 +38,7 @@ func (h *Handler) nameRecords(st *state, z *zone, rd *names.Reading, f *found, q
 		}
 	case dns.TypeCNAME:
 		if svc.Type == index.ExternalName {
-			h.add(st, record{kind: rrCNAME, ttl: h.opts.TTL, text: svc.ExternalName})
+			h.add(st, record{kind: rrCNAME, ttl: h.opts.TTL, text: svc.ExternalName()})
 		}
 	case dns.TypeSRV:
 		if svc.Type == index.ClusterIP && rd.Form != names.EndpointName {
@@ -116,24 +116,24 @@ func srvWeight(n int) uint16 {
 func (h *Handler) clusterIPSRV(st *state, z *zone, rd *names.Reading, f *found) {
 	svc, ttl := f.svc, h.opts.TTL
 	n := 0
-	for i := range svc.Ports {
-		if portMatch(rd, &svc.Ports[i]) {
-			n += len(svc.ClusterIPs)
+	for i := range svc.Ports() {
+		if portMatch(rd, &svc.Ports()[i]) {
+			n += len(svc.ClusterIPs())
 		}
 	}
 	w := srvWeight(n)
 	target := targetOf(z, rd, f, "")
 	wrote := false
-	for i := range svc.Ports {
-		p := &svc.Ports[i]
-		if p.Port == index.NoPort || !portMatch(rd, p) || len(svc.ClusterIPs) == 0 || dupPort(svc.Ports[:i], rd, p.Port) {
+	for i := range svc.Ports() {
+		p := &svc.Ports()[i]
+		if p.Port == index.NoPort || !portMatch(rd, p) || len(svc.ClusterIPs()) == 0 || dupPort(svc.Ports()[:i], rd, p.Port) {
 			continue
 		}
 		h.add(st, record{kind: rrSRV, ttl: ttl, weight: w, port: uint16(p.Port), target: target})
 		wrote = true
 	}
 	if wrote {
-		for _, a := range svc.ClusterIPs {
+		for _, a := range svc.ClusterIPs() {
 			h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: a, target: target})
 		}
 	}

@@ -220,7 +220,7 @@ func (h *Handler) nsAddrs(st *state) []netip.Addr {
 				}
 				svc := o.Spec()
 				if svc.Type != index.Headless {
-					dst = appendNew(dst, svc.ClusterIPs...)
+					dst = appendNew(dst, svc.ClusterIPs()...)
 					continue
 				}
 				if v := snap.ServiceOf(o); v != nil {
@@ -409,7 +409,7 @@ func anyPort(rd *names.Reading, ports []index.Port) bool {
 // when a port matches.
 func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
 	if svc.Type == index.ExternalName {
-		return rd.Form == names.ServiceName && len(rd.Port) == 0 && len(rd.Protocol) == 0 && !names.IsAddress(svc.ExternalName)
+		return rd.Form == names.ServiceName && len(rd.Port) == 0 && len(rd.Protocol) == 0 && !names.IsAddress(svc.ExternalName())
 	}
 	if svc.Type == index.Headless || rd.Form == names.EndpointName {
 		for i := range svc.Endpoints {
@@ -423,5 +423,5 @@ func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
 		}
 		return false
 	}
-	return anyPort(rd, svc.Ports)
+	return anyPort(rd, svc.Ports())
 }
