@@ -75,8 +75,8 @@ type ServiceView struct {
 	ServiceSpec
 	// Endpoints lists every ready endpoint address of every slice.
 	Endpoints []EndpointView
-	// more is what only some views need; nil for most (a view is 48
-	// bytes, not 64).
+	// more is what only some views need; nil for most, which keeps a view
+	// at 96 bytes.
 	more *viewMore
 }
 

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # make bench-scale (issue 20): partition-dns over 10 fake TPs at three sizes,
 # 60k, 300k and 600k DNS-relevant objects in all. For each it reports the time to
-# ready, the peak RSS (VmHWM, the start included) and the steady RSS, the
+# ready, the peak RSS (VmHWM, the start included) and the steady RSS, and the
 # programming latency (p50/p99 from a change acknowledged by its TP to the
 # changed answer, measured by test/bench/scale/churn at CHANGES per second
-# while dnsperf runs), and dnsperf's QPS with the server's CPU per query
-# (ROUNDS rounds of DURATION/ROUNDS seconds; the best round counts).
-# Then the node's parts against the same TPs, each in its own process
-# (test/bench/scale/node): the kube-proxy view and the tporigin tracker,
-# with their time to the first complete view, live heap and peak RSS.
-# As root, partition-dns runs in a memory cgroup limited to MEMCG_MIB
+# for DURATION seconds while dnsperf runs). Then the node's parts against the
+# same TPs, each in its own process (test/bench/scale/node): the kube-proxy
+# view and the tporigin tracker, with their time to the first complete view,
+# live heap and peak RSS.
+#
+# Every size's TPs and server stay up until the end, where dnsperf measures
+# their QPS and the server's CPU per query in ROUNDS rounds of
+# DURATION/ROUNDS seconds, churn changing that size's TPs during each: the
+# sizes take turns within a round (the order rotating), so that the growth
+# ratio compares rounds run under the same load from the machine's
+# neighbours, not sizes run minutes apart. The best round of each size
+# counts, and all are printed.
+#
+# As root, each partition-dns runs in a memory cgroup limited to MEMCG_MIB
 # (CoreDNS's Deployment limit, 170 MiB), as in a pod, and its default
 # --memory-limit=auto sizes the Go runtime to it; the cgroup's peak use and
 # OOM kills are reported.
@@ -39,54 +47,83 @@ go build -o "$work/churn" ./test/bench/scale/churn
 go build -o "$work/node" ./test/bench/scale/node
 mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k / 1024}'; }
 
-rows=()
+# churn_start DIR PORT SECONDS PREFIX: churn against the TPs of DIR (their
+# kubeconfigs) and their server on PORT, in the background; its PID in
+# $churn, its figures in DIR/churn.out.
+churn_start() {
+  local kcs i
+  kcs=$1/tp1.kubeconfig
+  for i in $(seq 2 "$TPS"); do kcs=$kcs,$1/tp$i.kubeconfig; done
+  "$work/churn" --kubeconfigs "$kcs" --dns "127.0.0.1:$2" --rate "$CHANGES" --duration "${3}s" --name-prefix "$4" \
+    >"$1/churn.out" 2>"$1/churn.err" &
+  churn=$!
+}
+
+sizes=($SIZES)
+n=${#sizes[@]}
+base_dns=$DNS_PORT base_health=$HEALTH_PORT
+declare -a size_pdns size_port size_memcg size_dir size_head size_latency size_steady
 nodes=()
-for size in $SIZES; do
+for i in "${!sizes[@]}"; do
+  size=${sizes[$i]}
+  dir=$work/size$i
   start_tps "$size" "$size" "$TPS"
   objects=$(( (size * 5 / 2) * TPS ))
-  memcg_make "$MEMCG_MIB"
+  memcg_make "$MEMCG_MIB" "$i"
+  DNS_PORT=$((base_dns + i)) HEALTH_PORT=$((base_health + i))
   start=$(date +%s.%N)
   start_pdns ${PDNS_FLAGS:-}
   ready=$(echo "$(date +%s.%N) - $start" | bc)
   sleep 3
-  steady=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
-  "$work/churn" --kubeconfigs "$KUBECONFIGS" --dns "127.0.0.1:$DNS_PORT" --rate "$CHANGES" --duration "${DURATION}s" \
-    >"$work/churn.out" 2>"$work/churn.err" &
-  churn=$!
-  # dnsperf in ROUNDS back-to-back rounds while churn runs; the best round
-  # counts (as make bench-udp's), so that a burst of load from the machine's
-  # neighbours in one round does not decide the size's figure.
-  qps=0 cpu=0 all=
-  for r in $(seq "$ROUNDS"); do
-    dnsperf_round "$pdns" "$DNS_PORT" "$((DURATION / ROUNDS))"
-    all="$all${all:+, }$round_qps"
-    if ((round_qps > qps)); then qps=$round_qps cpu=$round_cpu; fi
-  done
-  wait "$churn" || { cat "$work/churn.err" >&2; }
-  qps="$qps ($all)"
-  read -r _ changes _ lost _ p50 _ p99 _ max <"$work/churn.out"
-  hwm=$(awk '/VmHWM/{print $2}' /proc/$pdns/status)
-  after=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
-  rows+=("| $objects | $(printf %.1f "$ready") | $(mib "$hwm") | $(memcg_peak) | $(mib "$steady") / $(mib "$after") | $p50 / $p99 (max $max, $changes changes, $lost lost) | $qps | $cpu |")
-  echo "${rows[-1]}" >&2
-  kill -TERM "$pdns"; wait "$pdns" 2>/dev/null || true
-  memcg_drop
+  size_steady[$i]=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
+  # The programming latency, with dnsperf loading the server meanwhile.
+  churn_start "$dir" "$DNS_PORT" "$DURATION" churn
+  dnsperf -s 127.0.0.1 -p "$DNS_PORT" -d "$dir/queries.txt" -l "$DURATION" >/dev/null 2>&1
+  wait "$churn" || { cat "$dir/churn.err" >&2; }
+  read -r _ changes _ lost _ p50 _ p99 _ max <"$dir/churn.out"
+  size_latency[$i]="$p50 / $p99 (max $max, $changes changes, $lost lost)"
+  size_pdns[$i]=$pdns size_port[$i]=$DNS_PORT size_memcg[$i]=$memcg size_dir[$i]=$dir
+  size_head[$i]="| $objects | $(printf %.1f "$ready")"
   for part in proxy origin; do
     read -r _ _ _ secs _ entries _ heap _ peak < <("$work/node" --kubeconfigs "$KUBECONFIGS" --part "$part" --dir "$work")
     nodes+=("| $part | $objects | $secs | $entries | $heap | $peak |")
     echo "${nodes[-1]}" >&2
     rm -f "$work/tporigin.db"
   done
-  kill -TERM "$tps_pid"; wait "$tps_pid" 2>/dev/null || true
+done
+
+# QPS: the sizes take turns, round by round.
+declare -a best_qps best_cpu all_qps
+for r in $(seq "$ROUNDS"); do
+  for k in $(seq 0 $((n - 1))); do
+    i=$(( (k + r - 1) % n ))
+    dir=${size_dir[$i]}
+    churn_start "$dir" "${size_port[$i]}" "$((DURATION / ROUNDS))" "round$r"
+    dnsperf_round "${size_pdns[$i]}" "${size_port[$i]}" "$((DURATION / ROUNDS))"
+    wait "$churn" || { cat "$dir/churn.err" >&2; }
+    echo "round $r: ${sizes[$i]} services per TP: $round_qps QPS, $round_cpu µs per query" >&2
+    all_qps[$i]="${all_qps[$i]:-}${all_qps[$i]:+, }$round_qps"
+    if ((round_qps > ${best_qps[$i]:-0})); then best_qps[$i]=$round_qps best_cpu[$i]=$round_cpu; fi
+  done
+done
+
+rows=()
+for i in "${!sizes[@]}"; do
+  p=${size_pdns[$i]}
+  hwm=$(awk '/VmHWM/{print $2}' /proc/$p/status)
+  after=$(awk '/VmRSS/{print $2}' /proc/$p/status)
+  rows+=("${size_head[$i]} | $(mib "$hwm") | $(memcg_peak "${size_memcg[$i]}") | $(mib "${size_steady[$i]}") / $(mib "$after") | ${size_latency[$i]} | ${best_qps[$i]} (${all_qps[$i]}) | ${best_cpu[$i]} |")
 done
 
 cat <<OUT
 
-| objects ($TPS TPs) | ready (s) | peak RSS, VmHWM (MiB) | peak use of its ${MEMCG_MIB} MiB memory cgroup | steady RSS before / after the run (MiB) | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS, best of $ROUNDS rounds (each round) | server CPU per query in the best round (µs) |
+| objects ($TPS TPs) | ready (s) | peak RSS, VmHWM (MiB) | peak use of its ${MEMCG_MIB} MiB memory cgroup | steady RSS before / after the runs (MiB) | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS, best of $ROUNDS rounds (each round) | server CPU per query in the best round (µs) |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 $(printf '%s\n' "${rows[@]}")
 
-dnsperf with make bench-dns's query mix for $ROUNDS rounds of $((DURATION / ROUNDS))s while churn changes the TPs for ${DURATION}s; CPU from /proc/PID/stat.
+Programming latency: churn for ${DURATION}s while dnsperf loads the server.
+QPS: dnsperf with make bench-dns's query mix, $ROUNDS rounds of $((DURATION / ROUNDS))s per size, the sizes
+taking turns in each round, churn changing the measured size's TPs; CPU from /proc/PID/stat.
 
 | node part | objects ($TPS TPs) | to the first complete view (s) | entries | live heap after GC (MB) | peak RSS (MB) |
 | --- | --- | --- | --- | --- | --- |
