@@ -11,10 +11,11 @@ import (
 // serviceList is a namespace's services, sorted by the hash of their name
 // (then by name) and cut by hash into blocks: block k holds the services
 // whose hash starts with k's bits. A lookup picks its block from the hash,
-// searches that block's hashes (8 bytes a service, in one array) and reads
-// one view to confirm. A Go map took about 40 bytes a service; a list
-// sorted by name, 8, but its search followed a pointer to a name at every
-// step, which cost a busy server a tenth of its CPU.
+// searches that block's entries (a hash and its view's pointer, so that the
+// cache line that held the hash holds the pointer) and reads one view to
+// confirm. A Go map took about 40 bytes a service; a list sorted by name,
+// 8, but its search followed a pointer to a name at every step, which cost
+// a busy server a tenth of its CPU.
 //
 // Blocks are what a change copies. Adding a service to a namespace of
 // 1,000 copied all 16 KB of a flat list, and at 500 changes a second that
@@ -28,17 +29,19 @@ type serviceList struct {
 	n     int
 }
 
-// svcBlock is one block of a serviceList. Its slices are never changed
+// svcBlock is one block of a serviceList. Its entries are never changed
 // once published; an edit makes new ones.
-type svcBlock struct {
-	hashes []uint64
-	views  []*ServiceView
+type svcBlock []svcEntry
+
+type svcEntry struct {
+	hash uint64 // nameHash(view.Name)
+	view *ServiceView
 }
 
 // An edit that leaves a list with more than blockMax services a block on
 // average, or fewer than blockMin (and more than one block), cuts it again
 // into blocks of blockTarget or fewer. A block of blockTarget services
-// copies about 1 KB when it changes; the array of blocks copies 48 bytes a
+// copies about 1 KB when it changes; the array of blocks copies 24 bytes a
 // block.
 const (
 	blockTarget = 64
@@ -65,46 +68,46 @@ func (l *serviceList) find(name string) (k, i int, found bool) {
 	}
 	h := nameHash(name)
 	k = int(h >> l.shift)
-	b := &l.blocks[k]
-	lo, hi := bracket(b.hashes, h, h<<(64-l.shift))
+	b := l.blocks[k]
+	lo, hi := bracket(b, h, h<<(64-l.shift))
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if b.hashes[m] < h {
+		if b[m].hash < h {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	for i := lo; i < len(b.hashes) && b.hashes[i] == h; i++ {
-		if b.views[i].Name == name {
+	for i := lo; i < len(b) && b[i].hash == h; i++ {
+		if b[i].view.Name == name {
 			return k, i, true
 		}
 	}
 	return k, lo, false
 }
 
-// bracket returns a range [lo, hi) of hashes that holds the first index
-// whose hash is h or more (or hi = len, when there is none). rel is h less
+// bracket returns a range [lo, hi) of b that holds the first index whose
+// hash is h or more (or hi = len, when there is none). rel is h less
 // the bits that chose the block, shifted to the top. The hashes of a block
 // are spread evenly over its share of the 64 bits, so that index is close
 // to len·rel/2⁶⁴: a search that starts there and widens by doubling steps
 // reads a cache line or two, where a binary search of a long block read
 // one line per step.
-func bracket(hashes []uint64, h, rel uint64) (lo, hi int) {
-	n := len(hashes)
+func bracket(b svcBlock, h, rel uint64) (lo, hi int) {
+	n := len(b)
 	if n < bracketMin {
 		return 0, n
 	}
 	g, _ := bits.Mul64(rel, uint64(n))
 	i := int(g) // in [0, n)
-	if hashes[i] < h {
+	if b[i].hash < h {
 		lo = i + 1
 		for step := 1; ; step *= 2 {
 			j := i + step
 			if j >= n {
 				return lo, n
 			}
-			if hashes[j] >= h {
+			if b[j].hash >= h {
 				return lo, j + 1
 			}
 			lo = j + 1
@@ -116,7 +119,7 @@ func bracket(hashes []uint64, h, rel uint64) (lo, hi int) {
 		if j < 0 {
 			return 0, hi
 		}
-		if hashes[j] < h {
+		if b[j].hash < h {
 			return j + 1, hi
 		}
 		hi = j + 1
@@ -124,13 +127,13 @@ func bracket(hashes []uint64, h, rel uint64) (lo, hi int) {
 }
 
 // bracketMin is the block length from which find starts from a guess: a
-// shorter block's hashes take two cache lines, and a binary search of them
-// is as quick.
+// shorter block takes four cache lines, and a binary search of them is as
+// quick.
 const bracketMin = 16
 
 func (l *serviceList) get(name string) *ServiceView {
 	if k, i, ok := l.find(name); ok {
-		return l.blocks[k].views[i]
+		return l.blocks[k][i].view
 	}
 	return nil
 }
@@ -139,8 +142,8 @@ func (l *serviceList) get(name string) *ServiceView {
 func (l *serviceList) all() iter.Seq[*ServiceView] {
 	return func(yield func(*ServiceView) bool) {
 		for _, b := range l.blocks {
-			for _, sv := range b.views {
-				if !yield(sv) {
+			for _, e := range b {
+				if !yield(e.view) {
 					return
 				}
 			}
@@ -168,10 +171,8 @@ type added struct {
 // edit returns l with the services of names replaced by what build
 // returns for each (given the old view, or nil; a nil result drops it). l
 // is not changed, and the result shares the blocks that did not change.
-// In a block that only has views replaced, the new block copies the view
-// pointers (8 bytes a service) and shares the hashes; one that gains or
-// loses services merges the sorted additions into a new block, without
-// sorting or hashing the services already there.
+// A block that gains or loses services merges the sorted additions into a
+// new block, without sorting or hashing the services already there.
 func (l *serviceList) edit(names map[string]struct{}, build func(name string, old *ServiceView) *ServiceView) serviceList {
 	var edits map[int]*blockEdit
 	var adds []added // when l has no blocks
@@ -180,7 +181,7 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		k, i, found := l.find(name)
 		var old *ServiceView
 		if found {
-			old = l.blocks[k].views[i]
+			old = l.blocks[k][i].view
 		}
 		sv := build(name, old)
 		if !found && sv == nil {
@@ -215,7 +216,7 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		if n == 0 {
 			return serviceList{}
 		}
-		return cut(mergeBlock(svcBlock{}, &blockEdit{adds: adds}), n)
+		return cut(mergeBlock(nil, &blockEdit{adds: adds}), n)
 	}
 	if len(edits) == 0 {
 		return *l
@@ -228,9 +229,9 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		out.blocks[k] = mergeBlock(l.blocks[k], e)
 	}
 	if avg := n / len(out.blocks); avg > blockMax || (len(out.blocks) > 1 && avg < blockMin) {
-		flat := svcBlock{hashes: make([]uint64, 0, n), views: make([]*ServiceView, 0, n)}
+		flat := make(svcBlock, 0, n)
 		for _, b := range out.blocks {
-			flat.hashes, flat.views = append(flat.hashes, b.hashes...), append(flat.views, b.views...)
+			flat = append(flat, b...)
 		}
 		return cut(flat, n)
 	}
@@ -240,43 +241,42 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 // mergeBlock returns block b with edit e applied. b is not changed.
 func mergeBlock(b svcBlock, e *blockEdit) svcBlock {
 	if e.drops == 0 && len(e.adds) == 0 {
-		views := slices.Clone(b.views)
+		out := slices.Clone(b)
 		for _, r := range e.reps {
-			views[r.i] = r.sv
+			out[r.i].view = r.sv
 		}
-		return svcBlock{hashes: b.hashes, views: views}
+		return out
 	}
-	n := len(b.views) - e.drops + len(e.adds)
+	n := len(b) - e.drops + len(e.adds)
 	if n == 0 {
-		return svcBlock{}
+		return nil
 	}
 	reps, adds := e.reps, e.adds
 	slices.SortFunc(reps, func(x, y replaced) int { return cmp.Compare(x.i, y.i) })
 	slices.SortFunc(adds, func(x, y added) int { return compareKeys(x.h, x.sv.Name, y.h, y.sv.Name) })
-	out := svcBlock{hashes: make([]uint64, 0, n), views: make([]*ServiceView, 0, n)}
+	out := make(svcBlock, 0, n)
 	ai := 0
-	for i, h := range b.hashes {
-		sv := b.views[i]
+	for i, e := range b {
 		if len(reps) > 0 && reps[0].i == i {
-			sv, reps = reps[0].sv, reps[1:]
-			if sv == nil {
+			e.view, reps = reps[0].sv, reps[1:]
+			if e.view == nil {
 				continue
 			}
 		}
-		for ; ai < len(adds) && compareKeys(adds[ai].h, adds[ai].sv.Name, h, sv.Name) < 0; ai++ {
-			out.hashes, out.views = append(out.hashes, adds[ai].h), append(out.views, adds[ai].sv)
+		for ; ai < len(adds) && compareKeys(adds[ai].h, adds[ai].sv.Name, e.hash, e.view.Name) < 0; ai++ {
+			out = append(out, svcEntry{adds[ai].h, adds[ai].sv})
 		}
-		out.hashes, out.views = append(out.hashes, h), append(out.views, sv)
+		out = append(out, e)
 	}
 	for _, a := range adds[ai:] {
-		out.hashes, out.views = append(out.hashes, a.h), append(out.views, a.sv)
+		out = append(out, svcEntry{a.h, a.sv})
 	}
 	return out
 }
 
 // cut returns the n services of flat, which is sorted, as a list of blocks
-// of blockTarget or fewer on average. Each block has arrays of its own, so
-// that a later edit of one frees the old one.
+// of blockTarget or fewer on average. Each block has an array of its own,
+// so that a later edit of one frees the old one.
 func cut(flat svcBlock, n int) serviceList {
 	blocks := 1
 	for blocks*blockTarget < n {
@@ -290,11 +290,11 @@ func cut(flat svcBlock, n int) serviceList {
 	start := 0
 	for k := range l.blocks {
 		end := start
-		for end < n && int(flat.hashes[end]>>l.shift) == k {
+		for end < n && int(flat[end].hash>>l.shift) == k {
 			end++
 		}
 		if end > start {
-			l.blocks[k] = svcBlock{hashes: slices.Clone(flat.hashes[start:end]), views: slices.Clone(flat.views[start:end])}
+			l.blocks[k] = slices.Clone(flat[start:end])
 		}
 		start = end
 	}
