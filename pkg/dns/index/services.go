@@ -174,8 +174,7 @@ type added struct {
 // A block that gains or loses services merges the sorted additions into a
 // new block, without sorting or hashing the services already there.
 func (l *serviceList) edit(names map[string]struct{}, build func(name string, old *ServiceView) *ServiceView) serviceList {
-	var edits map[int]*blockEdit
-	var adds []added // when l has no blocks
+	var edits map[int]*blockEdit // by block; a list without blocks gets block 0
 	n := l.n
 	for name := range names {
 		k, i, found := l.find(name)
@@ -185,11 +184,6 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		}
 		sv := build(name, old)
 		if !found && sv == nil {
-			continue
-		}
-		if len(l.blocks) == 0 {
-			adds = append(adds, added{nameHash(name), sv})
-			n++
 			continue
 		}
 		if edits == nil {
@@ -212,17 +206,14 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 			n++
 		}
 	}
-	if len(l.blocks) == 0 {
-		if n == 0 {
-			return serviceList{}
-		}
-		return cut(mergeBlock(nil, &blockEdit{adds: adds}), n)
-	}
 	if len(edits) == 0 {
 		return *l
 	}
 	if n == 0 {
 		return serviceList{}
+	}
+	if len(l.blocks) == 0 {
+		return cut(mergeBlock(nil, edits[0]), n)
 	}
 	out := serviceList{blocks: slices.Clone(l.blocks), shift: l.shift, n: n}
 	for k, e := range edits {
