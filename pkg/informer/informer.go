@@ -16,8 +16,9 @@ type Options struct {
 	// Name identifies the informer in client-go's logs, e.g. "tp1 services".
 	Name string
 	// Transform, when set, rewrites each object before it is stored and
-	// handed to the handler (to drop fields nobody reads). It must return an
-	// object of the same kind.
+	// handed to the handler: to drop fields nobody reads, or to keep a
+	// record made of the object in its place. It returns an object of the
+	// same kind, or a Keyed value under the object's key.
 	Transform cache.TransformFunc
 }
 
@@ -80,9 +81,20 @@ type objectKey struct{ tenant, namespace, name string }
 
 func (k objectKey) String() string { return k.tenant + "/" + k.namespace + "/" + k.name }
 
+// Keyed is a value a Transform keeps in place of an API object, which
+// names the object's key itself: its tenant (tenancy.TenantOf's answer),
+// namespace and name.
+type Keyed interface {
+	InformerKey() (tenant, namespace, name string)
+}
+
 func keyOf(obj any) (objectKey, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
+	}
+	if k, ok := obj.(Keyed); ok {
+		t, ns, n := k.InformerKey()
+		return objectKey{t, ns, n}, nil
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

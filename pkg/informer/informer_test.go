@@ -31,8 +31,23 @@ func desc(obj any) string {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, tomb = d.Obj, " (inferred)"
 	}
+	if k, ok := obj.(keyed); ok {
+		return fmt.Sprintf("%s/%s/%s %s%s", k.tenant, k.namespace, k.name, k.v, tomb)
+	}
 	s := obj.(*corev1.Service)
 	return fmt.Sprintf("%s/%s/%s %s%s", tenancy.TenantOf(s), s.Namespace, s.Name, s.Labels["v"], tomb)
+}
+
+// keyed is a record a Transform keeps in place of a Service
+// (informer.Keyed).
+type keyed struct{ tenant, namespace, name, v string }
+
+func (k keyed) InformerKey() (string, string, string) { return k.tenant, k.namespace, k.name }
+
+// keep is a Transform that keeps a keyed record of each Service.
+func keep(obj any) (any, error) {
+	s := obj.(*corev1.Service)
+	return keyed{tenancy.TenantOf(s), s.Namespace, s.Name, s.Labels["v"]}, nil
 }
 
 func (r *recorder) log(e string) {
@@ -80,7 +95,16 @@ func waitEvents(t *testing.T, r *recorder, want ...string) {
 	}
 }
 
+// TestTenantsWithEqualNamesStayApart: services of equal names in two
+// tenants are two objects through adds, updates, watched deletes and a
+// relist, whether the informer keeps the objects or records a Transform
+// made of them (informer.Keyed), which the deletes' objects must find.
 func TestTenantsWithEqualNamesStayApart(t *testing.T) {
+	t.Run("objects", func(t *testing.T) { testTenantsApart(t, nil) })
+	t.Run("keyed records", func(t *testing.T) { testTenantsApart(t, keep) })
+}
+
+func testTenantsApart(t *testing.T, transform cache.TransformFunc) {
 	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
 	if err := tp.Seed(svc("acme", "1"), svc("zeta", "1")); err != nil {
 		t.Fatal(err)
@@ -98,7 +122,7 @@ func TestTenantsWithEqualNamesStayApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services"})
+	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services", Transform: transform})
 	run := func() (stop func()) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
@@ -153,6 +177,8 @@ func TestKeyOf(t *testing.T) {
 		{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}}, "system/kube-system/kube-dns"},
 		{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, "system//web"},
 		{cache.DeletedFinalStateUnknown{Key: "x", Obj: svc("zeta", "")}, "zeta/web/api"},
+		{keyed{"acme", "web", "api", ""}, "acme/web/api"},
+		{cache.DeletedFinalStateUnknown{Key: "x", Obj: keyed{"zeta", "web", "api", ""}}, "zeta/web/api"},
 	}
 	for _, tc := range cases {
 		if got, err := informer.KeyOf(tc.obj); err != nil || got != tc.want {
