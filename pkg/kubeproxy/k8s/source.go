@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -69,7 +68,8 @@ type tpSource struct {
 }
 
 // NewSource prepares the list/watches and handlers for every TP of set; Run
-// starts them. The informers keep trimmed objects (TrimObject).
+// starts them. The informers keep the objects' records (serviceEntry,
+// endpointsEntry).
 func NewSource(set *partition.Set, services []kubeproxy.ServiceHandler, endpoints []kubeproxy.EndpointsHandler, o SourceOptions) (*Source, error) {
 	if set == nil {
 		return nil, fmt.Errorf("kubeproxy: nil partition set")
@@ -92,9 +92,9 @@ func NewSource(set *partition.Set, services []kubeproxy.ServiceHandler, endpoint
 		if err != nil {
 			return nil, err
 		}
-		t.svc = informer.New(svcLW, &corev1.Service{}, s.serviceEvents(t), informer.Options{Name: "kubeproxy " + t.name + " services", Transform: TrimObject})
+		t.svc = informer.New(svcLW, &corev1.Service{}, s.serviceEvents(t), informer.Options{Name: "kubeproxy " + t.name + " services", Transform: keepService})
 		// The endpoints informer delivers Endpoints or EndpointSlices.
-		t.ep = informer.New(epLW, nil, s.endpointsEvents(t), informer.Options{Name: "kubeproxy " + t.name + " endpoints", Transform: TrimObject})
+		t.ep = informer.New(epLW, nil, s.endpointsEvents(t), informer.Options{Name: "kubeproxy " + t.name + " endpoints", Transform: keepEndpoints(t.name)})
 		s.tps = append(s.tps, t)
 		s.byName[t.name] = t
 		svcInf, epInf := t.svc, t.ep
@@ -112,7 +112,7 @@ func (s *Source) serviceEvents(t *tpSource) cache.ResourceEventHandler {
 // endpointsEvents converts t's Endpoints or EndpointSlice events and passes
 // them on.
 func (s *Source) endpointsEvents(t *tpSource) cache.ResourceEventHandler {
-	return forwarding(s, t, s.eps, func(obj any) (*kubeproxy.Endpoints, bool) { return s.endpointsRecord(t, obj) },
+	return forwarding(s, t, s.eps, endpointsRecord,
 		kubeproxy.EndpointsHandler.OnEndpointsAdd, kubeproxy.EndpointsHandler.OnEndpointsUpdate, kubeproxy.EndpointsHandler.OnEndpointsDelete)
 }
 
@@ -157,29 +157,18 @@ func forwarding[H, R any](s *Source, t *tpSource, hs []H, conv func(any) (R, boo
 	}
 }
 
-// serviceRecord converts a Service; ok is false for other objects.
+// serviceRecord is the record an informer keeps of a Service; ok is false
+// for other values.
 func serviceRecord(obj any) (*kubeproxy.Service, bool) {
-	o, ok := obj.(*corev1.Service)
-	if !ok {
-		return nil, false
-	}
-	return ServiceFromAPI(o), true
+	e, ok := obj.(serviceEntry)
+	return e.Service, ok
 }
 
-// endpointsRecord converts an Endpoints or an EndpointSlice; ok is false
-// for other objects.
-func (s *Source) endpointsRecord(t *tpSource, obj any) (rec *kubeproxy.Endpoints, ok bool) {
-	switch o := obj.(type) {
-	case *corev1.Endpoints:
-		return EndpointsFromAPI(o), true
-	case *discoveryv1.EndpointSlice:
-		rec, err := SliceFromAPI(o)
-		if err != nil {
-			klog.V(2).InfoS("Skipping part of an endpoint slice", "partition", t.name, "err", err)
-		}
-		return rec, true
-	}
-	return nil, false
+// endpointsRecord is the record an informer keeps of an Endpoints or an
+// EndpointSlice; ok is false for other values.
+func endpointsRecord(obj any) (*kubeproxy.Endpoints, bool) {
+	e, ok := obj.(endpointsEntry)
+	return e.Endpoints, ok
 }
 
 // forward runs fn unless t was removed. The read lock makes removal and
@@ -345,7 +334,7 @@ func (s *Source) RemovePartition(name string) error {
 		stop()
 	}
 	for _, obj := range t.ep.List() {
-		if rec, ok := s.endpointsRecord(t, obj); ok {
+		if rec, ok := endpointsRecord(obj); ok {
 			for _, h := range s.eps {
 				h.OnEndpointsDelete(rec, t.id)
 			}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ func main() {
 	kubeconfigs := flag.String("kubeconfigs", "", "Comma-separated TP kubeconfigs.")
 	part := flag.String("part", "proxy", "proxy (the kube-proxy view) or origin (the tporigin tracker).")
 	dir := flag.String("dir", os.TempDir(), "Directory for the tracker's database.")
+	heapProfile := flag.String("heap-profile", "", "When set, write a heap profile (go tool pprof) here once the view is complete.")
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -84,6 +86,11 @@ func main() {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	if *heapProfile != "" {
+		if err := writeHeapProfile(*heapProfile); err != nil {
+			fail(err)
+		}
+	}
 	fmt.Printf("part %s ready_s %.2f entries %d heap_mb %.0f peak_rss_mb %d\n", *part, ready.Seconds(), size(),
 		float64(ms.HeapAlloc)/(1<<20), peakRSS()/1024)
 }
@@ -107,4 +114,17 @@ func peakRSS() int {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "node:", err)
 	os.Exit(1)
+}
+
+// writeHeapProfile writes the heap profile as of the last GC to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
