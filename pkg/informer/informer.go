@@ -20,6 +20,12 @@ type Options struct {
 	// record made of the object in its place. It returns an object of the
 	// same kind, or a Keyed value under the object's key.
 	Transform cache.TransformFunc
+	// PageSize and PageGate are the Feed's (FeedOptions): with a PageSize,
+	// a list is read page by page, each page's objects transformed and
+	// stored before the next is fetched, so that a list never holds more
+	// than one page of API objects; its events come when it is complete.
+	PageSize int64
+	PageGate chan struct{}
 }
 
 // Informer lists and watches one resource through a Feed and keeps the
@@ -31,13 +37,16 @@ type Informer struct {
 
 	mu    sync.RWMutex
 	items map[objectKey]any
+	// staged collects a paged list until the Replace that ends it; only
+	// the reflector's goroutine uses it.
+	staged map[objectKey]any
 }
 
 // New builds an Informer over lw (a ListWatch of this package, normally) for
 // objects like expected; nil expected accepts any object.
 func New(lw cache.ListerWatcher, expected any, h cache.ResourceEventHandler, o Options) *Informer {
 	i := &Informer{h: h, transform: o.Transform, items: map[objectKey]any{}}
-	i.feed = NewFeed(lw, expected, (*store)(i), FeedOptions{Name: o.Name})
+	i.feed = NewFeed(lw, expected, (*store)(i), FeedOptions{Name: o.Name, PageSize: o.PageSize, PageGate: o.PageGate})
 	return i
 }
 
@@ -154,11 +163,30 @@ func (s *store) Delete(obj any) error {
 	return nil
 }
 
-// Replace is a full list: objects new to the store are added, known ones
-// updated, and those the list lacks deleted (they went away while the
-// watch was down).
+// StartList begins a paged list (PagedSink).
+func (s *store) StartList() { s.staged = map[objectKey]any{} }
+
+// ListPage stages one page of a paged list, transformed (PagedSink).
+func (s *store) ListPage(items []any) error {
+	for _, obj := range items {
+		k, obj, err := s.prepare(obj)
+		if err != nil {
+			return err
+		}
+		s.staged[k] = obj
+	}
+	return nil
+}
+
+// Replace is a full list (after a paged list, its staged pages): objects
+// new to the store are added, known ones updated, and those the list lacks
+// deleted (they went away while the watch was down).
 func (s *store) Replace(list []any, _ string) error {
-	next := make(map[objectKey]any, len(list))
+	next := s.staged
+	s.staged = nil
+	if next == nil {
+		next = make(map[objectKey]any, len(list))
+	}
 	for _, obj := range list {
 		k, obj, err := s.prepare(obj)
 		if err != nil {

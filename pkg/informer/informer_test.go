@@ -98,13 +98,15 @@ func waitEvents(t *testing.T, r *recorder, want ...string) {
 // TestTenantsWithEqualNamesStayApart: services of equal names in two
 // tenants are two objects through adds, updates, watched deletes and a
 // relist, whether the informer keeps the objects or records a Transform
-// made of them (informer.Keyed), which the deletes' objects must find.
+// made of them (informer.Keyed), which the deletes' objects must find, and
+// whether it lists whole or in pages of one object.
 func TestTenantsWithEqualNamesStayApart(t *testing.T) {
-	t.Run("objects", func(t *testing.T) { testTenantsApart(t, nil) })
-	t.Run("keyed records", func(t *testing.T) { testTenantsApart(t, keep) })
+	t.Run("objects", func(t *testing.T) { testTenantsApart(t, nil, 0) })
+	t.Run("keyed records", func(t *testing.T) { testTenantsApart(t, keep, 0) })
+	t.Run("keyed records, pages of one", func(t *testing.T) { testTenantsApart(t, keep, 1) })
 }
 
-func testTenantsApart(t *testing.T, transform cache.TransformFunc) {
+func testTenantsApart(t *testing.T, transform cache.TransformFunc, pageSize int64) {
 	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
 	if err := tp.Seed(svc("acme", "1"), svc("zeta", "1")); err != nil {
 		t.Fatal(err)
@@ -122,7 +124,7 @@ func testTenantsApart(t *testing.T, transform cache.TransformFunc) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services", Transform: transform})
+	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services", Transform: transform, PageSize: pageSize})
 	run := func() (stop func()) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
