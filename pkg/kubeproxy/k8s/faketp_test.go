@@ -257,7 +257,7 @@ func eachMode(t *testing.T, test func(t *testing.T, o faketp.Options)) {
 func TestFakeTPSameSystemServiceInTwoTPs(t *testing.T) { eachMode(t, testSameSystemServiceInTwoTPs) }
 
 func testSameSystemServiceInTwoTPs(t *testing.T, o faketp.Options) {
-	e := start(t, o, false, kubeproxyk8s.SourceOptions{})
+	e := start(t, o, false, kubeproxyk8s.SourceOptions{PageSize: -1}) // whole lists
 	waitFor(t, "view synced", e.view.Synced)
 	s := e.view.Snapshot()
 	if s.Services() != 3 {
@@ -369,14 +369,17 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	}
 }
 
-// TestFakeTPChangesDuringOutage: while tp2 is down its last state is kept;
-// what changed there meanwhile (a service deleted, a slice changed, and the
-// watch history compacted, so the informer must relist and deliver the
-// delete as a tombstone) arrives when it is back.
+// TestFakeTPChangesDuringOutage (lists in pages of one object): while tp2
+// is down its last state is kept; what changed there meanwhile (a service
+// deleted, a slice changed, and the watch history compacted, so the
+// informer must relist and deliver the delete as a tombstone) arrives when
+// it is back.
 func TestFakeTPChangesDuringOutage(t *testing.T) { eachMode(t, testChangesDuringOutage) }
 
 func testChangesDuringOutage(t *testing.T, o faketp.Options) {
-	e := start(t, o, false, kubeproxyk8s.SourceOptions{})
+	// Pages of one object: the relist after the outage stages them one by
+	// one, and what it lacks is a delete only once the last has come.
+	e := start(t, o, false, kubeproxyk8s.SourceOptions{PageSize: 1})
 	waitFor(t, "view synced", e.view.Synced)
 	tp2 := e.cluster.TP("tp2")
 	ctx := context.Background()

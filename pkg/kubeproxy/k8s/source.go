@@ -56,9 +56,25 @@ type SourceOptions struct {
 	// reports the TP synced anyway and names it in Missing; 0 waits for all
 	// (--partition-sync-timeout).
 	SyncTimeout time.Duration
+	// PageSize is the most objects of one list page (DefaultPageSize when
+	// 0; a negative size lists whole). The TPs' lists take turns page by
+	// page, each page made records before the next is read, so the peak
+	// memory of a start does not grow with the number of TPs.
+	PageSize int64
 	// Clock replaces the real clock (tests).
 	Clock clock.WithTicker
 }
+
+// DefaultPageSize is SourceOptions.PageSize's default, client-go's list
+// page.
+const DefaultPageSize = 500
+
+// pageTurns is how many list pages are read at once, over all TPs: two,
+// so that one is fetched while the other is decoded. At 600k objects over
+// 10 TPs, whole lists peaked at 1,029 MB RSS; pages two at a time at
+// 558-580 MB, with the first complete view as soon (3.9 s), where one at a
+// time took 6.2 s to it for 489 MB.
+const pageTurns = 2
 
 // tpSource is one TP's list/watches.
 type tpSource struct {
@@ -77,6 +93,13 @@ func NewSource(set *partition.Set, services []kubeproxy.ServiceHandler, endpoint
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	var gate chan struct{} // pageTurns pages at a time, across TPs and kinds
+	if o.PageSize > 0 {
+		gate = make(chan struct{}, pageTurns)
+	}
 	s := &Source{
 		set: set, opts: o, svc: services, eps: endpoints,
 		byName:  map[string]*tpSource{},
@@ -92,9 +115,11 @@ func NewSource(set *partition.Set, services []kubeproxy.ServiceHandler, endpoint
 		if err != nil {
 			return nil, err
 		}
-		t.svc = informer.New(svcLW, &corev1.Service{}, s.serviceEvents(t), informer.Options{Name: "kubeproxy " + t.name + " services", Transform: keepService})
+		t.svc = informer.New(svcLW, &corev1.Service{}, s.serviceEvents(t), informer.Options{Name: "kubeproxy " + t.name + " services", Transform: keepService,
+			PageSize: max(o.PageSize, 0), PageGate: gate})
 		// The endpoints informer delivers Endpoints or EndpointSlices.
-		t.ep = informer.New(epLW, nil, s.endpointsEvents(t), informer.Options{Name: "kubeproxy " + t.name + " endpoints", Transform: keepEndpoints(t.name)})
+		t.ep = informer.New(epLW, nil, s.endpointsEvents(t), informer.Options{Name: "kubeproxy " + t.name + " endpoints", Transform: keepEndpoints(t.name),
+			PageSize: max(o.PageSize, 0), PageGate: gate})
 		s.tps = append(s.tps, t)
 		s.byName[t.name] = t
 		svcInf, epInf := t.svc, t.ep
