@@ -56,15 +56,31 @@ type slimMeta struct {
 	} `json:"labels"`
 }
 
-// objectMeta is m as tenancy.TenantOf reads it.
-func (m *slimMeta) objectMeta() metav1.ObjectMeta {
+// tenantMarks hands out the annotation map that names a tenant
+// (tenancy.TenantAnnotation), one map per tenant for a whole list page:
+// the objects are read, never written, and a map per object was 600k
+// small maps of garbage in a start at 600k objects.
+type tenantMarks map[string]map[string]string
+
+func (c tenantMarks) of(tenant string) map[string]string {
+	m, ok := c[tenant]
+	if !ok {
+		m = map[string]string{tenancy.TenantAnnotation: tenant}
+		c[tenant] = m
+	}
+	return m
+}
+
+// objectMeta is m as tenancy.TenantOf reads it. Objects of one tenant
+// share their annotation map (marks).
+func (m *slimMeta) objectMeta(marks tenantMarks) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace}
 	t := m.Tenant
 	if t == "" {
 		t = m.Annotations.Tenant
 	}
 	if t != "" && !tenancy.IsSystem(t) {
-		out.Annotations = map[string]string{tenancy.TenantAnnotation: t}
+		out.Annotations = marks.of(t)
 	}
 	if m.Labels.Service != "" {
 		out.Labels = map[string]string{discoveryv1.LabelServiceName: m.Labels.Service}
@@ -88,8 +104,9 @@ type list[T any, PT deepCopier[T]] struct {
 	read func(b []byte, l *list[T, PT]) error
 }
 
-// newList returns an empty list whose items decode as R and convert with conv.
-func newList[R, T any, PT deepCopier[T]](conv func(*R, *T)) *list[T, PT] {
+// newList returns an empty list whose items decode as R and convert with
+// conv, which shares one tenantMarks over a page.
+func newList[R, T any, PT deepCopier[T]](conv func(*R, *T, tenantMarks)) *list[T, PT] {
 	return &list[T, PT]{read: func(b []byte, l *list[T, PT]) error {
 		var raw struct {
 			metav1.TypeMeta `json:",inline"`
@@ -102,8 +119,9 @@ func newList[R, T any, PT deepCopier[T]](conv func(*R, *T)) *list[T, PT] {
 		}
 		l.TypeMeta, l.ListMeta = raw.TypeMeta, raw.ListMeta
 		l.Items = make([]T, len(raw.Items))
+		marks := tenantMarks{}
 		for i := range raw.Items {
-			conv(&raw.Items[i], &l.Items[i])
+			conv(&raw.Items[i], &l.Items[i], marks)
 		}
 		return nil
 	}}
@@ -138,8 +156,8 @@ type slimService struct {
 	} `json:"spec"`
 }
 
-func readService(in *slimService, out *corev1.Service) {
-	out.ObjectMeta = in.Metadata.objectMeta()
+func readService(in *slimService, out *corev1.Service, marks tenantMarks) {
+	out.ObjectMeta = in.Metadata.objectMeta(marks)
 	out.Spec = corev1.ServiceSpec{Type: in.Spec.Type, ClusterIP: in.Spec.ClusterIP, ClusterIPs: in.Spec.ClusterIPs, ExternalName: in.Spec.ExternalName}
 	out.Spec.Ports = make([]corev1.ServicePort, len(in.Spec.Ports))
 	for i, p := range in.Spec.Ports {
@@ -160,8 +178,8 @@ type slimEndpoints struct {
 	} `json:"subsets"`
 }
 
-func readEndpoints(in *slimEndpoints, out *corev1.Endpoints) {
-	out.ObjectMeta = in.Metadata.objectMeta()
+func readEndpoints(in *slimEndpoints, out *corev1.Endpoints, marks tenantMarks) {
+	out.ObjectMeta = in.Metadata.objectMeta(marks)
 	out.Subsets = make([]corev1.EndpointSubset, len(in.Subsets))
 	for i, ss := range in.Subsets {
 		o := &out.Subsets[i]
@@ -189,8 +207,8 @@ type slimEndpointSlice struct {
 	Ports []discoveryv1.EndpointPort `json:"ports"`
 }
 
-func readEndpointSlice(in *slimEndpointSlice, out *discoveryv1.EndpointSlice) {
-	out.ObjectMeta = in.Metadata.objectMeta()
+func readEndpointSlice(in *slimEndpointSlice, out *discoveryv1.EndpointSlice, marks tenantMarks) {
+	out.ObjectMeta = in.Metadata.objectMeta(marks)
 	out.AddressType, out.Ports = in.AddressType, in.Ports
 	out.Endpoints = make([]discoveryv1.Endpoint, len(in.Endpoints))
 	for i, e := range in.Endpoints {
@@ -210,8 +228,8 @@ type slimPod struct {
 	} `json:"status"`
 }
 
-func readPod(in *slimPod, out *corev1.Pod) {
-	out.ObjectMeta = in.Metadata.objectMeta()
+func readPod(in *slimPod, out *corev1.Pod, marks tenantMarks) {
+	out.ObjectMeta = in.Metadata.objectMeta(marks)
 	out.Spec.HostNetwork = in.Spec.HostNetwork
 	out.Status = corev1.PodStatus{Phase: in.Status.Phase, PodIP: in.Status.PodIP, PodIPs: in.Status.PodIPs}
 }
@@ -220,6 +238,6 @@ type slimNamespace struct {
 	Metadata slimMeta `json:"metadata"`
 }
 
-func readNamespace(in *slimNamespace, out *corev1.Namespace) {
-	out.ObjectMeta = in.Metadata.objectMeta()
+func readNamespace(in *slimNamespace, out *corev1.Namespace, marks tenantMarks) {
+	out.ObjectMeta = in.Metadata.objectMeta(marks)
 }

@@ -138,3 +138,38 @@ func FuzzSlimServiceList(f *testing.F) {
 		}
 	})
 }
+
+// TestSlimObjectsOfATenantShareItsMark: in a page read slim, the objects of
+// one tenant share one annotation map, and another tenant's objects
+// another; a deep copy of the page has maps of its own.
+func TestSlimObjectsOfATenantShareItsMark(t *testing.T) {
+	body := `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[
+		{"metadata":{"name":"a1","namespace":"web","tenant":"acme"},"spec":{"clusterIP":"10.0.0.1"}},
+		{"metadata":{"name":"b1","namespace":"web","tenant":"beta"},"spec":{"clusterIP":"10.0.0.2"}},
+		{"metadata":{"name":"a2","namespace":"db","tenant":"acme"},"spec":{"clusterIP":"10.0.0.3"}},
+		{"metadata":{"name":"s1","namespace":"web"},"spec":{"clusterIP":"10.0.0.4"}}]}`
+	slim := slimList(informer.Services)
+	if err := slim.(json.Unmarshaler).UnmarshalJSON([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	mapOf := func(list runtime.Object, i int) uintptr {
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reflect.ValueOf(items[i].(*corev1.Service).Annotations).Pointer()
+	}
+	for i, want := range []string{"acme", "beta", "acme", "system"} {
+		items, _ := meta.ExtractList(slim)
+		if got := tenantOf(items[i].(*corev1.Service)); got != want {
+			t.Fatalf("item %d: tenant %q, want %q", i, got, want)
+		}
+	}
+	if mapOf(slim, 0) != mapOf(slim, 2) || mapOf(slim, 0) == mapOf(slim, 1) || mapOf(slim, 3) != 0 {
+		t.Fatalf("annotation maps acme %x %x, beta %x, system %x: want acme's shared, beta's its own, none for system",
+			mapOf(slim, 0), mapOf(slim, 2), mapOf(slim, 1), mapOf(slim, 3))
+	}
+	if cp := slim.DeepCopyObject(); mapOf(cp, 0) == mapOf(slim, 0) || mapOf(cp, 0) == mapOf(cp, 2) {
+		t.Fatal("a deep copy shares annotation maps with the page, or among its items")
+	}
+}
