@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -130,7 +131,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
 	fs.Var(&c.trustedFwd, "trusted-forwarders", "CIDRs of node-local caches (partition-dns node-cache) whose EDNS Client Subnet option names the asking pod: from them, a /32 or /128 ECS address is the querier's identity (its partition and tenant), and answers carry the scope they depended on. Set to the node CIDRs. Repeatable or comma-separated. Empty: ECS is ignored.")
 	fs.StringVar(&c.memoryLimit, "memory-limit", "auto", "Soft memory limit of the Go runtime (GOMEMLIMIT): a quantity such as 150Mi, none, or auto for 85% of the container's (cgroup's) memory limit but at least 32Mi below it (for the program's own code pages). Near it the collector runs more often, so a start's peak stays inside the container's limit instead of ending in an OOM kill.")
-	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default.")
+	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default. While the first lists load under a memory limit (--memory-limit), the collector runs at 100 at least: the limit bounds that peak.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := cmd.Parse(args); err != nil {
 		return nil, err
@@ -372,16 +373,44 @@ func nsAddrs(listen string) []netip.Addr {
 	return out
 }
 
+// startGCPercent is the collector's target percentage while the first
+// lists load, when a memory limit bounds the heap and --gc-percent is lower.
+// A start's garbage (decoded pages) is short-lived, and the limit, not the
+// percentage, keeps its peak inside the container: at 600k objects over 10
+// TPs in a 170 MiB pod, --gc-percent 25 collected about 320 times in a
+// start, half of its CPU, where 100 collected about 90 times and was ready
+// in 6.1-6.5 s instead of 7.4-7.7, with the same peak.
+const startGCPercent = 100
+
+// gcPercents returns the collector's target percentage while the first
+// lists load and after them, for --gc-percent flag (negative: Go's, left
+// alone) and whether a memory limit is in force; -1 leaves the target as
+// it is.
+func gcPercents(flag int, limited bool) (start, after int) {
+	switch {
+	case flag < 0:
+		return -1, -1
+	case limited && flag < startGCPercent:
+		return startGCPercent, flag
+	}
+	return flag, -1
+}
+
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
-	if c.gcPercent >= 0 && os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(c.gcPercent)
-	}
 	if limit, err := memlimit.Resolve(c.memoryLimit, memlimit.System); err != nil {
 		return err
 	} else if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 		klog.InfoS("Go memory limit set", "bytes", limit, "flag", c.memoryLimit)
+	}
+	gcAfterStart := -1
+	if os.Getenv("GOGC") == "" {
+		var start int
+		start, gcAfterStart = gcPercents(c.gcPercent, debug.SetMemoryLimit(-1) < math.MaxInt64)
+		if start >= 0 {
+			debug.SetGCPercent(start)
+		}
 	}
 	set, err := partition.New(c.part)
 	if err != nil {
@@ -442,7 +471,7 @@ func run(ctx context.Context, c *config) error {
 	src.Start(ctx)
 	go b.Run(ctx, c.publishInterval)
 	go func() { errc <- server.Serve(ctx, l, h) }()
-	go answerWhenSynced(ctx, c, src, b, h, len(parts))
+	go answerWhenSynced(ctx, c, src, b, h, len(parts), gcAfterStart)
 	select {
 	case <-ctx.Done():
 		return nil
@@ -557,7 +586,7 @@ func serveOps(ctx context.Context, c *config, reg *prometheus.Registry, src *sou
 // answerWhenSynced publishes the index and marks the handler synced once
 // every TP has synced, or after --partition-sync-timeout with what is
 // there, naming the TPs still missing.
-func answerWhenSynced(ctx context.Context, c *config, src *source.Source, b *index.Builder, h *server.Handler, partitions int) {
+func answerWhenSynced(ctx context.Context, c *config, src *source.Source, b *index.Builder, h *server.Handler, partitions, gcAfterStart int) {
 	timeout := c.part.SyncTimeout
 	if timeout <= 0 {
 		timeout = partition.DefaultSyncTimeout
@@ -568,6 +597,9 @@ func answerWhenSynced(ctx context.Context, c *config, src *source.Source, b *ind
 	}
 	b.Publish()
 	h.MarkSynced()
+	if gcAfterStart >= 0 {
+		debug.SetGCPercent(gcAfterStart)
+	}
 	// The initial lists are decoded all at once; give that memory back.
 	debug.FreeOSMemory()
 	if all {

@@ -212,3 +212,26 @@ func TestProgram(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+// TestGCPercents: the first lists load at GOGC 100 only under a memory
+// limit and a lower --gc-percent, which takes over once they are in; a
+// negative flag leaves Go's default alone throughout.
+func TestGCPercents(t *testing.T) {
+	for _, tc := range []struct {
+		flag         int
+		limited      bool
+		start, after int
+	}{
+		{25, true, 100, 25},
+		{25, false, 25, -1},
+		{100, true, 100, -1},
+		{200, true, 200, -1},
+		{0, true, 100, 0},
+		{-1, true, -1, -1},
+		{-1, false, -1, -1},
+	} {
+		if start, after := gcPercents(tc.flag, tc.limited); start != tc.start || after != tc.after {
+			t.Errorf("gcPercents(%d, %v) = %d, %d; want %d, %d", tc.flag, tc.limited, start, after, tc.start, tc.after)
+		}
+	}
+}
