@@ -21,12 +21,35 @@ import (
 // 1,000 copied all 16 KB of a flat list, and at 500 changes a second that
 // copying was a third of partition-dns's garbage.
 type serviceList struct {
+	// one is the block of a list of one block (most namespaces have a few
+	// services), kept in place so that a lookup reads no array of blocks;
+	// blocks is nil then. A longer list is in blocks.
+	one    svcBlock
 	blocks []svcBlock
 	// shift is 64 less the bits of a hash that pick its block: the service
-	// of hash h is in blocks[h>>shift]. With one block it is 64, and
-	// h>>64 is 0.
+	// of hash h is in block h>>shift. With one block it is 64, and h>>64
+	// is 0.
 	shift uint8
 	n     int
+}
+
+// block returns block k.
+func (l *serviceList) block(k int) svcBlock {
+	if l.blocks == nil {
+		return l.one
+	}
+	return l.blocks[k]
+}
+
+// blockCount is the number of blocks: 0 for an empty list.
+func (l *serviceList) blockCount() int {
+	switch {
+	case l.blocks != nil:
+		return len(l.blocks)
+	case l.n > 0:
+		return 1
+	}
+	return 0
 }
 
 // svcBlock is one block of a serviceList. Its entries are never changed
@@ -63,12 +86,12 @@ func nameHash(s string) uint64 {
 // find returns the block of service name and its index there, or the
 // index where it would go.
 func (l *serviceList) find(name string) (k, i int, found bool) {
-	if len(l.blocks) == 0 {
+	if l.n == 0 {
 		return 0, 0, false
 	}
 	h := nameHash(name)
 	k = int(h >> l.shift)
-	b := l.blocks[k]
+	b := l.block(k)
 	lo, hi := bracket(b, h, h<<(64-l.shift))
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -133,7 +156,7 @@ const bracketMin = 16
 
 func (l *serviceList) get(name string) *ServiceView {
 	if k, i, ok := l.find(name); ok {
-		return l.blocks[k][i].view
+		return l.block(k)[i].view
 	}
 	return nil
 }
@@ -141,8 +164,8 @@ func (l *serviceList) get(name string) *ServiceView {
 // all yields the services, in the list's order.
 func (l *serviceList) all() iter.Seq[*ServiceView] {
 	return func(yield func(*ServiceView) bool) {
-		for _, b := range l.blocks {
-			for _, e := range b {
+		for k := range l.blockCount() {
+			for _, e := range l.block(k) {
 				if !yield(e.view) {
 					return
 				}
@@ -180,7 +203,7 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 		k, i, found := l.find(name)
 		var old *ServiceView
 		if found {
-			old = l.blocks[k][i].view
+			old = l.block(k)[i].view
 		}
 		sv := build(name, old)
 		if !found && sv == nil {
@@ -212,17 +235,21 @@ func (l *serviceList) edit(names map[string]struct{}, build func(name string, ol
 	if n == 0 {
 		return serviceList{}
 	}
-	if len(l.blocks) == 0 {
+	if l.n == 0 {
 		return cut(mergeBlock(nil, edits[0]), n)
 	}
-	out := serviceList{blocks: slices.Clone(l.blocks), shift: l.shift, n: n}
+	out := serviceList{one: l.one, blocks: slices.Clone(l.blocks), shift: l.shift, n: n}
 	for k, e := range edits {
-		out.blocks[k] = mergeBlock(l.blocks[k], e)
+		if out.blocks == nil {
+			out.one = mergeBlock(l.one, e)
+		} else {
+			out.blocks[k] = mergeBlock(l.blocks[k], e)
+		}
 	}
-	if avg := n / len(out.blocks); avg > blockMax || (len(out.blocks) > 1 && avg < blockMin) {
+	if count := out.blockCount(); n/count > blockMax || (count > 1 && n/count < blockMin) {
 		flat := make(svcBlock, 0, n)
-		for _, b := range out.blocks {
-			flat = append(flat, b...)
+		for k := range count {
+			flat = append(flat, out.block(k)...)
 		}
 		return cut(flat, n)
 	}
@@ -273,11 +300,10 @@ func cut(flat svcBlock, n int) serviceList {
 	for blocks*blockTarget < n {
 		blocks *= 2
 	}
-	l := serviceList{blocks: make([]svcBlock, blocks), shift: uint8(64 - bits.TrailingZeros(uint(blocks))), n: n}
 	if blocks == 1 {
-		l.blocks[0] = flat
-		return l
+		return serviceList{one: flat, shift: 64, n: n}
 	}
+	l := serviceList{blocks: make([]svcBlock, blocks), shift: uint8(64 - bits.TrailingZeros(uint(blocks))), n: n}
 	start := 0
 	for k := range l.blocks {
 		end := start

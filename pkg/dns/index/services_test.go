@@ -57,7 +57,7 @@ func TestServiceListMatchesAMap(t *testing.T) {
 		want = next
 		versions = append(versions, version{cur, want})
 		if len(versions) > 1 {
-			before, after := len(versions[len(versions)-2].l.blocks), len(cur.blocks)
+			before, after := versions[len(versions)-2].l.blockCount(), cur.blockCount()
 			grew = grew || (before > 0 && after > before)
 			shrank = shrank || (after > 0 && after < before)
 		}
@@ -100,19 +100,25 @@ func TestServiceListMatchesAMap(t *testing.T) {
 func checkBlocks(t *testing.T, version int, l *serviceList) {
 	t.Helper()
 	if l.n == 0 {
-		if len(l.blocks) != 0 {
-			t.Fatalf("version %d: empty list with %d blocks", version, len(l.blocks))
+		if l.blocks != nil || l.one != nil {
+			t.Fatalf("version %d: empty list with blocks", version)
 		}
 		return
 	}
-	if bits := 64 - int(l.shift); len(l.blocks) != 1<<bits {
-		t.Fatalf("version %d: %d blocks for shift %d", version, len(l.blocks), l.shift)
+	// One block is kept in place, more in the array.
+	if (l.blocks == nil) == (l.one == nil) || len(l.blocks) == 1 {
+		t.Fatalf("version %d: one block %v, %d in the array", version, l.one != nil, len(l.blocks))
 	}
-	if avg := l.n / len(l.blocks); avg > blockMax || (len(l.blocks) > 1 && avg < blockMin) {
-		t.Fatalf("version %d: %d services in %d blocks", version, l.n, len(l.blocks))
+	count := l.blockCount()
+	if bits := 64 - int(l.shift); count != 1<<bits {
+		t.Fatalf("version %d: %d blocks for shift %d", version, count, l.shift)
+	}
+	if avg := l.n / count; avg > blockMax || (count > 1 && avg < blockMin) {
+		t.Fatalf("version %d: %d services in %d blocks", version, l.n, count)
 	}
 	total := 0
-	for k, b := range l.blocks {
+	for k := range count {
+		b := l.block(k)
 		for i, e := range b {
 			sv := e.view
 			if e.hash != nameHash(sv.Name) {
@@ -200,7 +206,7 @@ func TestFindStartsFromItsGuess(t *testing.T) {
 		})
 		for i := range n {
 			name := fmt.Sprintf("svc-%d", i)
-			if k, j, ok := l.find(name); !ok || l.blocks[k][j].view.Name != name {
+			if k, j, ok := l.find(name); !ok || l.block(k)[j].view.Name != name {
 				t.Fatalf("n=%d: find(%s) = %d, %d, %v", n, name, k, j, ok)
 			}
 		}
@@ -209,7 +215,7 @@ func TestFindStartsFromItsGuess(t *testing.T) {
 			h := nameHash(name)
 			k := int(h >> l.shift)
 			want := 0
-			for want < len(l.blocks[k]) && l.blocks[k][want].hash < h {
+			for want < len(l.block(k)) && l.block(k)[want].hash < h {
 				want++
 			}
 			if gk, j, ok := l.find(name); ok || gk != k || j != want {
@@ -219,11 +225,19 @@ func TestFindStartsFromItsGuess(t *testing.T) {
 	}
 }
 
-// BenchmarkServiceListGetCold looks names up at random in 400 lists of
-// 1,500 services each, 600k in all: far more than the caches hold, as in
-// partition-dns at 600k objects, where a lookup's cost is its cache misses.
+// BenchmarkServiceListGetCold looks names up at random in lists of 600k
+// services in all, far more than the caches hold, as in partition-dns at
+// 600k objects, where a lookup's cost is its cache misses: 400 large
+// namespaces (make bench-scale's shape), or 20,000 small ones.
 func BenchmarkServiceListGetCold(b *testing.B) {
-	const lists, perList = 400, 1500
+	for _, shape := range []struct{ lists, perList int }{{400, 1500}, {20000, 30}} {
+		b.Run(fmt.Sprintf("%dx%d", shape.lists, shape.perList), func(b *testing.B) {
+			benchmarkColdLookups(b, shape.lists, shape.perList)
+		})
+	}
+}
+
+func benchmarkColdLookups(b *testing.B, lists, perList int) {
 	ls := make([]serviceList, lists)
 	for i := range ls {
 		names := map[string]struct{}{}
@@ -234,19 +248,25 @@ func BenchmarkServiceListGetCold(b *testing.B) {
 			return &ServiceView{ServiceSpec: ServiceSpec{Name: name}}
 		})
 	}
+	// A namespace view holds its list: look lists up through pointers, as
+	// a query reaches its namespace's.
+	views := make([]*NamespaceView, lists)
+	for i := range views {
+		views[i] = &NamespaceView{services: ls[i]}
+	}
 	r := rand.New(rand.NewSource(1))
 	type query struct {
-		list int
+		ns   *NamespaceView
 		name string
 	}
 	qs := make([]query, 1<<16)
 	for i := range qs {
-		qs[i] = query{r.Intn(lists), fmt.Sprintf("svc%d", r.Intn(perList))}
+		qs[i] = query{views[r.Intn(lists)], fmt.Sprintf("svc%d", r.Intn(perList))}
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		q := &qs[i&(len(qs)-1)]
-		if ls[q.list].get(q.name) == nil {
+		if q.ns.Service(q.name) == nil {
 			b.Fatal("missing")
 		}
 	}
