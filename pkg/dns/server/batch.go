@@ -87,17 +87,8 @@ func (h *Handler) serveUDPBatch(pc *net.UDPConn, batch int) error {
 // whole index twice a second at 600k objects. Here each packet's source
 // stays as the kernel wrote it, and its answer goes to the same bytes.
 type mmsgConn struct {
-	rc syscall.RawConn
-
-	in      []mmsghdr
-	inIov   []unix.Iovec
-	inBufs  [][]byte
-	inNames []sockaddr
-
-	out      []mmsghdr
-	outIov   []unix.Iovec
-	outBufs  [][]byte // full capacity
-	outNames []sockaddr
+	rc      syscall.RawConn
+	in, out msgs
 
 	// The system calls' functions and results: method values made once,
 	// so that no call allocates a closure.
@@ -116,39 +107,43 @@ type mmsghdr struct {
 // sockaddr holds a struct sockaddr_in or sockaddr_in6.
 type sockaddr [unix.SizeofSockaddrInet6]byte
 
+// msgs is a batch of messages for recvmmsg or sendmmsg, each with one
+// buffer and room for its peer's sockaddr.
+type msgs struct {
+	hdrs  []mmsghdr
+	iov   []unix.Iovec
+	bufs  [][]byte // full capacity
+	names []sockaddr
+}
+
+func newMsgs(batch, size int) msgs {
+	m := msgs{hdrs: make([]mmsghdr, batch), iov: make([]unix.Iovec, batch), bufs: make([][]byte, batch), names: make([]sockaddr, batch)}
+	for i := range batch {
+		m.bufs[i] = make([]byte, size)
+		m.iov[i].Base = &m.bufs[i][0]
+		m.iov[i].SetLen(size)
+		m.hdrs[i].hdr.Iov = &m.iov[i]
+		m.hdrs[i].hdr.SetIovlen(1)
+		m.hdrs[i].hdr.Name = &m.names[i][0]
+	}
+	return m
+}
+
 func newMmsgConn(pc *net.UDPConn, batch int) (*mmsgConn, error) {
 	rc, err := pc.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	c := &mmsgConn{
-		rc: rc,
-		in: make([]mmsghdr, batch), inIov: make([]unix.Iovec, batch), inBufs: make([][]byte, batch), inNames: make([]sockaddr, batch),
-		out: make([]mmsghdr, batch), outIov: make([]unix.Iovec, batch), outBufs: make([][]byte, batch), outNames: make([]sockaddr, batch),
-	}
-	for i := range batch {
-		c.inBufs[i] = make([]byte, batchPacketSize)
-		c.inIov[i].Base = &c.inBufs[i][0]
-		c.inIov[i].SetLen(batchPacketSize)
-		c.in[i].hdr.Iov = &c.inIov[i]
-		c.in[i].hdr.SetIovlen(1)
-		c.in[i].hdr.Name = &c.inNames[i][0]
-
-		c.outBufs[i] = make([]byte, batchReplySize)
-		c.outIov[i].Base = &c.outBufs[i][0]
-		c.out[i].hdr.Iov = &c.outIov[i]
-		c.out[i].hdr.SetIovlen(1)
-		c.out[i].hdr.Name = &c.outNames[i][0]
-	}
+	c := &mmsgConn{rc: rc, in: newMsgs(batch, batchPacketSize), out: newMsgs(batch, batchReplySize)}
 	c.readFn, c.writeFn = c.recvmmsg, c.sendmmsg
 	return c, nil
 }
 
 // read waits for packets and reads as many as are queued, up to the batch.
 func (c *mmsgConn) read() (int, error) {
-	for i := range c.in {
-		c.in[i].hdr.Namelen = uint32(len(sockaddr{}))
-		c.in[i].hdr.Flags = 0
+	for i := range c.in.hdrs {
+		c.in.hdrs[i].hdr.Namelen = uint32(len(sockaddr{}))
+		c.in.hdrs[i].hdr.Flags = 0
 	}
 	if err := c.rc.Read(c.readFn); err != nil {
 		return 0, err // the socket is closed
@@ -159,7 +154,7 @@ func (c *mmsgConn) read() (int, error) {
 	return c.n, nil
 }
 
-func (c *mmsgConn) recvmmsg(fd uintptr) bool { return c.mmsg(unix.SYS_RECVMMSG, fd, c.in) }
+func (c *mmsgConn) recvmmsg(fd uintptr) bool { return c.mmsg(unix.SYS_RECVMMSG, fd, c.in.hdrs) }
 
 func (c *mmsgConn) sendmmsg(fd uintptr) bool { return c.mmsg(unix.SYS_SENDMMSG, fd, c.pending) }
 
@@ -183,32 +178,33 @@ func (c *mmsgConn) mmsg(trap, fd uintptr, msgs []mmsghdr) bool {
 // packet returns the i-th packet read and its source; false for a source
 // that is not IPv4 or IPv6.
 func (c *mmsgConn) packet(i int) ([]byte, netip.AddrPort, bool) {
-	m := &c.in[i]
-	from, ok := c.inNames[i].addrPort(m.hdr.Namelen)
+	m := &c.in.hdrs[i]
+	from, ok := c.in.names[i].addrPort(m.hdr.Namelen)
 	// The kernel reports what it copied, never more than the buffer.
-	return c.inBufs[i][:min(int(m.len), len(c.inBufs[i]))], from, ok
+	return c.in.bufs[i][:min(int(m.len), len(c.in.bufs[i]))], from, ok
 }
 
 // truncated reports whether the i-th packet was longer than its buffer.
-func (c *mmsgConn) truncated(i int) bool { return c.in[i].hdr.Flags&unix.MSG_TRUNC != 0 }
+func (c *mmsgConn) truncated(i int) bool { return c.in.hdrs[i].hdr.Flags&unix.MSG_TRUNC != 0 }
 
 // setReply makes answer k of the batch b, to the source of packet i.
 func (c *mmsgConn) setReply(k, i int, b []byte) {
-	if len(b) > len(c.outBufs[k]) { // not for UDP answers (batchReplySize)
-		c.outBufs[k] = make([]byte, len(b))
-		c.outIov[k].Base = &c.outBufs[k][0]
+	out := &c.out
+	if len(b) > len(out.bufs[k]) { // not for UDP answers (batchReplySize)
+		out.bufs[k] = make([]byte, len(b))
+		out.iov[k].Base = &out.bufs[k][0]
 	}
-	n := copy(c.outBufs[k], b)
-	c.outIov[k].SetLen(n)
-	c.outNames[k] = c.inNames[i]
-	c.out[k].hdr.Namelen = c.in[i].hdr.Namelen
+	n := copy(out.bufs[k], b)
+	out.iov[k].SetLen(n)
+	out.names[k] = c.in.names[i]
+	out.hdrs[k].hdr.Namelen = c.in.hdrs[i].hdr.Namelen
 }
 
 // write sends answers [0, k). An answer the kernel refuses (its address,
 // say) is dropped alone, not with the rest of the batch.
 func (c *mmsgConn) write(k int) {
 	for sent := 0; sent < k; {
-		c.pending = c.out[sent:k]
+		c.pending = c.out.hdrs[sent:k]
 		if err := c.rc.Write(c.writeFn); err != nil {
 			return // the socket is closed
 		}
