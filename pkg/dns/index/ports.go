@@ -72,3 +72,11 @@ func (t *portTable) intern(ps []Port) *[]Port {
 	t.m[string(k)] = portEntry{first: weak.Make(&own[0]), hdr: weak.Make(&own), n: len(own)}
 	return &own
 }
+
+// derefPorts is the list an interned pointer holds, or nil.
+func derefPorts(p *[]Port) []Port {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

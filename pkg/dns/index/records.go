@@ -93,12 +93,7 @@ func (s *ServiceSpec) ExternalName() string {
 
 // Ports are the service's ports; one Port{Port: NoPort} when it has none.
 // The caller must not change them.
-func (s *ServiceSpec) Ports() []Port {
-	if s.ports == nil {
-		return nil
-	}
-	return *s.ports
-}
+func (s *ServiceSpec) Ports() []Port { return derefPorts(s.ports) }
 
 // EndpointSlice is what DNS needs of a discovery/v1 EndpointSlice, or of a
 // core/v1 Endpoints (named after its service): only the endpoints that are

@@ -30,7 +30,9 @@ type serviceList struct {
 	// of hash h is in block h>>shift. With one block it is 64, and h>>64
 	// is 0.
 	shift uint8
-	n     int
+	// n is the number of services, the blocks' lengths summed: kept, so
+	// that a count or an emptiness test reads no block.
+	n int
 }
 
 // block returns block k.

@@ -100,12 +100,7 @@ type EndpointView struct {
 }
 
 // Ports are the ports of the endpoint's slice (or subset).
-func (e *EndpointView) Ports() []Port {
-	if e.ports == nil {
-		return nil
-	}
-	return *e.ports
-}
+func (e *EndpointView) Ports() []Port { return derefPorts(e.ports) }
 
 // AddrCount is the number of distinct endpoint addresses.
 func (s *ServiceView) AddrCount() int {
