@@ -182,17 +182,14 @@ func (s *store) ListPage(items []any) error {
 // new to the store are added, known ones updated, and those the list lacks
 // deleted (they went away while the watch was down).
 func (s *store) Replace(list []any, _ string) error {
+	if s.staged == nil { // a whole list
+		s.staged = make(map[objectKey]any, len(list))
+	}
+	err := s.ListPage(list)
 	next := s.staged
 	s.staged = nil
-	if next == nil {
-		next = make(map[objectKey]any, len(list))
-	}
-	for _, obj := range list {
-		k, obj, err := s.prepare(obj)
-		if err != nil {
-			return err
-		}
-		next[k] = obj
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	prev := s.items
