@@ -68,7 +68,7 @@ func (m *manager[T]) fetch(it *item[T]) (T, error) {
 	if obj, err, ok := m.lastKnownLocked(it); ok {
 		return obj, err
 	}
-	return zero, fmt.Errorf("kubeletcache: getting %s %s: %w", m.k.resource, it.key, err)
+	return zero, fmt.Errorf("kubeletcache: getting %s %s: %w", m.k.api.Name, it.key, err)
 }
 
 // lastKnown serves it's last known answer, if it has one, for a TP known

@@ -13,15 +13,13 @@ import (
 // kind describes one resource the manager serves: how to reach it on a TP,
 // and which of its objects a pod references.
 type kind[T runtime.Object] struct {
-	resource  string // plural, for errors and metrics
-	api       informer.Resource
+	api       informer.Resource // api.Name, the plural, names it in errors and metrics
 	empty     func() T
 	immutable func(T) bool
 	names     func(pod *corev1.Pod) []string
 }
 
 var configMapKind = kind[*corev1.ConfigMap]{
-	resource:  informer.ConfigMaps.Name,
 	api:       informer.ConfigMaps,
 	empty:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 	immutable: func(o *corev1.ConfigMap) bool { return o.Immutable != nil && *o.Immutable },
@@ -29,7 +27,6 @@ var configMapKind = kind[*corev1.ConfigMap]{
 }
 
 var secretKind = kind[*corev1.Secret]{
-	resource:  informer.Secrets.Name,
 	api:       informer.Secrets,
 	empty:     func() *corev1.Secret { return &corev1.Secret{} },
 	immutable: func(o *corev1.Secret) bool { return o.Immutable != nil && *o.Immutable },

@@ -212,12 +212,12 @@ func newManager[T runtime.Object](k kind[T], parts Partitions, res Resolver, o O
 	base, stop := context.WithCancel(context.Background())
 	m := &manager[T]{
 		k: k, parts: parts, res: res, o: o,
-		gr:    schema.GroupResource{Resource: k.resource},
+		gr:    schema.GroupResource{Resource: k.api.Name},
 		base:  base,
 		stop:  stop,
 		pods:  make(map[types.UID]*podEntry),
 		items: make(map[tenancy.Key]*item[T]),
-		m:     newMetrics(k.resource),
+		m:     newMetrics(k.api.Name),
 	}
 	switch o.Strategy {
 	case Get:
@@ -241,13 +241,13 @@ func (m *manager[T]) entryFor(pod *corev1.Pod) (*podEntry, error) {
 	for _, name := range pe.names {
 		key, err := m.res.ObjectKey(pe.tenant, pe.ns, name, string(pod.UID))
 		if err != nil {
-			return nil, fmt.Errorf("kubeletcache: pod %s: its %s cannot be fetched: %w", pe.ref, m.k.resource, err)
+			return nil, fmt.Errorf("kubeletcache: pod %s: its %s cannot be fetched: %w", pe.ref, m.k.api.Name, err)
 		}
 		if pe.tp == "" {
 			pe.tp = key.Partition
 		}
 		if key.Key != pe.key(name) {
-			return nil, fmt.Errorf("kubeletcache: pod %s: %s %s is placed at %s", pe.ref, m.k.resource, name, key.Key)
+			return nil, fmt.Errorf("kubeletcache: pod %s: %s %s is placed at %s", pe.ref, m.k.api.Name, name, key.Key)
 		}
 	}
 	if _, exists := m.parts.Get(pe.tp); pe.tp != "" && !exists {
@@ -336,14 +336,14 @@ func (m *manager[T]) lookup(tenant, namespace, name string, podUID types.UID) (*
 	pe := m.pods[podUID]
 	m.mu.RUnlock()
 	if pe == nil {
-		return nil, fmt.Errorf("kubeletcache: pod uid %s is not registered with the %s manager", podUID, m.k.resource)
+		return nil, fmt.Errorf("kubeletcache: pod uid %s is not registered with the %s manager", podUID, m.k.api.Name)
 	}
 	key, err := m.res.ObjectKey(tenant, namespace, name, string(podUID))
 	if err != nil {
-		return nil, fmt.Errorf("kubeletcache: %s %s/%s/%s for pod %s: %w", m.k.resource, tenant, namespace, name, pe.ref, err)
+		return nil, fmt.Errorf("kubeletcache: %s %s/%s/%s for pod %s: %w", m.k.api.Name, tenant, namespace, name, pe.ref, err)
 	}
 	if !slices.Contains(pe.names, name) || key.Tenant != pe.tenant || key.Namespace != pe.ns {
-		return nil, fmt.Errorf("kubeletcache: %s %s is not referenced by pod %s", m.k.resource, key.Key, pe.ref)
+		return nil, fmt.Errorf("kubeletcache: %s %s is not referenced by pod %s", m.k.api.Name, key.Key, pe.ref)
 	}
 	if key.Partition != pe.tp {
 		// The pod's origin changed since RegisterPod (its first origin
@@ -354,7 +354,7 @@ func (m *manager[T]) lookup(tenant, namespace, name string, podUID types.UID) (*
 	it := m.items[key.Key]
 	m.mu.RUnlock()
 	if it == nil { // unregistered meanwhile
-		return nil, fmt.Errorf("kubeletcache: pod uid %s is not registered with the %s manager", podUID, m.k.resource)
+		return nil, fmt.Errorf("kubeletcache: pod uid %s is not registered with the %s manager", podUID, m.k.api.Name)
 	}
 	return it, nil
 }

@@ -77,7 +77,7 @@ func (c *collector[T]) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	m.mu.RUnlock()
-	res := m.k.resource
+	res := m.k.api.Name
 	for tp, a := range per {
 		ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(a.objects), res, tp)
 		ch <- prometheus.MustNewConstMetric(reflectorsDesc, prometheus.GaugeValue, float64(a.reflectors), res, tp)

@@ -103,7 +103,7 @@ func (w watcher[T]) startLocked(it *item[T]) {
 		},
 	}
 	r := informer.NewFeed(lw, m.k.empty(), &itemStore[T]{w: w, it: it, gen: gen}, informer.FeedOptions{
-		Name: "kubeletcache " + m.k.resource + " " + it.key.String(),
+		Name: "kubeletcache " + m.k.api.Name + " " + it.key.String(),
 	})
 	ctx, cancel := context.WithCancel(m.base)
 	it.watch = watchState{running: true, gen: gen, attemptCh: make(chan struct{}), cancel: cancel}
@@ -196,7 +196,7 @@ func (w watcher[T]) get(it *item[T]) (T, error) {
 	if err == nil {
 		err = fmt.Errorf("no answer within %v", m.o.SyncTimeout)
 	}
-	return zero, fmt.Errorf("kubeletcache: waiting for %s %s from its partition: %w", m.k.resource, it.key, err)
+	return zero, fmt.Errorf("kubeletcache: waiting for %s %s from its partition: %w", m.k.api.Name, it.key, err)
 }
 
 // itemStore is the reflector's store for one object: the field selector
@@ -230,7 +230,7 @@ func (s *itemStore[T]) set(obj any) error {
 		if it.watch.synced {
 			s.w.stop(it)
 		}
-		klog.V(4).InfoS("Immutable object; its reflector stops", "resource", s.w.m.k.resource, "key", it.key.String())
+		klog.V(4).InfoS("Immutable object; its reflector stops", "resource", s.w.m.k.api.Name, "key", it.key.String())
 	}
 	return nil
 }
