@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
