@@ -79,7 +79,8 @@ bench-udp:
 bench-memory:
 	SERVICES=$${SERVICES:-72000} PODS=$${PODS:-72000} ./test/bench/memory/run.sh
 
-# partition-dns over 10 fake TPs at 60k and 600k objects (docs/benchmarks.md, "Scale").
+# partition-dns over 10 fake TPs at 60k, 300k and 600k objects, the sizes' QPS
+# rounds in turn (docs/benchmarks.md, "Scale").
 bench-scale:
 	./hack/ensure-tools.sh dnsperf
 	SIZES="$${SIZES:-2400 12000 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-21} ROUNDS=$${ROUNDS:-3} ./test/bench/scale/run.sh

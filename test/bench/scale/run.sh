@@ -47,22 +47,18 @@ go build -o "$work/churn" ./test/bench/scale/churn
 go build -o "$work/node" ./test/bench/scale/node
 mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k / 1024}'; }
 
-# churn_start DIR PORT SECONDS PREFIX: churn against the TPs of DIR (their
-# kubeconfigs) and their server on PORT, in the background; its PID in
-# $churn, its figures in DIR/churn.out.
+# churn_start I SECONDS PREFIX: churn against size I's TPs and server, in
+# the background; its PID in $churn, its figures in its dir's churn.out.
 churn_start() {
-  local kcs i
-  kcs=$1/tp1.kubeconfig
-  for i in $(seq 2 "$TPS"); do kcs=$kcs,$1/tp$i.kubeconfig; done
-  "$work/churn" --kubeconfigs "$kcs" --dns "127.0.0.1:$2" --rate "$CHANGES" --duration "${3}s" --name-prefix "$4" \
-    >"$1/churn.out" 2>"$1/churn.err" &
+  "$work/churn" --kubeconfigs "${size_kcs[$1]}" --dns "127.0.0.1:${size_port[$1]}" --rate "$CHANGES" --duration "${2}s" \
+    --name-prefix "$3" >"${size_dir[$1]}/churn.out" 2>"${size_dir[$1]}/churn.err" &
   churn=$!
 }
 
 sizes=($SIZES)
 n=${#sizes[@]}
 base_dns=$DNS_PORT base_health=$HEALTH_PORT
-declare -a size_pdns size_port size_memcg size_dir size_head size_latency size_steady
+declare -a size_pdns size_port size_memcg size_dir size_kcs size_head size_latency size_steady
 nodes=()
 for i in "${!sizes[@]}"; do
   size=${sizes[$i]}
@@ -76,13 +72,13 @@ for i in "${!sizes[@]}"; do
   ready=$(echo "$(date +%s.%N) - $start" | bc)
   sleep 3
   size_steady[$i]=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
+  size_pdns[$i]=$pdns size_port[$i]=$DNS_PORT size_memcg[$i]=$memcg size_dir[$i]=$dir size_kcs[$i]=$KUBECONFIGS
   # The programming latency, with dnsperf loading the server meanwhile.
-  churn_start "$dir" "$DNS_PORT" "$DURATION" churn
+  churn_start "$i" "$DURATION" churn
   dnsperf -s 127.0.0.1 -p "$DNS_PORT" -d "$dir/queries.txt" -l "$DURATION" >/dev/null 2>&1
   wait "$churn" || { cat "$dir/churn.err" >&2; }
   read -r _ changes _ lost _ p50 _ p99 _ max <"$dir/churn.out"
   size_latency[$i]="$p50 / $p99 (max $max, $changes changes, $lost lost)"
-  size_pdns[$i]=$pdns size_port[$i]=$DNS_PORT size_memcg[$i]=$memcg size_dir[$i]=$dir
   size_head[$i]="| $objects | $(printf %.1f "$ready")"
   for part in proxy origin; do
     read -r _ _ _ secs _ entries _ heap _ peak < <("$work/node" --kubeconfigs "$KUBECONFIGS" --part "$part" --dir "$work")
@@ -97,8 +93,8 @@ declare -a best_qps best_cpu all_qps
 for r in $(seq "$ROUNDS"); do
   for k in $(seq 0 $((n - 1))); do
     i=$(( (k + r - 1) % n ))
-    dir=${size_dir[$i]}
-    churn_start "$dir" "${size_port[$i]}" "$((DURATION / ROUNDS))" "round$r"
+    dir=${size_dir[$i]} # dnsperf_round's queries.txt
+    churn_start "$i" "$((DURATION / ROUNDS))" "round$r"
     dnsperf_round "${size_pdns[$i]}" "${size_port[$i]}" "$((DURATION / ROUNDS))"
     wait "$churn" || { cat "$dir/churn.err" >&2; }
     echo "round $r: ${sizes[$i]} services per TP: $round_qps QPS, $round_cpu µs per query" >&2
