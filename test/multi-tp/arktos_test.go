@@ -21,6 +21,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
@@ -296,8 +297,10 @@ func (a *arktosTPs) readyPod(t *testing.T, i int, tenant, ns, name, ip string) s
 // two see every tenant of every TP, the third reads a pod's configmap from
 // the pod's own TP and tenant.
 func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
+	// Lists in pages of one object: every list goes through Arktos's
+	// limit and continue, into the informers' and the wiring's staging.
 	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: tps.kubeconfigs[:], Names: []string{"tp1", "tp2"}},
-		tporigink8s.WireOptions{NodeName: "node-1", Services: true, Endpoints: true})
+		kubeproxyk8s.SourceOptions{PageSize: 1}, tporigink8s.WireOptions{NodeName: "node-1", Services: true, Endpoints: true, PageSize: 1})
 	set, view, tracker := lib.set, lib.view, lib.tracker
 
 	s := view.Snapshot()

@@ -126,9 +126,10 @@ type nodeLibraries struct {
 }
 
 // startNodeLibraries builds a partition set on o, and on it the kube-proxy
-// view and the origin tracker wired as wo says; it waits until the view,
-// the wiring and the set have synced. Everything stops when t ends.
-func startNodeLibraries(t *testing.T, o partition.Options, wo tporigink8s.WireOptions) *nodeLibraries {
+// view (its source as po says) and the origin tracker wired as wo says; it
+// waits until the view, the wiring and the set have synced. Everything
+// stops when t ends.
+func startNodeLibraries(t *testing.T, o partition.Options, po kubeproxyk8s.SourceOptions, wo tporigink8s.WireOptions) *nodeLibraries {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -141,7 +142,7 @@ func startNodeLibraries(t *testing.T, o partition.Options, wo tporigink8s.WireOp
 		names = append(names, p.Name)
 	}
 	view := kubeproxy.NewView(kubeproxyk8s.PartitionsOf(set).IDs(), kubeproxy.Options{Logf: kubeproxyk8s.Logf})
-	src, err := kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, kubeproxyk8s.SourceOptions{})
+	src, err := kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, po)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -306,7 +306,7 @@ func testLibraries(t *testing.T, m *mission) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lib := startNodeLibraries(t, partition.Options{KubeconfigPaths: []string{m.kubeconfigs["tp1"], m.kubeconfigs["tp2"], m.kubeconfigs["tp3"]}},
-		tporigink8s.WireOptions{NodeName: "node-1"})
+		kubeproxyk8s.SourceOptions{}, tporigink8s.WireOptions{NodeName: "node-1"})
 	set, view, tracker := lib.set, lib.view, lib.tracker
 	var names []string
 	for _, p := range set.Partitions() {
