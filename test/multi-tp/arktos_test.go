@@ -3,6 +3,7 @@
 package multitp
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,15 +16,10 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
-	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
 )
@@ -99,7 +95,7 @@ func TestArktosTPs(t *testing.T) {
 		}
 	})
 
-	t.Run("kubeproxy-tporigin-kubeletcache", func(t *testing.T) { testArktosLibraries(t, tps, facts) })
+	t.Run("kubeproxy-tporigin-objectkey", func(t *testing.T) { testArktosLibraries(t, tps, facts) })
 
 	t.Run("new-service", func(t *testing.T) {
 		began := time.Now()
@@ -348,20 +344,9 @@ func testArktosLibraries(t *testing.T, tps *arktosTPs, f arktosFacts) {
 	tps.write(t, 0, "POST", "/api/v1/tenants/acme/namespaces/web/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"from":"tp1 acme"}}`)
 	tps.write(t, 0, "POST", "/api/v1/tenants/system/namespaces/default/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"from":"tp1 system"}}`)
 	tps.write(t, 1, "POST", "/api/v1/tenants/system/namespaces/default/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"from":"tp2 system"}}`)
-	cms, err := kubeletcache.NewConfigMapManager(set, tporigin.NewClientChooser(tracker), kubeletcache.Options{Strategy: kubeletcache.Get})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cms.Close()
+	chooser := tporigin.NewClientChooser(tracker)
 	for i, c := range []struct{ tenant, ns, want string }{{"acme", "web", "tp1 acme"}, {"system", "default", "tp2 system"}} {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "user", UID: types.UID(f.pods[i])},
-			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
-				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}}
-		tenancy.SetTenant(pod, c.tenant)
-		if err := cms.RegisterPod(pod); err != nil {
-			t.Fatal(err)
-		}
-		cm, err := cms.GetConfigMap(c.tenant, c.ns, "cfg", pod.UID)
+		cm, err := podConfigMap(context.Background(), t, set, chooser, c.tenant, c.ns, "cfg", f.pods[i])
 		if err != nil || cm.Data["from"] != c.want {
 			t.Errorf("configmap %s/%s/cfg for the pod of tp%d: %v %v, want data from %s", c.tenant, c.ns, i+1, cm, err, c.want)
 		}

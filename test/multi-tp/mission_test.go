@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/partitiontest"
-	"github.com/tpkit-dev/tpkit/pkg/kubeletcache"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
@@ -366,7 +365,7 @@ func testLibraries(t *testing.T, m *mission) {
 		}
 	})
 
-	t.Run("tporigin-kubeletcache", func(t *testing.T) {
+	t.Run("tporigin-objectkey", func(t *testing.T) {
 		// The node's pods as the kubelet sees them: the node-agent pod of
 		// tp1 and of tp2, equal in tenant, namespace and name, with their
 		// own UIDs.
@@ -392,21 +391,11 @@ func testLibraries(t *testing.T, m *mission) {
 				t.Fatalf("origin of %s's pod %s: %q %v", tp, pods[tp].UID, got, ok)
 			}
 		}
-		cms, err := kubeletcache.NewConfigMapManager(set, tporigin.NewClientChooser(tracker), kubeletcache.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cms.Close()
-		go cms.Run(ctx)
-		// tp2's pod first: the manager must not answer it with tp1's
-		// object of the same name, whichever it fetched first.
-		for _, tp := range []string{"tp2", "tp1"} {
-			if err := cms.RegisterPod(pods[tp]); err != nil {
-				t.Fatalf("RegisterPod(%s's pod): %v", tp, err)
-			}
-		}
+		chooser := tporigin.NewClientChooser(tracker)
+		// tp2's pod first: the answer must never be tp1's object of the
+		// same name.
 		for _, tp := range []string{"tp2", "tp1", "tp2"} {
-			cm, err := cms.GetConfigMap(tenancy.TenantOf(pods[tp]), pods[tp].Namespace, "node-agent-config", pods[tp].UID)
+			cm, err := podConfigMap(ctx, t, set, chooser, tenancy.TenantOf(pods[tp]), pods[tp].Namespace, "node-agent-config", string(pods[tp].UID))
 			if err != nil {
 				t.Fatalf("GetConfigMap for %s's pod: %v", tp, err)
 			}
