@@ -7,7 +7,7 @@ PKGS    ?= ./...
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos check-arktos-vendor demo fuzz clean
+.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node demo fuzz clean
 
 all: build
 
@@ -23,7 +23,8 @@ help:
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
-	@echo "make check-arktos-vendor ARKTOS_SRC=DIR  vendor the cores into a copy of an Arktos tree, build and test it (docs/vendoring.md)"
+	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin (docs/vendoring.md)"
+	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
 # -buildvcs=auto: --version names the commit even where GOFLAGS turns VCS
@@ -96,12 +97,21 @@ check-arktos:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
 	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) $(GO) test -count=1 -v -run 'TestArktosTPs' ./test/multi-tp/
 
-# The cores vendored into a copy of an Arktos tree (CentaurusInfra/arktos at
-# 6685f14) with the glue docs/vendoring.md shows: Arktos's tests and ours,
-# kube-apiserver/kube-proxy/kubelet builds, and the rebuilt API server live.
-check-arktos-vendor:
-	@test -n "$(ARKTOS_SRC)" || { echo "set ARKTOS_SRC to an Arktos source tree (../shared/arktos/BUILD.md)"; exit 2; }
-	./hack/arktos-vendor/check.sh $(abspath $(ARKTOS_SRC))
+# Arktos with tpkit (docs/vendoring.md): ARKTOS_SRC is an Arktos 6685f14 tree
+# prepared by ../shared/arktos/BUILD.md, never written; WORK gets the patched
+# tree (src/, the series as commits) and kube-apiserver, kubelet, kube-proxy
+# and hollow-node (bin/). ARKTOS_TEST=0 skips Arktos's tests of the touched
+# packages.
+arktos-patch:
+	@test -n "$(ARKTOS_SRC)" -a -n "$(WORK)" || { echo "set ARKTOS_SRC to an Arktos tree (../shared/arktos/BUILD.md) and WORK to a scratch folder"; exit 2; }
+	./arktos/apply.sh $(abspath $(ARKTOS_SRC)) $(abspath $(WORK))
+
+# The node lab (test/arktos-node) in a network namespace of its own:
+# ARKTOS_BIN holds kube-apiserver, hollow-node and kube-proxy, patched (make
+# arktos-patch) or stock; a stock run reports where Arktos differs.
+check-arktos-node:
+	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch (or a stock Arktos build)"; exit 2; }
+	./test/arktos-node/run.sh $(abspath $(ARKTOS_BIN))
 
 # The demo's ports and timeout are DEMO_* variables (README.md, Quickstart);
 # it fails, keeping its logs, when a port is taken or a program fails.

@@ -10,6 +10,9 @@ declare -A pkg=(
   [iptables]=iptables
   [ip]=iproute2
   [make]=make
+  [etcd]=etcd-server # ../shared/arktos/lab.sh
+  [curl]=curl
+  [openssl]=openssl
   [go1.19]=golang-1.19-go # the cores' oldest Go (test/vendorable), as /usr/lib/go-1.19/bin/go
 )
 # have CMD: CMD is on PATH, or (goX.Y) Debian's golang-X.Y-go is installed.

@@ -7,8 +7,8 @@ package daemonset_test
 // Arktos code). Its second part is the glue itself: the file an Arktos tree
 // puts at plugin/pkg/admission/systemdaemonset/admission.go in place of its
 // own, with each ark* name standing for the Arktos identifier named in its
-// comment (hack/arktos-vendor/testdata has the file as it reads in Arktos, and
-// make check-arktos-vendor runs it there). The tests
+// comment (arktos/patches/0001-* puts the file in Arktos's tree, and make
+// arktos-patch runs Arktos's own tests of it there). The tests
 // run the glue through the stand-in registry, as kube-apiserver would.
 
 import (

@@ -1,0 +1,916 @@
+//go:build arktoslab && linux
+
+package arktosnode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The lab's names: one node, TPs tp1 and tp2 (lab.sh's kubeconfig
+// contexts, which the patched kubelet takes as the TPs' names).
+const (
+	nodeName      = "node-1"
+	clusterDNS    = "10.96.0.10"
+	clusterDomain = "cluster.local"
+	secretKey     = "value"
+	// Arktos's kubeclientmanager logs this when it falls back to TP 0.
+	defaultedToTP0 = "defaulted to client #0"
+)
+
+// lab is the running lab: the API servers, the node's programs, their logs
+// and what the checks need.
+type lab struct {
+	t       *testing.T
+	bin     string
+	dir     string
+	stock   bool
+	rp      string    // the resource partition's base URL
+	tps     [2]string // the TPs' base URLs
+	tpKC    [2]string // the TPs' kubeconfigs
+	rpKC    string
+	tpPID   [2]int      // the TPs' API server pids
+	tpArgs  [2][]string // their command lines, to start them again
+	node    *exec.Cmd
+	nodeLog []string // hollow-node's log of each start
+	proxy   *exec.Cmd
+	// restartedAt is when the node started again, with tp1 down.
+	restartedAt time.Time
+	// kubeDNS are the cluster IPs of kube-system/kube-dns in each TP.
+	kubeDNS   [2]string
+	tmpBefore map[string]bool // hollow-kubelet.* folders that were there before
+	results   []result
+}
+
+type result struct {
+	name, detail string
+	ok           bool
+}
+
+// check runs one named check and prints its result. A stock run records a
+// failure as a difference; a patched run fails the test.
+func (l *lab) check(name string, fn func() error) {
+	err := fn()
+	r := result{name: name, ok: err == nil}
+	if err != nil {
+		r.detail = err.Error()
+	}
+	l.results = append(l.results, r)
+	if r.ok {
+		fmt.Printf("CHECK %-28s PASS\n", name)
+		return
+	}
+	fmt.Printf("CHECK %-28s FAIL: %s\n", name, r.detail)
+	if !l.stock {
+		l.t.Errorf("check %s: %s", name, r.detail)
+	}
+}
+
+func TestArktosNode(t *testing.T) {
+	bin := os.Getenv("ARKTOS_BIN")
+	if bin == "" || os.Getenv("TPKIT_NODE_LAB") == "" {
+		t.Fatal("run this through `make check-arktos-node ARKTOS_BIN=DIR`: it needs Arktos's binaries and a network namespace of its own")
+	}
+	// run.sh mounts the lab's own tmpfs on /var/lib: what hollow-node
+	// writes there (and what the lab removes) must never be the host's.
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs("/var/lib", &fs); err != nil || fs.Type != 0x01021994 { // TMPFS_MAGIC
+		t.Fatal("/var/lib is not the lab's tmpfs: run this through `make check-arktos-node`")
+	}
+	for _, b := range []string{"kube-apiserver", "hollow-node", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Fatalf("ARKTOS_BIN=%s has no %s (make arktos-patch builds it into WORK/bin)", bin, b)
+		}
+	}
+	l := &lab{t: t, bin: bin, dir: t.TempDir(), tmpBefore: hollowDirs()}
+	help, _ := exec.Command(filepath.Join(bin, "hollow-node"), "--help").CombinedOutput()
+	l.stock = !bytes.Contains(help, []byte("--tporigin-file"))
+	kind := "patched"
+	if l.stock {
+		kind = "stock (hollow-node has no --tporigin-file)"
+	}
+	fmt.Printf("== Arktos binaries in %s: %s\n", bin, kind)
+	t.Cleanup(l.teardown)
+
+	start := time.Now()
+	l.up()
+	l.seed()
+	l.startNode()
+	l.check("pods-running-in-own-tp", l.podsRunning)
+	l.check("secret-files-from-own-tp", l.secretFiles)
+	l.check("tenant-pod-dns", l.tenantDNS)
+	l.startProxy()
+	l.check("kube-dns-dnat-own-tp", l.kubeDNSRules)
+	l.check("tenant-service-rules", l.tenantServiceRules)
+	l.check("tp-down-keeps-rules", l.tpDownKeepsRules)
+	l.check("restart-delete-to-own-tp", l.restartDeletes)
+	l.check("tp-return-resumes-updates", l.tpReturns)
+	l.check("no-default-to-tp0", l.noDefaultTP0)
+	l.check("systemdaemonset-admission", l.daemonSetAdmission)
+
+	var differ []string
+	for _, r := range l.results {
+		if !r.ok {
+			differ = append(differ, r.name)
+		}
+	}
+	fmt.Printf("== %d checks in %s, failed: %v\n", len(l.results), time.Since(start).Round(time.Second), differ)
+	if l.stock {
+		fmt.Printf("== stock Arktos differs from tpkit's series in: %s\n", strings.Join(differ, ", "))
+	}
+}
+
+// up starts the resource partition and the two TPs with lab.sh, inside
+// this namespace (ADVERTISE is the dummy device's address).
+func (l *lab) up() {
+	t := l.t
+	labSH := os.Getenv("LAB_SH")
+	if labSH == "" {
+		labSH = filepath.Join(moduleRoot(t), "..", "shared", "arktos", "lab.sh")
+	}
+	for _, part := range []struct {
+		n   string
+		dir string
+	}{{"1", "rp"}, {"2", "tps"}} {
+		d := filepath.Join(l.dir, part.dir)
+		cmd := exec.Command("bash", labSH, "up", part.n, d)
+		cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("lab.sh up %s %s: %v\n%s", part.n, d, err, out)
+		}
+	}
+	l.rp = readTrim(t, filepath.Join(l.dir, "rp", "tp1", "url"))
+	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")
+	pids := labPIDs(t, filepath.Join(l.dir, "tps", "pids"))
+	for i := range l.tps {
+		l.tps[i] = readTrim(t, filepath.Join(l.dir, "tps", fmt.Sprintf("tp%d", i+1), "url"))
+		l.tpKC[i] = filepath.Join(l.dir, "tps", "kc", fmt.Sprintf("tp%d.kubeconfig", i+1))
+		// lab.sh records etcd then the API server, TP by TP.
+		l.tpPID[i] = pids[2*i+1]
+		l.tpArgs[i] = cmdline(t, l.tpPID[i])
+	}
+	fmt.Printf("== API servers: rp %s, tp1 %s, tp2 %s\n", l.rp, l.tps[0], l.tps[1])
+}
+
+// seed writes the scenario: in kube-system of both TPs a secret "creds"
+// whose value names its TP, a pod "agent" on the node mounting it, and
+// kube-dns with its own endpoints; tenant acme in tp2 with a pod and a
+// service.
+func (l *lab) seed() {
+	for i := range l.tps {
+		sys := "/api/v1/tenants/system/namespaces/kube-system"
+		l.mustWrite(i, "POST", sys+"/secrets", secretJSON("creds", l.secretValue(i)))
+		l.mustWrite(i, "POST", sys+"/pods", podJSON("agent", "ClusterFirst"))
+		l.mustWrite(i, "POST", sys+"/services", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"kube-dns"},"spec":{"ports":[{"name":"dns","port":53,"protocol":"UDP"}]}}`)
+		l.mustWrite(i, "POST", sys+"/endpoints", endpointsJSON("kube-dns", "dns", l.dnsEndpoint(i), 53, "UDP"))
+	}
+	l.mustWrite(1, "POST", "/api/v1/tenants", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`)
+	l.mustWrite(1, "POST", "/api/v1/tenants/acme/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"web"}}`)
+	acme := "/api/v1/tenants/acme/namespaces/web"
+	l.mustWrite(1, "POST", acme+"/secrets", secretJSON("creds", "acme-in-tp2"))
+	l.mustWrite(1, "POST", acme+"/pods", podJSON("app", "ClusterFirst"))
+	l.mustWrite(1, "POST", acme+"/services", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"app"},"spec":{"ports":[{"name":"http","port":80,"protocol":"TCP"}]}}`)
+	l.mustWrite(1, "POST", acme+"/endpoints", endpointsJSON("app", "http", "10.244.9.9", 8080, "TCP"))
+}
+
+func (l *lab) secretValue(i int) string { return fmt.Sprintf("kube-system-creds-of-tp%d", i+1) }
+func (l *lab) dnsEndpoint(i int) string { return fmt.Sprintf("10.244.%d.10", i+1) }
+
+// pods are the lab's pods: TP index, tenant, namespace, name, secret value.
+var pods = []struct {
+	tp                            int
+	tenant, namespace, name, want string
+}{
+	{0, "system", "kube-system", "agent", "kube-system-creds-of-tp1"},
+	{1, "system", "kube-system", "agent", "kube-system-creds-of-tp2"},
+	{1, "acme", "web", "app", "acme-in-tp2"},
+}
+
+// startNode starts hollow-node's kubelet for both TPs. The patched binary
+// gets its origin file and cluster DNS; stock hollow-node has neither flag.
+func (l *lab) startNode() {
+	args := []string{"--morph=kubelet", "--name=" + nodeName,
+		"--kubeconfig=" + l.rpKC, "--resource-server-kubeconfig=" + l.rpKC,
+		"--tenant-server-kubeconfigs=" + l.tpKC[0] + "," + l.tpKC[1],
+		"--kube-api-content-type=application/json",
+		"--kubelet-port=" + strconv.Itoa(freePort(l.t)), "--kubelet-read-only-port=0",
+		// The sandbox config (with the pod's DNS) is logged at -v=6 by
+		// kuberuntime_sandbox.go, the same line for stock and patched.
+		"--v=2", "--vmodule=kuberuntime_sandbox=6"}
+	if !l.stock {
+		args = append(args, "--tporigin-file="+filepath.Join(l.dir, "tporigin.db"),
+			"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain)
+	}
+	log := filepath.Join(l.dir, fmt.Sprintf("hollow-node.%d.log", len(l.nodeLog)+1))
+	l.nodeLog = append(l.nodeLog, log)
+	l.node = l.spawn(log, "hollow-node", args...)
+}
+
+// startProxy starts kube-proxy in iptables mode for both TPs and waits for
+// its /healthz.
+func (l *lab) startProxy() {
+	healthz := freePort(l.t)
+	log := filepath.Join(l.dir, "kube-proxy.log")
+	l.proxy = l.spawn(log, "kube-proxy",
+		"--proxy-mode=iptables", "--kubeconfig="+l.rpKC,
+		"--tenant-server-kubeconfig="+l.tpKC[0]+","+l.tpKC[1],
+		"--hostname-override="+nodeName, "--bind-address=127.0.0.1",
+		"--healthz-bind-address=127.0.0.1", "--healthz-port="+strconv.Itoa(healthz),
+		"--metrics-bind-address=127.0.0.1", "--metrics-port="+strconv.Itoa(freePort(l.t)),
+		// Conntrack's sysctls are the host's: leave them alone.
+		"--conntrack-max-per-core=0", "--conntrack-min=0",
+		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
+		"--iptables-sync-period=30s", "--iptables-min-sync-period=0s", "--v=2")
+	err := poll(30*time.Second, func() error {
+		if !alive(l.proxy) {
+			return fmt.Errorf("kube-proxy exited")
+		}
+		resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	if err != nil {
+		l.t.Fatalf("kube-proxy is not serving /healthz: %v\n%s", err, tail(log, 30))
+	}
+}
+
+// alive says whether cmd's process still runs.
+func alive(cmd *exec.Cmd) bool {
+	return cmd != nil && cmd.Process != nil && syscall.Kill(cmd.Process.Pid, 0) == nil
+}
+
+// tail is the last n lines of a log, to show why a program stopped.
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// spawn starts an Arktos program with its output in log; it dies with the
+// test binary (Pdeathsig) and in teardown.
+func (l *lab) spawn(log, name string, args ...string) *exec.Cmd {
+	f, err := os.Create(log)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(l.bin, name), args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		l.t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { _ = cmd.Wait(); f.Close() }()
+	fmt.Printf("== started %s (pid %d), log %s\n", name, cmd.Process.Pid, log)
+	return cmd
+}
+
+func stop(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	for i := 0; i < 100 && syscall.Kill(cmd.Process.Pid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// podsRunning: every pod Running, as its own TP reports it.
+func (l *lab) podsRunning() error {
+	return poll(90*time.Second, func() error {
+		if !alive(l.node) {
+			return fmt.Errorf("hollow-node exited:\n%s", tail(l.nodeLog[len(l.nodeLog)-1], 30))
+		}
+		for _, p := range pods {
+			obj, err := l.get(p.tp, podPath(p.tenant, p.namespace, p.name))
+			if err != nil {
+				return err
+			}
+			if phase := str(obj, "status", "phase"); phase != "Running" {
+				return fmt.Errorf("%s/%s/%s in tp%d is %q, want Running", p.tenant, p.namespace, p.name, p.tp+1, phase)
+			}
+		}
+		return nil
+	})
+}
+
+// secretFiles: the file the kubelet wrote for each pod's secret volume
+// holds the value of its own TP's secret.
+func (l *lab) secretFiles() error {
+	var bad []string
+	for _, p := range pods {
+		obj, err := l.get(p.tp, podPath(p.tenant, p.namespace, p.name))
+		if err != nil {
+			return err
+		}
+		uid := str(obj, "metadata", "uid")
+		var got string
+		err = poll(20*time.Second, func() error {
+			files, _ := filepath.Glob(filepath.Join(hollowTemp, "hollow-kubelet.*", "pods", uid, "volumes", "kubernetes.io~secret", "creds", secretKey))
+			if len(files) != 1 {
+				return fmt.Errorf("%s/%s/%s (tp%d): %d secret files for uid %s", p.tenant, p.namespace, p.name, p.tp+1, len(files), uid)
+			}
+			b, err := os.ReadFile(files[0])
+			got = string(b)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if got != p.want {
+			bad = append(bad, fmt.Sprintf("%s/%s/%s of tp%d got %q, want %q", p.tenant, p.namespace, p.name, p.tp+1, got, p.want))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	fmt.Printf("      each pod's secret file holds its own TP's value (%s, %s, %s)\n", pods[0].want, pods[1].want, pods[2].want)
+	return nil
+}
+
+// tenantDNS: the DNS configuration of acme's pod in the sandbox config the
+// kubelet gave the runtime: the tenant search path first and ndots:6; the
+// system pod keeps upstream's path.
+func (l *lab) tenantDNS() error {
+	var app, agent sandboxDNS
+	err := poll(30*time.Second, func() error {
+		var ok1, ok2 bool
+		app, ok1 = findSandboxDNS(l.nodeLog[0], "app", "web")
+		agent, ok2 = findSandboxDNS(l.nodeLog[0], "agent", "kube-system")
+		if !ok1 || !ok2 {
+			return fmt.Errorf("no PodSandboxConfig line for app (%v) or agent (%v) in %s", ok1, ok2, l.nodeLog[0])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      acme/web/app:  searches %v options %v servers %v\n", app.searches, app.options, app.servers)
+	fmt.Printf("      system/kube-system/agent: searches %v options %v\n", agent.searches, agent.options)
+	wantApp := []string{"web.acme.svc." + clusterDomain, "acme.svc." + clusterDomain, "svc." + clusterDomain, clusterDomain}
+	if len(app.searches) < len(wantApp) || strings.Join(app.searches[:len(wantApp)], " ") != strings.Join(wantApp, " ") {
+		return fmt.Errorf("acme's pod searches %v, want %v first", app.searches, wantApp)
+	}
+	if !contains(app.options, "ndots:6") {
+		return fmt.Errorf("acme's pod options %v, want ndots:6", app.options)
+	}
+	wantSys := "kube-system.svc." + clusterDomain
+	if len(agent.searches) == 0 || agent.searches[0] != wantSys || !contains(agent.options, "ndots:5") {
+		return fmt.Errorf("system pod searches %v options %v, want %s first and ndots:5", agent.searches, agent.options, wantSys)
+	}
+	return nil
+}
+
+type sandboxDNS struct{ servers, searches, options []string }
+
+// findSandboxDNS reads the last "PodSandboxConfig: &PodSandboxConfig{...}"
+// line of pod name in namespace ns (the gogo-protobuf String() form).
+func findSandboxDNS(log, name, ns string) (sandboxDNS, bool) {
+	f, err := os.Open(log)
+	if err != nil {
+		return sandboxDNS{}, false
+	}
+	defer f.Close()
+	var out sandboxDNS
+	found := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, "PodSandboxConfig: ") || !strings.Contains(line, "Metadata:&PodSandboxMetadata{Name:"+name+",") || !strings.Contains(line, "Namespace:"+ns+",") {
+			continue
+		}
+		i := strings.Index(line, "DnsConfig:&DNSConfig{")
+		if i < 0 {
+			continue
+		}
+		dnsPart := line[i:]
+		out = sandboxDNS{servers: listField(dnsPart, "Servers:"), searches: listField(dnsPart, "Searches:"), options: listField(dnsPart, "Options:")}
+		found = true
+	}
+	return out, found
+}
+
+// listField parses "Key:[a b c]" in s.
+func listField(s, key string) []string {
+	i := strings.Index(s, key+"[")
+	if i < 0 {
+		return nil
+	}
+	s = s[i+len(key)+1:]
+	j := strings.Index(s, "]")
+	if j < 0 {
+		return nil
+	}
+	return strings.Fields(s[:j])
+}
+
+// kubeDNSRules: kube-dns of each TP DNATs to its own TP's endpoint only.
+func (l *lab) kubeDNSRules() error {
+	ips := &l.kubeDNS
+	for i := range l.tps {
+		obj, err := l.get(i, "/api/v1/tenants/system/namespaces/kube-system/services/kube-dns")
+		if err != nil {
+			return err
+		}
+		ips[i] = str(obj, "spec", "clusterIP")
+	}
+	if ips[0] == ips[1] {
+		return fmt.Errorf("both kube-dns services have cluster IP %s; the lab needs different ones", ips[0])
+	}
+	return poll(60*time.Second, func() error {
+		rules, err := natRules()
+		if err != nil {
+			return err
+		}
+		for i := range l.tps {
+			want := []string{l.dnsEndpoint(i) + ":53"}
+			got := rules.dnat(ips[i], "udp", 53)
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				return fmt.Errorf("kube-dns of tp%d (%s:53/udp) DNATs to %v, want %v", i+1, ips[i], got, want)
+			}
+		}
+		fmt.Printf("      kube-dns of tp1 %s -> %s, of tp2 %s -> %s\n", ips[0], l.dnsEndpoint(0), ips[1], l.dnsEndpoint(1))
+		return nil
+	})
+}
+
+// tenantServiceRules: acme's service in tp2 has its rules.
+func (l *lab) tenantServiceRules() error {
+	obj, err := l.get(1, "/api/v1/tenants/acme/namespaces/web/services/app")
+	if err != nil {
+		return err
+	}
+	ip := str(obj, "spec", "clusterIP")
+	return poll(10*time.Second, func() error {
+		rules, err := natRules()
+		if err != nil {
+			return err
+		}
+		if got := rules.dnat(ip, "tcp", 80); strings.Join(got, ",") != "10.244.9.9:8080" {
+			return fmt.Errorf("acme/web/app (%s:80) DNATs to %v, want [10.244.9.9:8080]", ip, got)
+		}
+		return nil
+	})
+}
+
+// tpDownKeepsRules: with tp1's API server stopped, tp1's rules stay and a
+// service created in tp2 is programmed within 2 s.
+func (l *lab) tpDownKeepsRules() error {
+	l.stopTP(0)
+	acme := "/api/v1/tenants/acme/namespaces/web"
+	svc, err := l.write(1, "POST", acme+"/services", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"late"},"spec":{"ports":[{"name":"http","port":81,"protocol":"TCP"}]}}`)
+	if err != nil {
+		return err
+	}
+	if _, err := l.write(1, "POST", acme+"/endpoints", endpointsJSON("late", "http", "10.244.9.10", 8081, "TCP")); err != nil {
+		return err
+	}
+	created := time.Now()
+	ip := str(svc, "spec", "clusterIP")
+	err = poll(2*time.Second, func() error {
+		rules, err := natRules()
+		if err != nil {
+			return err
+		}
+		if got := rules.dnat(ip, "tcp", 81); strings.Join(got, ",") != "10.244.9.10:8081" {
+			return fmt.Errorf("tp2's new service acme/web/late (%s:81) DNATs to %v after %v, want [10.244.9.10:8081] within 2s", ip, got, time.Since(created).Round(time.Millisecond))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      tp2's new service programmed %v after its endpoints were written, tp1 down\n", time.Since(created).Round(time.Millisecond))
+	rules, err := natRules()
+	if err != nil {
+		return err
+	}
+	if got := rules.dnat(l.kubeDNS[0], "udp", 53); strings.Join(got, ",") != l.dnsEndpoint(0)+":53" {
+		return fmt.Errorf("with tp1 down its kube-dns DNATs to %v, want [%s:53]", got, l.dnsEndpoint(0))
+	}
+	return nil
+}
+
+// restartDeletes: the node restarts while tp1 is down; tp2's agent pod,
+// deleted meanwhile, is removed from tp2 by the restarted kubelet.
+func (l *lab) restartDeletes() error {
+	stop(l.node)
+	path := podPath("system", "kube-system", "agent")
+	if _, err := l.write(1, "DELETE", path, ""); err != nil {
+		return err
+	}
+	if _, err := l.get(1, path); err != nil {
+		return fmt.Errorf("tp2's agent is gone before the kubelet returned (%v); the lab needs its graceful delete to wait for the kubelet", err)
+	}
+	// The fake runtime's containers died with the node (a reboot); its
+	// sandbox checkpoints must go too, or dockershim restores sandboxes
+	// the fake docker client no longer has (and panics starting them).
+	if err := os.RemoveAll(dockershimState); err != nil {
+		return err
+	}
+	l.restartedAt = time.Now()
+	l.startNode()
+	return poll(60*time.Second, func() error {
+		if _, err := l.get(1, path); err == nil {
+			return fmt.Errorf("tp2's agent, deleted while the node was down, is still in tp2 60s after the node restarted")
+		} else if !isNotFound(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+// tpReturns: tp1's API server starts again; the restarted kubelet runs its
+// pod again and tp1 gets the pod's new status.
+func (l *lab) tpReturns() error {
+	l.startTP(0)
+	path := podPath("system", "kube-system", "agent")
+	return poll(90*time.Second, func() error {
+		obj, err := l.get(0, path)
+		if err != nil {
+			return err
+		}
+		started := runningSince(obj)
+		if started.IsZero() || started.Before(l.restartedAt.Truncate(time.Second)) {
+			return fmt.Errorf("tp1's agent: container running since %v, want a start after the node's restart at %v", started, l.restartedAt.Truncate(time.Second))
+		}
+		fmt.Printf("      tp1's agent status updated again: running since %v (node restarted %v)\n", started, l.restartedAt.Round(time.Second))
+		return nil
+	})
+}
+
+// noDefaultTP0: no kubelet log says a pod's client defaulted to TP 0.
+func (l *lab) noDefaultTP0() error {
+	n := 0
+	var first string
+	for _, log := range l.nodeLog {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, defaultedToTP0) {
+				if n == 0 {
+					first = line
+				}
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("%d kubelet log lines say %q, the first: %s", n, defaultedToTP0, first)
+	}
+	return nil
+}
+
+// daemonSetAdmission: the API server's SystemDaemonSet plugin refuses a
+// DaemonSet in a regular tenant with Arktos's own message and admits it in
+// the system tenant.
+func (l *lab) daemonSetAdmission() error {
+	ds := `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"ds"},"spec":{"selector":{"matchLabels":{"app":"ds"}},"template":{"metadata":{"labels":{"app":"ds"}},"spec":{"containers":[{"name":"c","image":"pause"}]}}}}`
+	want := `daemonsets.apps "ds" is forbidden: only system tenant is allowed to have DaemonSet`
+	_, err := l.write(1, "POST", "/apis/apps/v1/tenants/acme/namespaces/web/daemonsets", ds)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		return fmt.Errorf("a DaemonSet in tenant acme: got %v, want %q", err, want)
+	}
+	if _, err := l.write(1, "POST", "/apis/apps/v1/tenants/system/namespaces/default/daemonsets", ds); err != nil {
+		return fmt.Errorf("a DaemonSet in the system tenant: %v", err)
+	}
+	return nil
+}
+
+// stopTP and startTP stop TP i's API server (its etcd keeps running) and
+// start it again with the same command line, so on the same port and data.
+func (l *lab) stopTP(i int) {
+	_ = syscall.Kill(l.tpPID[i], syscall.SIGKILL)
+	for j := 0; j < 100 && syscall.Kill(l.tpPID[i], 0) == nil; j++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Printf("== tp%d's API server stopped\n", i+1)
+}
+
+func (l *lab) startTP(i int) {
+	log := filepath.Join(l.dir, fmt.Sprintf("tp%d-apiserver.again.log", i+1))
+	f, err := os.Create(log)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cmd := exec.Command(l.tpArgs[i][0], l.tpArgs[i][1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		l.t.Fatalf("starting tp%d's API server again: %v", i+1, err)
+	}
+	go func() { _ = cmd.Wait(); f.Close() }()
+	l.tpPID[i] = cmd.Process.Pid
+	if err := poll(60*time.Second, func() error { _, err := l.get(i, "/healthz"); return err }); err != nil {
+		l.t.Fatalf("tp%d's API server did not come back: %v", i+1, err)
+	}
+	fmt.Printf("== tp%d's API server started again (pid %d)\n", i+1, cmd.Process.Pid)
+}
+
+// teardown stops the node's programs and the API servers, and removes the
+// hollow kubelet's folders (after unmounting what it mounted there).
+func (l *lab) teardown() {
+	stop(l.proxy)
+	stop(l.node)
+	for i := range l.tpPID {
+		_ = syscall.Kill(l.tpPID[i], syscall.SIGKILL)
+	}
+	for _, d := range []string{"rp", "tps"} {
+		for _, pid := range labPIDs(l.t, filepath.Join(l.dir, d, "pids")) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for dir := range hollowDirs() {
+		if l.tmpBefore[dir] {
+			continue
+		}
+		for _, m := range mountsUnder(dir) {
+			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			l.t.Logf("removing %s: %v", dir, err)
+		}
+	}
+	if l.t.Failed() || os.Getenv("KEEP_LOGS") != "" {
+		keep := filepath.Join(os.TempDir(), fmt.Sprintf("tpkit-node-lab.%d", os.Getpid()))
+		if err := exec.Command("cp", "-r", l.dir, keep).Run(); err == nil {
+			fmt.Printf("== logs kept in %s\n", keep)
+		}
+	}
+}
+
+// dockershimState is where hollow-node's dockershim keeps its sandbox
+// checkpoints: on the lab's own tmpfs (run.sh).
+const dockershimState = "/var/lib/dockershim"
+
+// hollowTemp is where hollow-node makes its root folder at every start
+// (a new hollow-kubelet.* each time).
+const hollowTemp = "/tmp"
+
+func hollowDirs() map[string]bool {
+	m := map[string]bool{}
+	dirs, _ := filepath.Glob(filepath.Join(hollowTemp, "hollow-kubelet.*"))
+	for _, d := range dirs {
+		m[d] = true
+	}
+	return m
+}
+
+// mountsUnder lists the mount points at or below dir, deepest first.
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// natRules is the nat table as iptables-save prints it in this namespace.
+type natTable []string
+
+func natRules() (natTable, error) {
+	out, err := exec.Command("iptables-save", "-t", "nat").Output()
+	if err != nil {
+		return nil, fmt.Errorf("iptables-save: %v", err)
+	}
+	return strings.Split(string(out), "\n"), nil
+}
+
+// dnat follows KUBE-SERVICES for ip:port/proto to its KUBE-SVC chain and
+// returns the sorted DNAT destinations of that chain's KUBE-SEP chains.
+func (n natTable) dnat(ip, proto string, port int) []string {
+	svc := ""
+	for _, r := range n {
+		if strings.HasPrefix(r, "-A KUBE-SERVICES ") && strings.Contains(r, "-d "+ip+"/32 ") && strings.Contains(r, "-p "+proto+" ") &&
+			strings.Contains(r, "--dport "+strconv.Itoa(port)+" ") && strings.Contains(r, "-j KUBE-SVC-") {
+			svc = r[strings.Index(r, "-j KUBE-SVC-")+3:]
+		}
+	}
+	if svc == "" {
+		return nil
+	}
+	var out []string
+	for _, r := range n {
+		if !strings.HasPrefix(r, "-A "+svc+" ") || !strings.Contains(r, "-j KUBE-SEP-") {
+			continue
+		}
+		sep := r[strings.Index(r, "-j KUBE-SEP-")+3:]
+		for _, s := range n {
+			if strings.HasPrefix(s, "-A "+sep+" ") && strings.Contains(s, "--to-destination ") {
+				out = append(out, strings.Fields(s[strings.Index(s, "--to-destination ")+len("--to-destination "):])[0])
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The TPs' REST API: plain JSON over the insecure port.
+
+type apiError struct {
+	code int
+	body string
+}
+
+// Error is the Status message the API server answered, else the body.
+func (e *apiError) Error() string {
+	var st struct{ Message string }
+	if json.Unmarshal([]byte(e.body), &st) == nil && st.Message != "" {
+		return fmt.Sprintf("HTTP %d: %s", e.code, st.Message)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.code, e.body)
+}
+
+func isNotFound(err error) bool {
+	e, ok := err.(*apiError)
+	return ok && e.code == http.StatusNotFound
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+func (l *lab) get(i int, path string) (map[string]any, error) { return l.write(i, "GET", path, "") }
+
+func (l *lab) write(i int, method, path, body string) (map[string]any, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, l.tps[i]+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("tp%d %s %s: %v", i+1, method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return nil, &apiError{code: resp.StatusCode, body: strings.TrimSpace(string(b))}
+	}
+	obj := map[string]any{}
+	if path != "/healthz" {
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return nil, fmt.Errorf("tp%d %s %s: %v", i+1, method, path, err)
+		}
+	}
+	return obj, nil
+}
+
+func (l *lab) mustWrite(i int, method, path, body string) map[string]any {
+	obj, err := l.write(i, method, path, body)
+	if err != nil {
+		l.t.Fatalf("seeding tp%d: %s %s: %v", i+1, method, path, err)
+	}
+	return obj
+}
+
+func podPath(tenant, ns, name string) string {
+	return "/api/v1/tenants/" + tenant + "/namespaces/" + ns + "/pods/" + name
+}
+
+func podJSON(name, dnsPolicy string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},"spec":{"nodeName":%q,"dnsPolicy":%q,`+
+		`"containers":[{"name":"c","image":"k8s.gcr.io/pause:3.2","volumeMounts":[{"name":"creds","mountPath":"/creds"}]}],`+
+		`"volumes":[{"name":"creds","secret":{"secretName":"creds"}}]}}`, name, nodeName, dnsPolicy)
+}
+
+func secretJSON(name, value string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q},"data":{%q:%q}}`, name, secretKey, base64.StdEncoding.EncodeToString([]byte(value)))
+}
+
+func endpointsJSON(name, portName, ip string, port int, proto string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":%q},"subsets":[{"addresses":[{"ip":%q}],"ports":[{"name":%q,"port":%d,"protocol":%q}]}]}`, name, ip, portName, port, proto)
+}
+
+// runningSince is the start time of the pod's first running container.
+func runningSince(obj map[string]any) time.Time {
+	st, _ := obj["status"].(map[string]any)
+	cs, _ := st["containerStatuses"].([]any)
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		if s := str(m, "state", "running", "startedAt"); s != "" {
+			if ts, err := time.Parse(time.RFC3339, s); err == nil {
+				return ts
+			}
+		}
+	}
+	return time.Time{}
+}
+
+func str(obj map[string]any, path ...string) string {
+	var cur any = obj
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[p]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// poll retries fn every 100 ms until it succeeds or d has passed, and
+// returns its last error.
+func poll(d time.Duration, fn func() error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func readTrim(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func labPIDs(t *testing.T, path string) []int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// cmdline is a process's argv, from /proc.
+func cmdline(t *testing.T, pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatalf("reading the command line of pid %d: %v", pid, err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+func moduleRoot(t *testing.T) string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		wd, _ := os.Getwd()
+		return filepath.Join(wd, "..", "..")
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
