@@ -74,11 +74,11 @@ type NameserverOverride struct {
 type PartitionOfFunc func(uid string) (partition string, ok bool)
 
 // Logf is a printf-style logger. The configurer logs only at debug level
-// (the warnings of each pod, which the caller also gets back), so an adapter
-// passes a verbose one (pkg/kubeletdns/k8s: klog at V(4)). It is spelled
-// with interface{} rather than any (the same type) so that this package
-// also compiles at language version go1.16, which is what a tree whose
-// go.mod says "go 1.13" (Arktos's) gives its vendored packages.
+// (the warnings of each pod, which the caller also gets back), so a caller
+// passes a verbose one (Arktos's kubelet, arktos/patches: klog at V(4)). It
+// is spelled with interface{} rather than any (the same type) so that this
+// package also compiles at language version go1.16, which is what a tree
+// whose go.mod says "go 1.13" (Arktos's) gives its vendored packages.
 type Logf func(format string, args ...interface{})
 
 // Options configure a Configurer. The zero value is upstream kubelet with no
@@ -230,9 +230,9 @@ func (c *Configurer) setOverrides(overrides []NameserverOverride) error {
 }
 
 // Validate checks what makes an override usable, wherever it comes from (New
-// runs it; the flag parser in pkg/kubeletdns/k8s too): a valid tenant, a
-// valid namespace when one is set, and at least one nameserver, each an IP
-// address.
+// runs it; a caller that parses overrides from flags or a file may run it
+// first): a valid tenant, a valid namespace when one is set, and at least one
+// nameserver, each an IP address.
 func (ov NameserverOverride) Validate() error {
 	if err := tenancy.ValidateTenantName(ov.Tenant); err != nil {
 		return err

@@ -15,8 +15,9 @@
 // resolv.conf content (Format writes it); GetPodDNSConfig gives the same as
 // the CRI's DNSConfig{Servers, Searches, Options}, which a kubelet's
 // GetPodDNS returns (example_arktos_test.go plugs it into a stand-in of
-// Arktos's call site). The glue for upstream *v1.Pod, client-go service
-// lookups, flags and klog is the adapter, pkg/kubeletdns/k8s.
+// Arktos's call site). The caller supplies the rest: Arktos's kubelet
+// (arktos/patches) converts its *v1.Pod into a Pod, looks services up in its
+// per-partition listers and logs through klog.
 //
 // System-tenant pods get exactly upstream kubelet's result: dnsPolicy
 // ClusterFirst, ClusterFirstWithHostNet, Default and None; host-network pods

@@ -29,9 +29,9 @@ func DNSServiceName(network string) (string, error) {
 // partition. found is false when the service does not exist, which is not an
 // error; a service without a usable cluster IP is found with no IPs (or only
 // unparsable ones). The configurer calls it once per pod sandbox, so an
-// implementation may ask the API server directly (pkg/kubeletdns/k8s's
-// ClientLookup does) or read a per-partition lister (an Arktos kubelet's
-// serviceListers).
+// implementation may ask the API server directly or read a per-partition
+// lister; the caller supplies it: Arktos's kubelet (arktos/patches) reads its
+// serviceListers, one per tenant partition.
 type ServiceIPLookup interface {
 	ServiceIPs(ctx context.Context, partition, tenant, namespace, name string) (ips []string, found bool, err error)
 }

@@ -4,9 +4,8 @@ import "github.com/tpkit-dev/tpkit/pkg/tenancy"
 
 // Pod is what the configurer reads from a pod: the fields kubelet's DNS code
 // reads, plus the tenant. It is a plain value so that any caller can fill it
-// from its own pod type: tpkit's adapter (pkg/kubeletdns/k8s) from an
-// upstream *v1.Pod, an Arktos kubelet from its own *v1.Pod, whose Tenant is a
-// field.
+// from its own pod type: Arktos's kubelet (arktos/patches) does the
+// conversion from its own *v1.Pod, whose Tenant is a field.
 type Pod struct {
 	// Tenant is the pod's Arktos tenant; empty means the system tenant, as
 	// in Arktos.
