@@ -18,9 +18,10 @@
 //     trackers do.
 //   - Snapshot is what a proxier reads: service port → ready endpoints of
 //     the same TP. View.Apply brings a Snapshot up to date with only the
-//     services that changed; View.Snapshot builds a complete one.
-//   - Runner applies pending changes to a dataplane in batches, at a
-//     bounded rate, and only once every TP has synced.
+//     services that changed; View.Snapshot builds a complete one. The
+//     dataplane is Arktos's own iptables or ipvs proxier, patched to sync
+//     from a View (arktos/patches): it calls Apply in its sync, at its own
+//     bounded rate, once View.Synced.
 //   - Partitions maps TP names (tpkit's "tp1", pkg/tporigin's answers) to
 //     tenantPartitionIds, the position in --tenant-server-kubeconfig.
 //
@@ -28,11 +29,9 @@
 // with Go 1.19 and at language version go1.16 (what Arktos's "go 1.13"
 // go.mod gives vendored packages: no generics, no any), and has no
 // client-go, k8s.io/api, klog or Prometheus.
-// Logging goes through Options.Logf, counters are values (View.Stats,
-// Runner.Stats, RunnerOptions.OnSync); pkg/kubeproxy/k8s, its adapter, runs
-// the informers, converts API objects and publishes the metrics. Sub-package
-// iptables is a reference dataplane that renders a Snapshot into iptables
-// rules.
+// Logging goes through Options.Logf, counters are values (View.Stats);
+// pkg/kubeproxy/k8s, its adapter, runs the informers, converts API objects
+// and publishes the metrics.
 //
 // Invariants:
 //   - Every service port is identified by ServicePortName, whose String is
@@ -49,5 +48,5 @@
 //     events. RemovePartition (or SetPartitions) deletes a TP's services.
 //   - Bad input (unparsable IPs, invalid tenants, ports out of range) is
 //     skipped and counted, never a panic.
-//   - Nothing here holds global state or starts goroutines outside Run.
+//   - Nothing here holds global state or starts goroutines.
 package kubeproxy

@@ -67,8 +67,9 @@ type ServicePortName struct {
 
 // String renders Arktos's form "%s_%d/%s/%s:%s",
 // "<tenant>_<tenantPartitionId>/<namespace>/<name>:<port>", byte for byte:
-// an unnamed port leaves a trailing ':', as Arktos's does. Chain names are
-// hashed from this string (pkg/kubeproxy/iptables), so they match Arktos's.
+// an unnamed port leaves a trailing ':', as Arktos's does. Arktos's proxiers
+// hash their KUBE-SVC/KUBE-SEP chain names from this string (the test of
+// arktos/patches/0008 pins three), so it must not change.
 func (n ServicePortName) String() string {
 	var b strings.Builder
 	b.Grow(len(n.Tenant) + len(n.Namespace) + len(n.Name) + len(n.Port) + 9)

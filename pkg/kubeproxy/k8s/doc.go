@@ -13,7 +13,7 @@
 //     kube-proxy, whose client i is TP i (kubeproxy.Partitions).
 //   - FollowTracker makes a view follow pkg/tporigin's tracker, the oracle
 //     behind kubeproxy.Partitions.Tenants.
-//   - Metrics and RegisterViewMetrics publish the core's counters as the
+//   - RegisterViewMetrics publishes the view's counters as the
 //     tpkit_kubeproxy_* Prometheus metrics; Logf writes the core's log lines
 //     to klog.
 //

@@ -6,10 +6,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Logf writes one of the core's log lines (kubeproxy.Options.Logf,
-// kubeproxy.RunnerOptions.Logf) to klog at the default level. The core logs
-// only what is worth seeing (input skipped as invalid, failed syncs) and
-// formats its own lines, so they reach klog as messages.
+// Logf writes one of the core's log lines (kubeproxy.Options.Logf) to klog
+// at the default level. The core logs only what is worth seeing (input
+// skipped as invalid) and formats its own lines, so they reach klog as
+// messages.
 func Logf(format string, args ...any) {
 	klog.InfoDepth(1, fmt.Sprintf(format, args...))
 }
