@@ -9,5 +9,5 @@ tree=${1:?usage: export.sh TREE}
 here=$(cd "$(dirname "$0")" && pwd)
 base=$(git -C "$tree" rev-list --max-parents=0 HEAD)
 rm -f "$here"/patches/*.patch
-git -C "$tree" format-patch -q --zero-commit --no-signature -o "$here/patches" "$base..HEAD"
+git -C "$tree" format-patch -q --no-numbered --zero-commit --no-signature -o "$here/patches" "$base..HEAD"
 ls "$here/patches"

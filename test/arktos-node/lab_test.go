@@ -49,6 +49,8 @@ type lab struct {
 	node    *exec.Cmd
 	nodeLog []string // hollow-node's log of each start
 	proxy   *exec.Cmd
+	// proxyStarts counts kube-proxy's starts (one log each).
+	proxyStarts int
 	// restartedAt is when the node started again, with tp1 down.
 	restartedAt time.Time
 	// kubeDNS are the cluster IPs of kube-system/kube-dns in each TP.
@@ -119,6 +121,7 @@ func TestArktosNode(t *testing.T) {
 	l.check("tenant-service-rules", l.tenantServiceRules)
 	l.check("tp-down-keeps-rules", l.tpDownKeepsRules)
 	l.check("restart-delete-to-own-tp", l.restartDeletes)
+	l.check("proxy-start-with-tp-down", l.proxyStartsWithTPDown)
 	l.check("tp-return-resumes-updates", l.tpReturns)
 	l.check("no-default-to-tp0", l.noDefaultTP0)
 	l.check("systemdaemonset-admission", l.daemonSetAdmission)
@@ -221,12 +224,21 @@ func (l *lab) startNode() {
 	l.node = l.spawn(log, "hollow-node", args...)
 }
 
+// proxySyncTimeout is how long the patched kube-proxy waits for a TP that
+// does not sync before it programs the others (--tenant-partition-sync-timeout).
+const proxySyncTimeout = 3 * time.Second
+
 // startProxy starts kube-proxy in iptables mode for both TPs and waits for
 // its /healthz.
 func (l *lab) startProxy() {
 	healthz := freePort(l.t)
-	log := filepath.Join(l.dir, "kube-proxy.log")
-	l.proxy = l.spawn(log, "kube-proxy",
+	l.proxyStarts++
+	log := filepath.Join(l.dir, fmt.Sprintf("kube-proxy.%d.log", l.proxyStarts))
+	var extra []string
+	if !l.stock {
+		extra = append(extra, "--tenant-partition-sync-timeout="+proxySyncTimeout.String())
+	}
+	l.proxy = l.spawn(log, "kube-proxy", append(extra,
 		"--proxy-mode=iptables", "--kubeconfig="+l.rpKC,
 		"--tenant-server-kubeconfig="+l.tpKC[0]+","+l.tpKC[1],
 		"--hostname-override="+nodeName, "--bind-address=127.0.0.1",
@@ -235,7 +247,7 @@ func (l *lab) startProxy() {
 		// Conntrack's sysctls are the host's: leave them alone.
 		"--conntrack-max-per-core=0", "--conntrack-min=0",
 		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
-		"--iptables-sync-period=30s", "--iptables-min-sync-period=0s", "--v=2")
+		"--iptables-sync-period=30s", "--iptables-min-sync-period=0s", "--v=2")...)
 	err := poll(30*time.Second, func() error {
 		if !alive(l.proxy) {
 			return fmt.Errorf("kube-proxy exited")
@@ -542,12 +554,38 @@ func (l *lab) restartDeletes() error {
 	})
 }
 
+// proxyStartsWithTPDown: kube-proxy restarted while tp1's API server is
+// down programs tp2's services (the patched one after its TP sync timeout;
+// a TP that never answers must not hold back the others). tp1's rules go:
+// kube-proxy keeps no state across a restart.
+func (l *lab) proxyStartsWithTPDown() error {
+	stop(l.proxy)
+	start := time.Now()
+	l.startProxy()
+	err := poll(proxySyncTimeout+20*time.Second, func() error {
+		rules, err := natRules()
+		if err != nil {
+			return err
+		}
+		if got := rules.dnat(l.kubeDNS[1], "udp", 53); strings.Join(got, ",") != l.dnsEndpoint(1)+":53" {
+			return fmt.Errorf("kube-proxy restarted with tp1 down: tp2's kube-dns DNATs to %v after %v, want [%s:53]", got, time.Since(start).Round(time.Millisecond), l.dnsEndpoint(1))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      kube-proxy restarted with tp1 down programmed tp2 after %v\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
 // tpReturns: tp1's API server starts again; the restarted kubelet runs its
-// pod again and tp1 gets the pod's new status.
+// pod again and tp1 gets the pod's new status, and kube-proxy programs tp1's
+// services again.
 func (l *lab) tpReturns() error {
 	l.startTP(0)
 	path := podPath("system", "kube-system", "agent")
-	return poll(90*time.Second, func() error {
+	err := poll(90*time.Second, func() error {
 		obj, err := l.get(0, path)
 		if err != nil {
 			return err
@@ -557,6 +595,20 @@ func (l *lab) tpReturns() error {
 			return fmt.Errorf("tp1's agent: container running since %v, want a start after the node's restart at %v", started, l.restartedAt.Truncate(time.Second))
 		}
 		fmt.Printf("      tp1's agent status updated again: running since %v (node restarted %v)\n", started, l.restartedAt.Round(time.Second))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// kube-proxy, restarted while tp1 was down, programs tp1 once it answers.
+	return poll(30*time.Second, func() error {
+		rules, err := natRules()
+		if err != nil {
+			return err
+		}
+		if got := rules.dnat(l.kubeDNS[0], "udp", 53); strings.Join(got, ",") != l.dnsEndpoint(0)+":53" {
+			return fmt.Errorf("tp1 is back: its kube-dns DNATs to %v, want [%s:53]", got, l.dnsEndpoint(0))
+		}
 		return nil
 	})
 }
