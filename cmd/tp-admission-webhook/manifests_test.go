@@ -29,7 +29,7 @@ func readManifest(t *testing.T, name string, into any) {
 }
 
 // TestManifests keeps deploy/ true to the program: the webhook configuration
-// is safe (Fail, no side effects, v1 reviews) and points at the Service and
+// is safe (Fail, no side effects, v1 reviews first) and points at the Service and
 // path the program serves, and the Deployment's args are flags it accepts.
 func TestManifests(t *testing.T) {
 	var d appsv1.Deployment
@@ -78,8 +78,11 @@ func TestManifests(t *testing.T) {
 		if w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
 			t.Errorf("%s: sideEffects must be None", w.Name)
 		}
-		if !slices.Equal(w.AdmissionReviewVersions, []string{"v1"}) {
-			t.Errorf("%s: admissionReviewVersions %v, want [v1]", w.Name, w.AdmissionReviewVersions)
+		// The API server sends the first version it knows: v1, the only one
+		// the program reads. v1beta1 follows because Arktos refuses a list
+		// without it (test/deploy).
+		if !slices.Equal(w.AdmissionReviewVersions, []string{"v1", "v1beta1"}) {
+			t.Errorf("%s: admissionReviewVersions %v, want [v1 v1beta1]", w.Name, w.AdmissionReviewVersions)
 		}
 		s := w.ClientConfig.Service
 		if s == nil || s.Name != svc.Name || s.Namespace != svc.Namespace || s.Path == nil || *s.Path != ValidatePath ||
