@@ -6,6 +6,10 @@ PKGS    ?= ./...
 # Keep `make test` well inside CI's budget on 2 cores.
 TEST_TIMEOUT ?= 14m
 BENCHTIME    ?= 1s
+# The version every build stamps into the programs (--version, the images'
+# tags): git describe --tags --always --dirty (hack/version.sh).
+VERSION ?= $(shell ./hack/version.sh)
+LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
 .PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node demo fuzz clean
 
@@ -28,10 +32,10 @@ help:
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
 # -buildvcs=auto: --version names the commit even where GOFLAGS turns VCS
-# stamping off (as on these build machines).
+# stamping off (as on these build machines); -ldflags: and the version.
 build:
 	@mkdir -p $(BIN)
-	@for c in $(CMDS); do echo "go build -buildvcs=auto -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -buildvcs=auto -o $(BIN)/$$c ./cmd/$$c || exit 1; done
+	@for c in $(CMDS); do echo "go build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c || exit 1; done
 
 vet:
 	$(GO) vet $(PKGS)

@@ -103,8 +103,9 @@ fi
 
 say "Building"
 mkdir -p "$BIN"
-go build -o "$BIN/fake-tp" ./cmd/fake-tp
-go build -o "$BIN/partition-dns" ./cmd/partition-dns
+ldflags="-X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(./hack/version.sh)" # --version
+go build -ldflags "$ldflags" -o "$BIN/fake-tp" ./cmd/fake-tp
+go build -ldflags "$ldflags" -o "$BIN/partition-dns" ./cmd/partition-dns
 
 # --- Processes, and what happens to them and their logs on the way out. ----
 

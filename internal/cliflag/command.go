@@ -19,7 +19,8 @@ var ErrVersion = errors.New("version printed")
 // Command is one program's (or subcommand's) command line in the shape of
 // a Kubernetes component's: --help prints the program's own flags first,
 // with "--", then the logging flags as a group, and lists the subcommands;
-// --version prints the module version and commit from the build info.
+// --version prints the version (stamped by make, or the module version) and
+// the commit from the build info.
 // Register the program's flags on Flags and the logger's (klog.InitFlags)
 // on Logging, then Parse.
 type Command struct {
@@ -185,13 +186,32 @@ func printLines(w io.Writer, lines [][2]string) {
 	}
 }
 
-// Version is the program's version line: the module version and VCS commit
-// the go command stamped into the binary, and the Go toolchain, e.g.
-// "partition-dns v0.0.0-20261123204409-9729732abcde+dirty (commit
-// 9729732abcde..., modified; go1.26.8 linux/amd64)".
+// version is the release version, stamped at link time by make and
+// hack/images.sh from git describe:
+//
+//	go build -ldflags "-X github.com/tpkit-dev/tpkit/internal/cliflag.version=v0.3.0-4-g1a2b3c4"
+//
+// Empty (a plain go build), Version reports the module version from the
+// build info instead.
+var version string
+
+// Version is the program's version line: the version stamped by the build
+// (or, unstamped, the module version the go command recorded), the VCS commit
+// from the build info, and the Go toolchain, e.g. "partition-dns
+// v0.3.0-4-g1a2b3c4-dirty (commit 1a2b3c4d..., modified; go1.26.8
+// linux/amd64)", or unstamped "partition-dns
+// v0.0.0-20261123204409-9729732abcde+dirty (commit 9729732abcde...,
+// modified; go1.26.8 linux/amd64)".
 func Version(program string) string {
+	bi, _ := debug.ReadBuildInfo()
+	return versionLine(program, version, bi)
+}
+
+// versionLine is Version for a stamped version (empty: none) and build info
+// (nil: none).
+func versionLine(program, stamped string, bi *debug.BuildInfo) string {
 	version, commit, modified := "unknown", "unknown", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi != nil {
 		if bi.Main.Version != "" {
 			version = bi.Main.Version
 		}
@@ -203,6 +223,9 @@ func Version(program string) string {
 				modified = s.Value == "true"
 			}
 		}
+	}
+	if stamped != "" {
+		version = stamped
 	}
 	state := ""
 	if modified {

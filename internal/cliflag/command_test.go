@@ -3,6 +3,9 @@ package cliflag
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +73,41 @@ Use "prog [command] --help" for more information about a command.
 	c, _, _ = newCmd(&out)
 	if err := c.Parse([]string{"--wait", "soon"}); err == nil || !strings.Contains(err.Error(), "-wait") || !strings.Contains(err.Error(), "prog --help") {
 		t.Fatalf("bad value: %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	bi := &debug.BuildInfo{
+		Main: debug.Module{Path: "github.com/tpkit-dev/tpkit", Version: "v0.0.0-20261123204409-9729732abcde+dirty"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "9729732abcdef0123456789abcdef0123456789a"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	}
+	toolchain := fmt.Sprintf("; %s %s/%s)", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	for _, tc := range []struct {
+		name, stamped string
+		bi            *debug.BuildInfo
+		want          string
+	}{
+		{"unstamped", "", bi, "prog v0.0.0-20261123204409-9729732abcde+dirty (commit 9729732abcdef0123456789abcdef0123456789a, modified" + toolchain},
+		{"stamped", "v0.3.0-4-g9729732-dirty", bi, "prog v0.3.0-4-g9729732-dirty (commit 9729732abcdef0123456789abcdef0123456789a, modified" + toolchain},
+		{"stamped without VCS", "9729732", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "prog 9729732 (commit unknown" + toolchain},
+		{"no build info", "", nil, "prog unknown (commit unknown" + toolchain},
+	} {
+		if got := versionLine("prog", tc.stamped, tc.bi); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Version reads the package variable that -ldflags -X sets.
+	defer func(v string) { version = v }(version)
+	version = "v9.9.9-test"
+	if got := Version("prog"); !strings.HasPrefix(got, "prog v9.9.9-test (commit ") || !strings.HasSuffix(got, toolchain) {
+		t.Errorf("stamped Version: %q", got)
+	}
+	version = ""
+	if got := Version("prog"); strings.Contains(got, "v9.9.9-test") || !strings.HasPrefix(got, "prog ") {
+		t.Errorf("unstamped Version: %q", got)
 	}
 }
