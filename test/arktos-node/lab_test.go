@@ -554,12 +554,22 @@ func (l *lab) restartDeletes() error {
 	})
 }
 
-// proxyStartsWithTPDown: kube-proxy restarted while tp1's API server is
-// down programs tp2's services (the patched one after its TP sync timeout;
-// a TP that never answers must not hold back the others). tp1's rules go:
-// kube-proxy keeps no state across a restart.
+// proxyStartsWithTPDown: kube-proxy restarted, with empty rules, while
+// tp1's API server is down programs tp2's services (the patched one after
+// its TP sync timeout: a TP that never answers must not hold back the
+// others). tp1's rules go: kube-proxy keeps no state across a restart.
 func (l *lab) proxyStartsWithTPDown() error {
 	stop(l.proxy)
+	// A stopped kube-proxy leaves its rules; the node restarts without them
+	// (the namespace's own nat table), so what follows is the new one's.
+	for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "nat", "-X"}} {
+		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables %v: %v: %s", args, err, out)
+		}
+	}
+	if rules, err := natRules(); err != nil || len(rules.dnat(l.kubeDNS[1], "udp", 53)) != 0 {
+		return fmt.Errorf("the nat table still has tp2's kube-dns after flushing it (%v)", err)
+	}
 	start := time.Now()
 	l.startProxy()
 	err := poll(proxySyncTimeout+20*time.Second, func() error {
