@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
+	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
@@ -145,16 +145,12 @@ var buildOnce struct {
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fake-tp-bin-")
+		dir, err := testbin.Build("./cmd/fake-tp")
 		if err != nil {
 			buildOnce.err = err
 			return
 		}
 		buildOnce.path = filepath.Join(dir, "fake-tp")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", buildOnce.path, ".").CombinedOutput()
-		if err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
 	})
 	if buildOnce.err != nil {
 		t.Fatal(buildOnce.err)

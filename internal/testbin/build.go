@@ -27,7 +27,8 @@ func RunWith(m *testing.M, dir *string, pkgs ...string) int {
 
 // Build compiles the module's main packages pkgs, given relative to the
 // module root ("./cmd/fake-tp"), into a new temporary directory, where each
-// program is named after its package directory. The caller removes the
+// program is named after its package directory: static binaries
+// (CGO_ENABLED=0, -trimpath), as in the images. The caller removes the
 // directory. Call it once per test binary (from TestMain or a sync.Once):
 // a build takes seconds.
 func Build(pkgs ...string) (dir string, err error) {
@@ -51,7 +52,11 @@ func Build(pkgs ...string) (dir string, err error) {
 		return "", err
 	}
 	defer unlock()
-	build := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	// Static and -trimpath, as hack/images.sh builds the images' programs:
+	// the packages compiled for one serve the other from the build cache,
+	// so that test/images links the images' programs without compiling.
+	build := exec.Command("go", append([]string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
