@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node demo fuzz clean
+.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-deploy demo fuzz clean
 
 all: build
 
@@ -29,6 +29,7 @@ help:
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin (docs/vendoring.md)"
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
+	@echo "make check-deploy ARKTOS_BIN=DIR  kubectl apply --dry-run=server of deploy/ against a real Arktos TP and kube-apiserver $(KUBE_VERSION) (built once)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
 # -buildvcs=auto: --version names the commit even where GOFLAGS turns VCS
@@ -116,6 +117,16 @@ arktos-patch:
 check-arktos-node:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch (or a stock Arktos build)"; exit 2; }
 	./test/arktos-node/run.sh $(abspath $(ARKTOS_BIN))
+
+# Every kustomization under deploy/ (and rbac-per-tp.yaml) through kubectl
+# apply --dry-run=server against one real Arktos TP (ARKTOS_BIN: its
+# kube-apiserver) and an upstream kube-apiserver KUBE_VERSION, which the
+# script builds once from the Go module proxy into ~/.cache/tpkit (10 minutes
+# and more on 2 cores); deploy/overlays/newer against upstream only.
+KUBE_VERSION ?= v1.37.2
+check-deploy:
+	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
+	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) KUBE_VERSION=$(KUBE_VERSION) ./hack/check-deploy.sh
 
 # The demo's ports and timeout are DEMO_* variables (README.md, Quickstart);
 # it fails, keeping its logs, when a port is taken or a program fails.
