@@ -18,6 +18,7 @@ all: build
 help:
 	@echo "make demo       build, start 3 fake TPs and partition-dns, print real answers (Ctrl-C stops)"
 	@echo "make build      build every program in cmd/ into $(BIN)/"
+	@echo "make images IMAGE_DIR=DIR  the container images as OCI archives DIR/<program>.oci.tar, tagged tpkit/<program>:<version> (hack/images.sh)"
 	@echo "make test       gofmt check, every test with the race detector and all vet checks"
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
@@ -37,6 +38,13 @@ help:
 build:
 	@mkdir -p $(BIN)
 	@for c in $(CMDS); do echo "go build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c || exit 1; done
+
+# The container images, built without any registry (hack/images.sh; README.md,
+# "Images"): DIR/<program>.oci.tar, tagged tpkit/<program>:<version>.
+.PHONY: images
+images:
+	@test -n "$(IMAGE_DIR)" || { echo "set IMAGE_DIR to the folder that receives the image archives"; exit 2; }
+	VERSION='$(VERSION)' ./hack/images.sh $(IMAGE_DIR)
 
 vet:
 	$(GO) vet $(PKGS)

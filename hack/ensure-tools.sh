@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ensure-tools.sh CMD... installs the Debian packages that provide the given
-# commands when they are missing, so CI, `make demo` and `make bench-dns` work
-# on a fresh machine. It only installs as root; otherwise it says what to run.
+# commands when they are missing, so CI, `make demo`, `make images` and
+# `make bench-dns` work on a fresh machine. It only installs as root;
+# otherwise it says what to run.
 set -euo pipefail
 
 declare -A pkg=(
@@ -14,6 +15,13 @@ declare -A pkg=(
   [curl]=curl
   [openssl]=openssl
   [go1.19]=golang-1.19-go # the cores' oldest Go (test/vendorable), as /usr/lib/go-1.19/bin/go
+  # make images (hack/images.sh) and its tests (test/images)
+  [buildah]=buildah
+  [podman]=podman
+  [runc]=runc # podman's default, crun, refuses hybrid cgroup hierarchies
+  [mmdebstrap]=mmdebstrap
+  [newuidmap]=uidmap
+  [python3]=python3
 )
 # have CMD: CMD is on PATH, or (goX.Y) Debian's golang-X.Y-go is installed.
 have() {
