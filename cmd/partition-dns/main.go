@@ -81,6 +81,7 @@ type config struct {
 	cacheMaxNegative time.Duration
 	forwardTimeout   time.Duration
 	maxForwards      int
+	forwardsPerSrc   float64
 	allowRecursion   listFlag
 	recursionCIDRs   []netip.Prefix
 	trustedFwd       listFlag
@@ -126,7 +127,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.cacheMaxTTL, "cache-max-ttl", 30*time.Second, "Longest a forwarded positive answer is cached.")
 	fs.DurationVar(&c.cacheMaxNegative, "cache-max-negative-ttl", 30*time.Second, "Longest a forwarded NXDOMAIN or NODATA is cached.")
 	fs.DurationVar(&c.forwardTimeout, "forward-timeout", 2*time.Second, "Time allowed to one upstream for one query.")
-	fs.IntVar(&c.maxForwards, "max-concurrent-forwards", server.DefaultMaxConcurrentForwards, "Queries for names outside the zones that may wait on an upstream at once; more get SERVFAIL at once.")
+	fs.IntVar(&c.maxForwards, "max-concurrent-forwards", server.DefaultMaxConcurrentForwards, "Queries for names outside the zones that may wait on an upstream at once; more are dropped over UDP (no answer, so that a client does not ask again at once) and get SERVFAIL over TCP.")
+	fs.Float64Var(&c.forwardsPerSrc, "forwards-per-source", server.DefaultForwardsPerSource, "Queries a second for names outside the zones that one source address may have forwarded (bursts of twice as many) once half of --max-concurrent-forwards wait upstream; more from that source are dropped, so one client's flood cannot take the forwarding slots of others.")
 	c.allowRecursion = listFlag{vals: prefixStrings(server.DefaultAllowRecursion)}
 	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
 	fs.Var(&c.trustedFwd, "trusted-forwarders", "CIDRs of node-local caches (partition-dns node-cache) whose EDNS Client Subnet option names the asking pod: from them, a /32 or /128 ECS address is the querier's identity (its partition and tenant), and answers carry the scope they depended on. Set to the node CIDRs. Repeatable or comma-separated. Empty: ECS is ignored.")
@@ -172,6 +174,8 @@ func (c *config) validateValues() error {
 		return fmt.Errorf("--udp-batch %d: must be between 1 and 1024", c.udpBatch)
 	case c.maxForwards < 1:
 		return fmt.Errorf("--max-concurrent-forwards %d: must be at least 1", c.maxForwards)
+	case !(c.forwardsPerSrc >= 0.1 && c.forwardsPerSrc <= 1e6):
+		return fmt.Errorf("--forwards-per-source %g: must be between 0.1 and 1000000", c.forwardsPerSrc)
 	}
 	if _, err := memlimit.Resolve(c.memoryLimit, func() (int64, bool) { return 0, false }); err != nil {
 		return err
@@ -453,7 +457,7 @@ func run(ctx context.Context, c *config) error {
 		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
 		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
 		Forwarder: fwd, Metrics: server.NewMetrics(reg),
-		MaxConcurrentForwards: c.maxForwards, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs, UDPBatch: c.udpBatch,
+		MaxConcurrentForwards: c.maxForwards, ForwardsPerSource: c.forwardsPerSrc, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs, UDPBatch: c.udpBatch,
 	})
 	if err != nil {
 		return err

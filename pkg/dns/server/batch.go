@@ -68,13 +68,25 @@ func (h *Handler) serveUDPBatch(pc *net.UDPConn, batch int) error {
 				continue
 			}
 			start := time.Now()
-			if parseQuery(pkt, st, &q) && h.respondQuery(st, &q, from.Addr().Unmap(), false, &rep) && rep.out != nil {
-				c.setReply(k, i, rep.out)
-				k++
-				h.observe(&rep, time.Since(start))
-				continue
+			src := from.Addr().Unmap()
+			held := false
+			if parseQuery(pkt, st, &q) && h.respondQuery(st, &q, src, false, &rep) {
+				if rep.out != nil {
+					c.setReply(k, i, rep.out)
+					k++
+					h.observe(&rep, time.Since(start))
+					continue
+				}
+				if rep.forward {
+					switch h.admitForward(src, rep.partial) {
+					case admitDropped:
+						continue // before any copy or goroutine
+					case admitHeld:
+						held = true
+					}
+				}
 			}
-			h.offSlowPath(pc, pkt, from)
+			h.offSlowPath(pc, pkt, from, held)
 		}
 		c.write(k)
 	}

@@ -79,12 +79,17 @@ func (h *Handler) chase(st *state, z *zone, qtype uint16, depth int) bool {
 // records to the reply. When the upstream fails or the limit of waiting
 // forwards is reached, the CNAME stands alone and the client resolves the
 // target itself.
-func (h *Handler) askUpstream(e *encoder, target string, qtype uint16) {
+func (h *Handler) askUpstream(e *encoder, target string, qtype uint16, held bool) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(target), qtype)
 	m.RecursionDesired = true
-	resp, ok := h.exchange(m)
-	if !ok {
+	resp, full := h.exchange(m, held)
+	if full {
+		if mt := h.opts.Metrics; mt != nil {
+			mt.forwardsRejected.Inc()
+		}
+	}
+	if resp == nil {
 		return
 	}
 	if resp.Truncated {
@@ -103,18 +108,22 @@ func (h *Handler) askUpstream(e *encoder, target string, qtype uint16) {
 	}
 }
 
-// exchange sends m to the forwarder within MaxConcurrentForwards and
-// ForwardTimeout; false means no answer came.
-func (h *Handler) exchange(m *dns.Msg) (*dns.Msg, bool) {
-	if !h.acquireForward() {
-		return nil, false
+// exchange sends m to the forwarder within MaxConcurrentForwards (unless
+// the caller holds a token already) and ForwardTimeout; a nil answer means
+// none came, and full that m was not sent because MaxConcurrentForwards
+// queries were waiting.
+func (h *Handler) exchange(m *dns.Msg, held bool) (resp *dns.Msg, full bool) {
+	if !held {
+		if !h.acquireForward() {
+			return nil, true
+		}
+		defer h.releaseForward()
 	}
-	defer h.releaseForward()
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ForwardTimeout)
 	defer cancel()
 	resp, err := h.opts.Forwarder.Resolve(ctx, m)
-	if err != nil || resp == nil {
+	if err != nil {
 		return nil, false
 	}
-	return resp, true
+	return resp, false
 }

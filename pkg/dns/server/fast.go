@@ -95,14 +95,23 @@ func (h *Handler) serveUDP(pc *net.UDPConn) error {
 		start := time.Now()
 		pkt := buf[:n]
 		src := ap.Addr().Unmap()
-		if parseQuery(pkt, st, &q) {
-			if h.respondQuery(st, &q, src, false, &rep) && rep.out != nil {
+		held := false
+		if parseQuery(pkt, st, &q) && h.respondQuery(st, &q, src, false, &rep) {
+			if rep.out != nil {
 				_, _ = pc.WriteToUDPAddrPort(rep.out, ap)
 				h.observe(&rep, time.Since(start))
 				continue
 			}
+			if rep.forward {
+				switch h.admitForward(src, rep.partial) {
+				case admitDropped:
+					continue // before any copy or goroutine
+				case admitHeld:
+					held = true
+				}
+			}
 		}
-		h.offSlowPath(pc, pkt, ap)
+		h.offSlowPath(pc, pkt, ap, held)
 	}
 }
 
@@ -134,8 +143,8 @@ func compressed(n []byte) bool { return len(n) >= 2 && n[len(n)-2]&0xC0 == 0xC0 
 // slowUDP answers a packet the fast path does not, the way the miekg/dns
 // server would: unreadable headers and responses are dropped, other
 // unreadable packets get FORMERR.
-func (h *Handler) slowUDP(pc *net.UDPConn, pkt []byte, ap netip.AddrPort) {
-	w := &udpWriter{pc: pc, to: ap}
+func (h *Handler) slowUDP(pc *net.UDPConn, pkt []byte, ap netip.AddrPort, held bool) {
+	w := &udpWriter{pc: pc, to: ap, held: held}
 	if err := validateMessage(pkt); err != nil {
 		if out := quickReply(pkt, dns.RcodeFormatError); out != nil {
 			_, _ = w.Write(out)
@@ -171,6 +180,9 @@ func (h *Handler) slowUDP(pc *net.UDPConn, pkt []byte, ap netip.AddrPort) {
 type udpWriter struct {
 	pc *net.UDPConn
 	to netip.AddrPort
+	// held says the query holds a forwarding token: the fast path
+	// admitted it (Handler.admitForward).
+	held bool
 }
 
 func (w *udpWriter) LocalAddr() net.Addr { return w.pc.LocalAddr() }

@@ -59,7 +59,7 @@ func FuzzPacket(f *testing.F) {
 		f.Add(append(p[:len(p)-11:len(p)-11], 0xde, 0xad), uint8(0), false)
 	}
 	f.Fuzz(func(t *testing.T, packet []byte, src uint8, tcp bool) {
-		h.slowUDP(pc, packet, sink)
+		h.slowUDP(pc, packet, sink, false)
 		// The quick answers of the overload and FORMERR paths parse and
 		// carry the query's ID.
 		if out := quickReply(packet, dns.RcodeServerFailure); out != nil {

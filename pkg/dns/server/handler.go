@@ -39,6 +39,10 @@ type Handler struct {
 	// (cache hits, malformed packets), so that a flood of forwards holds
 	// at most that many goroutines.
 	forwards, slow chan struct{}
+	// contended is how many forwards waiting upstream make the pool
+	// contended: from then on each source keeps to its budget.
+	contended int
+	budget    *sourceBudget
 }
 
 // slowPathSpare is how many UDP packets may be on the slow path besides
@@ -57,7 +61,15 @@ func New(snaps Snapshots, o Options) (*Handler, error) {
 	if h.opts.AllowRecursion == nil {
 		h.opts.AllowRecursion = DefaultAllowRecursion
 	}
+	if h.opts.ForwardsPerSource <= 0 {
+		h.opts.ForwardsPerSource = DefaultForwardsPerSource
+	}
+	if h.opts.ForwardBurstPerSource <= 0 {
+		h.opts.ForwardBurstPerSource = int(max(1, 2*h.opts.ForwardsPerSource))
+	}
 	h.forwards = make(chan struct{}, h.opts.MaxConcurrentForwards)
+	h.contended = h.opts.MaxConcurrentForwards / 2
+	h.budget = newSourceBudget(h.opts.ForwardsPerSource, h.opts.ForwardBurstPerSource)
 	h.slow = make(chan struct{}, h.opts.MaxConcurrentForwards+slowPathSpare)
 	for _, z := range o.Zones {
 		fq := dns.CanonicalName(z)
@@ -112,6 +124,9 @@ type state struct {
 	// addresses of ns.dns.<zone>, kept between queries.
 	recs  []record
 	addrs []netip.Addr
+	// held says the query holds a forwarding token already (admitted on
+	// the fast path, see admitForward).
+	held bool
 }
 
 // ServeDNS implements dns.Handler.
@@ -119,6 +134,8 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	start := time.Now()
 	src, tcp := clientOf(w.RemoteAddr())
 	st := h.pool.Get().(*state)
+	uw, _ := w.(*udpWriter)
+	st.held = uw != nil && uw.held
 	var rep reply
 	h.respond(st, r, src, tcp, &rep)
 	if rep.forward {
@@ -127,7 +144,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		_, _ = w.Write(rep.out)
 	}
 	h.pool.Put(st)
-	h.observe(&rep, time.Since(start))
+	if rep.rcode != dropped { // counted in tpkit_dns_forward_dropped_total
+		h.observe(&rep, time.Since(start))
+	}
 }
 
 // reply is the outcome of one request: the packed answer, or the word to
@@ -135,8 +154,10 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 type reply struct {
 	// out is the answer; nil when forward is set (or packing failed).
 	out []byte
-	// forward says the request goes to the upstreams as it is.
-	forward bool
+	// forward says the request goes to the upstreams as it is; partial
+	// that it has an answer of its own (an ExternalName's CNAME) that
+	// stands without the upstream's.
+	forward, partial bool
 	// zone is the zone of the question; nil for names outside the zones
 	// and for malformed requests.
 	zone  *zone
@@ -178,6 +199,7 @@ func clientOf(a net.Addr) (netip.Addr, bool) {
 func (h *Handler) Respond(r *dns.Msg, src netip.Addr, tcp bool) []byte {
 	st := h.pool.Get().(*state)
 	defer h.pool.Put(st)
+	st.held = false
 	var rep reply
 	h.respond(st, r, src, tcp, &rep)
 	if rep.forward || rep.out == nil {
@@ -268,7 +290,7 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 		}
 		if res.upstream != "" && h.opts.Forwarder != nil && h.recursionAllowed(src) && !st.mayBlock {
 			// The fast path must not wait for the upstream.
-			rep.forward = true
+			rep.forward, rep.partial = true, true
 			return true
 		}
 		rep.rcode = res.outcome.rcode()
@@ -303,7 +325,7 @@ func (h *Handler) write(st *state, q *query, res *result, rcode int, scope uint8
 	if res != nil {
 		h.render(e, res)
 		if res.upstream != "" && h.opts.Forwarder != nil && h.recursionAllowed(src) && !e.full[answerSection] {
-			h.askUpstream(e, res.upstream, q.qtype)
+			h.askUpstream(e, res.upstream, q.qtype, st.held)
 		}
 	}
 	if q.edns {

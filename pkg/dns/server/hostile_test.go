@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // recordingForwarder answers every query with one A record after release
@@ -86,10 +88,12 @@ func TestRecursionOnlyForAllowedSources(t *testing.T) {
 }
 
 // With MaxConcurrentForwards queries waiting upstream, more names outside
-// the zones get SERVFAIL at once, and cluster names are answered as usual.
+// the zones are dropped over UDP and get SERVFAIL at once over TCP, and
+// cluster names are answered as usual.
 func TestForwardsAreBounded(t *testing.T) {
 	f := &recordingForwarder{release: make(chan struct{})}
-	s := startServer(t, fixture(t), Options{Forwarder: f, MaxConcurrentForwards: 2, ForwardTimeout: time.Minute})
+	met := NewMetrics(nil)
+	s := startServer(t, fixture(t), Options{Forwarder: f, MaxConcurrentForwards: 2, ForwardTimeout: time.Minute, Metrics: met})
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ { // these two wait upstream
 		wg.Add(1)
@@ -103,18 +107,104 @@ func TestForwardsAreBounded(t *testing.T) {
 	for f.waiting.Load() < 2 { // hang guard: the test's own timeout
 		time.Sleep(time.Millisecond)
 	}
-	for _, network := range []string{"udp", "tcp"} {
-		if r := ask(t, s.addr, network, "", "more.example.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
-			t.Errorf("%s over the bound: %s, want SERVFAIL", network, dns.RcodeToString[r.Rcode])
+	// UDP: the query over the bound is dropped; the cluster query sent
+	// after it on the same socket is the first answer.
+	c, err := net.Dial("udp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for id, name := range []string{"more.example.", kdns} {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		m.Id = uint16(id + 1)
+		b, _ := m.Pack()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
 		}
-		if r := ask(t, s.addr, network, "", kdns, dns.TypeA, 0); len(r.Answer) != 1 {
-			t.Errorf("%s cluster name while forwarding is saturated: %v", network, r)
-		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // hang guard
+	buf := make([]byte, 1500)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r dns.Msg
+	if err := r.Unpack(buf[:n]); err != nil || r.Id != 2 || len(r.Answer) != 1 {
+		t.Errorf("udp: first answer %v (%v), want the cluster name's; the query over the bound dropped", &r, err)
+	}
+	if n := testutil.ToFloat64(met.forwardsDropped[dropLimit]); n != 1 {
+		t.Errorf("%v queries dropped over the bound, want 1", n)
+	}
+	if r := ask(t, s.addr, "tcp", "", "more.example.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("tcp over the bound: %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	if r := ask(t, s.addr, "tcp", "", kdns, dns.TypeA, 0); len(r.Answer) != 1 {
+		t.Errorf("tcp cluster name while forwarding is saturated: %v", r)
 	}
 	close(f.release)
 	wg.Wait()
 	if r := ask(t, s.addr, "udp", "", "after.example.", dns.TypeA, 0); r.Rcode != dns.RcodeSuccess {
 		t.Errorf("after the upstream answered: %s", dns.RcodeToString[r.Rcode])
+	}
+}
+
+// floodForwarder holds queries for names under flood.example. until their
+// context ends, as a dead upstream would, and answers others at once.
+type floodForwarder struct{ waiting atomic.Int64 }
+
+func (f *floodForwarder) Resolve(ctx context.Context, req *dns.Msg) (*dns.Msg, error) {
+	if dns.IsSubDomain("flood.example.", req.Question[0].Name) {
+		f.waiting.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return (&recordingForwarder{}).Resolve(ctx, req)
+}
+
+// One source's flood of names behind a dead upstream takes at most half the
+// forwarding pool and its budget, and is dropped beyond, unanswered; another
+// source's names are still forwarded and answered.
+func TestSourceFloodLeavesOthersForwarding(t *testing.T) {
+	f := &floodForwarder{}
+	met := NewMetrics(nil)
+	s := startServer(t, fixture(t), Options{Forwarder: f, MaxConcurrentForwards: 20, ForwardsPerSource: 1, ForwardBurstPerSource: 2,
+		ForwardTimeout: time.Minute, Metrics: met})
+	c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP("127.0.0.2")}, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(s.addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const flood = 200
+	for i := 0; i < flood; i++ {
+		m := new(dns.Msg)
+		m.SetQuestion(fmt.Sprintf("r%d.flood.example.", i), dns.TypeA)
+		b, _ := m.Pack()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every flood query is waiting upstream or dropped (hang guard: the
+	// test's own timeout).
+	for f.waiting.Load()+int64(testutil.ToFloat64(met.forwardsDropped[dropSource])+testutil.ToFloat64(met.forwardsDropped[dropLimit])) < flood {
+		time.Sleep(time.Millisecond)
+	}
+	// Half the pool (10), plus at most the burst while it filled.
+	if w := f.waiting.Load(); w < 10 || w > 12 {
+		t.Errorf("%d flood queries waiting upstream, want 10 to 12 of the 20", w)
+	}
+	if n := testutil.ToFloat64(met.forwardsDropped[dropLimit]); n != 0 {
+		t.Errorf("%v queries dropped at the limit: one source filled the pool", n)
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		if r := ask(t, s.addr, network, "127.0.0.3", "calm.example.", dns.TypeA, 0); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Errorf("%s: another source's name during the flood: %v", network, r)
+		}
+	}
+	// The flooder itself got no answer.
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 1500)); err == nil {
+		t.Errorf("the flooder got a %d-byte answer", n)
 	}
 }
 

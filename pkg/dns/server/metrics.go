@@ -13,14 +13,32 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	// forwardsRejected counts queries answered SERVFAIL because
-	// MaxConcurrentForwards queries were already waiting upstream.
+	// forwardsRejected counts queries answered SERVFAIL (TCP) or without
+	// the upstream's records (ExternalName targets) because of the
+	// forwarding bounds; forwardsDropped the UDP queries dropped for them,
+	// by reason.
 	forwardsRejected prometheus.Counter
+	forwardsDropped  [numDropReasons]prometheus.Counter
 
 	// cache of resolved counters: [zone slot][type slot][rcode slot].
 	counters [maxZoneSlots][len(typeSlots) + 1][maxRcode + 2]atomic.Pointer[prometheus.Counter]
 	hist     [maxZoneSlots]atomic.Pointer[prometheus.Observer]
 }
+
+// dropReason is why a query for a name outside the zones was dropped.
+type dropReason uint8
+
+const (
+	// dropLimit: MaxConcurrentForwards queries were waiting upstream.
+	dropLimit dropReason = iota
+	// dropSource: half of them were, and the source had spent its budget.
+	dropSource
+	// dropSlowPath: the UDP slow path held as many packets as it may.
+	dropSlowPath
+	numDropReasons
+)
+
+var dropReasonNames = [numDropReasons]string{dropLimit: "limit", dropSource: "source", dropSlowPath: "slow-path"}
 
 const (
 	maxZoneSlots = 17
@@ -31,8 +49,9 @@ var typeSlots = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, d
 	dns.TypeNS, dns.TypeCNAME, dns.TypeMX, dns.TypeANY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeHTTPS}
 
 // NewMetrics registers tpkit_dns_requests_total{zone,type,rcode},
-// tpkit_dns_request_duration_seconds{zone} and
-// tpkit_dns_forward_rejected_total on reg.
+// tpkit_dns_request_duration_seconds{zone},
+// tpkit_dns_forward_rejected_total and
+// tpkit_dns_forward_dropped_total{reason} on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -46,11 +65,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"zone"}),
 		forwardsRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tpkit_dns_forward_rejected_total",
-			Help: "Queries for names outside the zones answered SERVFAIL at once because --max-concurrent-forwards queries were waiting upstream.",
+			Help: "Queries for names outside the zones answered SERVFAIL at once (TCP; ExternalName targets: the CNAME alone) because of --max-concurrent-forwards.",
 		}),
 	}
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tpkit_dns_forward_dropped_total",
+		Help: "UDP queries for names outside the zones dropped unanswered: reason limit (--max-concurrent-forwards waiting upstream), source (half of them waiting and the source over --forwards-per-source), slow-path (the UDP slow path full).",
+	}, []string{"reason"})
+	for r, name := range dropReasonNames {
+		m.forwardsDropped[r] = dropped.WithLabelValues(name)
+	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.forwardsRejected)
+		reg.MustRegister(m.requests, m.duration, m.forwardsRejected, dropped)
 	}
 	return m
 }

@@ -53,6 +53,11 @@ const (
 // DefaultMaxConcurrentForwards is Options.MaxConcurrentForwards's default.
 const DefaultMaxConcurrentForwards = 1000
 
+// DefaultForwardsPerSource is Options.ForwardsPerSource's default: queries
+// a second for names outside the zones that one source may have forwarded
+// while the forwarding pool is contended.
+const DefaultForwardsPerSource = 20
+
 // DefaultAllowRecursion are the sources allowed recursion by default: the
 // addresses pods and nodes have (loopback, RFC 1918, RFC 6598 shared space,
 // link-local, IPv6 unique local).
@@ -107,10 +112,21 @@ type Options struct {
 	ForwardTimeout time.Duration
 	// MaxConcurrentForwards bounds the queries waiting on an upstream at
 	// once (DefaultMaxConcurrentForwards when zero, as CoreDNS's forward
-	// plugin); a query over the bound gets SERVFAIL at once, and a flood of
-	// names outside the zones cannot take the memory and goroutines the
-	// cluster zones need.
+	// plugin), so that a flood of names outside the zones cannot take the
+	// memory and goroutines the cluster zones need. A UDP query over the
+	// bound is dropped (no answer, as BIND and Unbound do over their
+	// limits: a client that asks again at once would otherwise spend the
+	// server's time in a loop); over TCP it gets SERVFAIL.
 	MaxConcurrentForwards int
+	// ForwardsPerSource is the budget of each source address, in queries a
+	// second, once half of MaxConcurrentForwards are waiting upstream
+	// (DefaultForwardsPerSource when zero): then a source over its budget
+	// is dropped too, so that one client's flood cannot fill the pool and
+	// a client asking a few names a second keeps them.
+	ForwardsPerSource float64
+	// ForwardBurstPerSource is the burst of that budget; 2 ×
+	// ForwardsPerSource when zero.
+	ForwardBurstPerSource int
 	// AllowRecursion are the sources whose queries for names outside the
 	// zones are forwarded (DefaultAllowRecursion when nil); others get
 	// REFUSED. Names in the zones are answered to anyone.
