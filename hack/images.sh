@@ -40,7 +40,7 @@ revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 arch=$(go env GOARCH)
 suite=${DEBIAN_SUITE:-bookworm}
-cache=${TPKIT_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpkit/images}
+cache=${TPKIT_IMAGE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tpkit/images}
 images=(partition-dns tp-admission-webhook fake-tp)
 
 # internal/testbin's lock: see the build below.
