@@ -11,8 +11,8 @@
 # TAG is the version the binaries print for --version (hack/version.sh; set
 # VERSION to override it), made fit for a tag (hack/version.sh --tag). The binaries are static
 # (CGO_ENABLED=0, -trimpath) and every file and the image's creation time
-# carry the commit's time, so the same commit gives the same binaries and the
-# same layers. The script prints their sha256 and, at the end, a table of
+# carry the commit's time (the Debian layer's, 1970), so the same commit
+# gives the same binaries and the same layers. The script prints their sha256 and, at the end, a table of
 # the images and their sizes.
 #
 # The Debian root filesystem comes from mmdebstrap (Debian's archive, through
@@ -146,8 +146,10 @@ commit() {
 # new_from BASE IMAGE: a working container for IMAGE from the local BASE (or scratch).
 new_from() { buildah from --quiet --pull=never --name "tpkit-$2" "$1"; }
 
-# partition-dns: two layers, the root filesystem (the same for every version
-# of tpkit until Debian updates it) and the binary. Its user is root: the
+# partition-dns: two layers, the root filesystem and the binary. The root
+# filesystem's layer is dated 1970, not the commit, so it is the same for
+# every version of tpkit until Debian updates a package: a node or registry
+# that has it fetches only the binary's layer of the next version. Its user is root: the
 # node-cache modes (the DaemonSet in deploy/nodelocal, which sets no user)
 # need root for NET_ADMIN; the Deployment in deploy/partition-dns runs it as
 # 65532 (runAsUser), which serving DNS needs no more than.
@@ -156,7 +158,7 @@ base=${base%.tar}
 ctr=$(new_from scratch rootfs)
 buildah add --quiet "$ctr" "$rootfs" / >/dev/null
 buildah config --os linux --arch "$arch" --created-by "mmdebstrap $suite --variant=essential --include=$include, slimmed (hack/images.sh)" "$ctr"
-buildah commit --quiet --timestamp "$epoch" --identity-label=false --rm "$ctr" "$base" >/dev/null
+buildah commit --quiet --timestamp 0 --identity-label=false --rm "$ctr" "$base" >/dev/null
 ctr=$(new_from "containers-storage:$base" partition-dns)
 buildah copy --quiet --chmod 0755 --chown 0:0 "$ctr" "$work/bin/partition-dns" /usr/local/bin/partition-dns >/dev/null
 buildah config --entrypoint '["/usr/local/bin/partition-dns"]' --cmd '' --user 0:0 --workingdir / \
