@@ -26,6 +26,7 @@ help:
 	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
+	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin (docs/vendoring.md)"
@@ -98,6 +99,13 @@ bench-memory:
 bench-scale:
 	./hack/ensure-tools.sh dnsperf
 	SIZES="$${SIZES:-2400 12000 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-21} ROUNDS=$${ROUNDS:-3} ./test/bench/scale/run.sh
+
+# Cluster names under a forward flood, partition-dns and CoreDNS in one run
+# (docs/benchmarks.md, "Forward flood"); CoreDNS is built once into ~/.cache/tpkit.
+.PHONY: bench-flood
+bench-flood:
+	./hack/ensure-tools.sh dnsperf curl
+	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-10} ./test/bench/flood/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:
