@@ -71,7 +71,7 @@ EOF
 "$work/fake-tp" --partition-names tp1 --listen 127.0.0.1:0 --kubeconfig-dir "$work" --seed "$work/seed" \
   --admin-listen "" --endpointslices >"$work/fake-tp.log" 2>&1 &
 pids+=($!)
-until grep -q '"Serving tenant partition"' "$work/fake-tp.log"; do
+until grep -qs '"Serving tenant partition"' "$work/fake-tp.log"; do
   kill -0 "${pids[-1]}" 2>/dev/null || { cat "$work/fake-tp.log" >&2; exit 1; }
   sleep 0.1
 done
