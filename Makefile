@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-deploy demo fuzz clean
 
 all: build
 
@@ -70,7 +70,16 @@ fmt-check:
 unit:
 	$(GO) test -race -vet=all -p 3 -timeout $(TEST_TIMEOUT) $(PKGS)
 
-test: fmt-check vet-untested unit
+# What the tests need, installed from Debian's packages when missing (as
+# root; otherwise ensure-tools says what to install), so that on a fresh
+# machine with Go, `make test` is the whole set-up: iptables and ip (rules in
+# network namespaces), dig and dnsperf, Go 1.19 (test/vendorable's oldest
+# toolchain), podman and the image tools (test/images).
+TEST_TOOLS := iptables ip dig dnsperf go1.19 podman runc buildah mmdebstrap newuidmap python3
+test-tools:
+	./hack/ensure-tools.sh $(TEST_TOOLS)
+
+test: test-tools fmt-check vet-untested unit
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
