@@ -69,24 +69,15 @@ func (h *Handler) serveUDPBatch(pc *net.UDPConn, batch int) error {
 			}
 			start := time.Now()
 			src := from.Addr().Unmap()
-			held := false
-			if parseQuery(pkt, st, &q) && h.respondQuery(st, &q, src, false, &rep) {
-				if rep.out != nil {
-					c.setReply(k, i, rep.out)
-					k++
-					h.observe(&rep, time.Since(start))
-					continue
-				}
-				if rep.forward {
-					switch h.admitForward(src, rep.partial) {
-					case admitDropped:
-						continue // before any copy or goroutine
-					case admitHeld:
-						held = true
-					}
-				}
+			out, drop, held := h.fastPath(pkt, src, st, &q, &rep)
+			switch {
+			case out != nil:
+				c.setReply(k, i, out)
+				k++
+				h.observe(&rep, time.Since(start))
+			case !drop:
+				h.offSlowPath(pc, pkt, from, held)
 			}
-			h.offSlowPath(pc, pkt, from, held)
 		}
 		c.write(k)
 	}

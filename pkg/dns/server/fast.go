@@ -95,24 +95,39 @@ func (h *Handler) serveUDP(pc *net.UDPConn) error {
 		start := time.Now()
 		pkt := buf[:n]
 		src := ap.Addr().Unmap()
-		held := false
-		if parseQuery(pkt, st, &q) && h.respondQuery(st, &q, src, false, &rep) {
-			if rep.out != nil {
-				_, _ = pc.WriteToUDPAddrPort(rep.out, ap)
-				h.observe(&rep, time.Since(start))
-				continue
-			}
-			if rep.forward {
-				switch h.admitForward(src, rep.partial) {
-				case admitDropped:
-					continue // before any copy or goroutine
-				case admitHeld:
-					held = true
-				}
-			}
+		out, drop, held := h.fastPath(pkt, src, st, &q, &rep)
+		switch {
+		case out != nil:
+			_, _ = pc.WriteToUDPAddrPort(out, ap)
+			h.observe(&rep, time.Since(start))
+		case !drop:
+			h.offSlowPath(pc, pkt, ap, held)
 		}
-		h.offSlowPath(pc, pkt, ap, held)
 	}
+}
+
+// fastPath decides what becomes of one UDP datagram from src, for the
+// plain and the batched read loops alike: out, an answer to send at once
+// (rep's); or drop, a forward refused before any copy or goroutine; or
+// neither, a trip to the slow path, holding a forwarding token if held.
+// It allocates nothing.
+func (h *Handler) fastPath(pkt []byte, src netip.Addr, st *state, q *query, rep *reply) (out []byte, drop, held bool) {
+	if !parseQuery(pkt, st, q) || !h.respondQuery(st, q, src, false, rep) {
+		return nil, false, false
+	}
+	if rep.out != nil {
+		return rep.out, false, false
+	}
+	if !rep.forward {
+		return nil, false, false
+	}
+	switch h.admitForward(src, rep.partial) {
+	case admitDropped:
+		return nil, true, false
+	case admitHeld:
+		return nil, false, true
+	}
+	return nil, false, false
 }
 
 // quickReply answers the query in pkt with rcode and its question, straight
