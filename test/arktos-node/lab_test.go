@@ -451,21 +451,13 @@ func (l *lab) kubeDNSRules() error {
 	if ips[0] == ips[1] {
 		return fmt.Errorf("both kube-dns services have cluster IP %s; the lab needs different ones", ips[0])
 	}
-	return poll(60*time.Second, func() error {
-		rules, err := natRules()
-		if err != nil {
+	for i := range l.tps {
+		if err := waitDNAT(60*time.Second, fmt.Sprintf("kube-dns of tp%d", i+1), ips[i], "udp", 53, l.dnsEndpoint(i)+":53"); err != nil {
 			return err
 		}
-		for i := range l.tps {
-			want := []string{l.dnsEndpoint(i) + ":53"}
-			got := rules.dnat(ips[i], "udp", 53)
-			if strings.Join(got, ",") != strings.Join(want, ",") {
-				return fmt.Errorf("kube-dns of tp%d (%s:53/udp) DNATs to %v, want %v", i+1, ips[i], got, want)
-			}
-		}
-		fmt.Printf("      kube-dns of tp1 %s -> %s, of tp2 %s -> %s\n", ips[0], l.dnsEndpoint(0), ips[1], l.dnsEndpoint(1))
-		return nil
-	})
+	}
+	fmt.Printf("      kube-dns of tp1 %s -> %s, of tp2 %s -> %s\n", ips[0], l.dnsEndpoint(0), ips[1], l.dnsEndpoint(1))
+	return nil
 }
 
 // tenantServiceRules: acme's service in tp2 has its rules.
@@ -474,17 +466,7 @@ func (l *lab) tenantServiceRules() error {
 	if err != nil {
 		return err
 	}
-	ip := str(obj, "spec", "clusterIP")
-	return poll(10*time.Second, func() error {
-		rules, err := natRules()
-		if err != nil {
-			return err
-		}
-		if got := rules.dnat(ip, "tcp", 80); strings.Join(got, ",") != "10.244.9.9:8080" {
-			return fmt.Errorf("acme/web/app (%s:80) DNATs to %v, want [10.244.9.9:8080]", ip, got)
-		}
-		return nil
-	})
+	return waitDNAT(10*time.Second, "acme/web/app", str(obj, "spec", "clusterIP"), "tcp", 80, "10.244.9.9:8080")
 }
 
 // tpDownKeepsRules: with tp1's API server stopped, tp1's rules stay and a
@@ -501,28 +483,11 @@ func (l *lab) tpDownKeepsRules() error {
 	}
 	created := time.Now()
 	ip := str(svc, "spec", "clusterIP")
-	err = poll(2*time.Second, func() error {
-		rules, err := natRules()
-		if err != nil {
-			return err
-		}
-		if got := rules.dnat(ip, "tcp", 81); strings.Join(got, ",") != "10.244.9.10:8081" {
-			return fmt.Errorf("tp2's new service acme/web/late (%s:81) DNATs to %v after %v, want [10.244.9.10:8081] within 2s", ip, got, time.Since(created).Round(time.Millisecond))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := waitDNAT(2*time.Second, "tp2's new service acme/web/late", ip, "tcp", 81, "10.244.9.10:8081"); err != nil {
 		return err
 	}
 	fmt.Printf("      tp2's new service programmed %v after its endpoints were written, tp1 down\n", time.Since(created).Round(time.Millisecond))
-	rules, err := natRules()
-	if err != nil {
-		return err
-	}
-	if got := rules.dnat(l.kubeDNS[0], "udp", 53); strings.Join(got, ",") != l.dnsEndpoint(0)+":53" {
-		return fmt.Errorf("with tp1 down its kube-dns DNATs to %v, want [%s:53]", got, l.dnsEndpoint(0))
-	}
-	return nil
+	return waitDNAT(0, "with tp1 down, tp1's kube-dns", l.kubeDNS[0], "udp", 53, l.dnsEndpoint(0)+":53")
 }
 
 // restartDeletes: the node restarts while tp1 is down; tp2's agent pod,
@@ -572,17 +537,7 @@ func (l *lab) proxyStartsWithTPDown() error {
 	}
 	start := time.Now()
 	l.startProxy()
-	err := poll(proxySyncTimeout+20*time.Second, func() error {
-		rules, err := natRules()
-		if err != nil {
-			return err
-		}
-		if got := rules.dnat(l.kubeDNS[1], "udp", 53); strings.Join(got, ",") != l.dnsEndpoint(1)+":53" {
-			return fmt.Errorf("kube-proxy restarted with tp1 down: tp2's kube-dns DNATs to %v after %v, want [%s:53]", got, time.Since(start).Round(time.Millisecond), l.dnsEndpoint(1))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := waitDNAT(proxySyncTimeout+20*time.Second, "kube-proxy restarted with tp1 down: tp2's kube-dns", l.kubeDNS[1], "udp", 53, l.dnsEndpoint(1)+":53"); err != nil {
 		return err
 	}
 	fmt.Printf("      kube-proxy restarted with tp1 down programmed tp2 after %v\n", time.Since(start).Round(100*time.Millisecond))
@@ -611,16 +566,7 @@ func (l *lab) tpReturns() error {
 		return err
 	}
 	// kube-proxy, restarted while tp1 was down, programs tp1 once it answers.
-	return poll(30*time.Second, func() error {
-		rules, err := natRules()
-		if err != nil {
-			return err
-		}
-		if got := rules.dnat(l.kubeDNS[0], "udp", 53); strings.Join(got, ",") != l.dnsEndpoint(0)+":53" {
-			return fmt.Errorf("tp1 is back: its kube-dns DNATs to %v, want [%s:53]", got, l.dnsEndpoint(0))
-		}
-		return nil
-	})
+	return waitDNAT(30*time.Second, "tp1 is back: its kube-dns", l.kubeDNS[0], "udp", 53, l.dnsEndpoint(0)+":53")
 }
 
 // noDefaultTP0: no kubelet log says a pod's client defaulted to TP 0.
@@ -757,6 +703,22 @@ func mountsUnder(dir string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// waitDNAT polls the nat table for up to d (0: one look) until ip:port/proto
+// DNATs to want alone; the error names what (the service) and what it saw.
+func waitDNAT(d time.Duration, what, ip, proto string, port int, want string) error {
+	start := time.Now()
+	return poll(d, func() error {
+		rules, err := natRules()
+		if err != nil {
+			return err
+		}
+		if got := rules.dnat(ip, proto, port); strings.Join(got, ",") != want {
+			return fmt.Errorf("%s (%s:%d/%s) DNATs to %v after %v, want [%s]", what, ip, port, proto, got, time.Since(start).Round(time.Millisecond), want)
+		}
+		return nil
+	})
 }
 
 // natRules is the nat table as iptables-save prints it in this namespace.
