@@ -28,6 +28,7 @@ help:
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
 	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
+	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin (docs/vendoring.md)"
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
@@ -115,6 +116,17 @@ bench-scale:
 bench-flood:
 	./hack/ensure-tools.sh dnsperf curl
 	ROUNDS=$${ROUNDS:-3} DURATION=$${DURATION:-10} ./test/bench/flood/run.sh
+
+# partition-dns for SOAK under churn and a steady dnsperf load, sampled every
+# minute; fails when RSS or goroutines grow by more than 5 % after
+# SOAK_WARMUP, or on any wrong answer (docs/benchmarks.md, "Soak"). Not in
+# make test.
+SOAK ?= 30m
+SOAK_WARMUP ?= 5m
+.PHONY: soak
+soak:
+	./hack/ensure-tools.sh dnsperf curl
+	SOAK=$(SOAK) SOAK_WARMUP=$(SOAK_WARMUP) ./test/bench/soak/run.sh
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:

@@ -78,12 +78,14 @@ memcg_drop() { [ -z "$memcg" ] || rmdir "$memcg" 2>/dev/null || true; memcg=; }
 
 # start_pdns [FLAG...]: partition-dns over the TPs of $KUBECONFIGS on
 # 127.0.0.1:$DNS_PORT, with /readyz on $HEALTH_PORT, inside $memcg when it
-# is set; returns once it is ready, its PID in $pdns.
+# is set; returns once it is ready, its PID in $pdns. Names outside the
+# zones go to $pdns_upstream (host:port; REFUSED when unset), and /metrics
+# is on $pdns_metrics (host:port; off when unset).
 start_pdns() {
   local cg=${memcg:+$memcg/cgroup.procs}
   sh -c '[ -z "$1" ] || echo $$ >"$1"; shift; exec "$@"' sh "$cg" "$work/partition-dns" --tenant-server-kubeconfig "$KUBECONFIGS" \
-    --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --ready-listen "" \
-    --upstream none "$@" >"$dir/pdns.log" 2>&1 &
+    --listen "127.0.0.1:$DNS_PORT" --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "${pdns_metrics:-}" --ready-listen "" \
+    --upstream "${pdns_upstream:-none}" "$@" >"$dir/pdns.log" 2>&1 &
   pdns=$!
   pids+=($pdns)
   until curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1; do
