@@ -29,12 +29,12 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
-	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
 func main() {
@@ -46,17 +46,15 @@ func main() {
 	workers := flag.Int("workers", 16, "Queries in flight.")
 	flag.Parse()
 	ctx := context.Background()
+	// The TPs as partition-dns reads them: in order, through the
+	// tenancy transport.
+	set, err := partition.New(partition.Options{KubeconfigPaths: strings.Split(*kubeconfigs, ",")})
+	if err != nil {
+		fail(err)
+	}
 	var tps []*informer.Clients
-	for _, kc := range strings.Split(*kubeconfigs, ",") {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-		if err != nil {
-			fail(err)
-		}
-		c, err := informer.NewClients(tenancyk8s.WrapConfig(cfg), nil)
-		if err != nil {
-			fail(err)
-		}
-		tps = append(tps, c)
+	for _, p := range set.Partitions() {
+		tps = append(tps, p.Client)
 	}
 	if *count {
 		n := map[string]int{}
@@ -140,26 +138,15 @@ func list(ctx context.Context, c *informer.Clients, r informer.Resource) ([]meta
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", r.Name, err)
 	}
-	var out []metav1.Object
-	switch l := obj.(type) {
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metav1.Object, len(items))
+	for i, item := range items {
+		if out[i], err = meta.Accessor(item); err != nil {
+			return nil, err
 		}
-	case *corev1.EndpointsList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.PodList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.NamespaceList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("listing %s: unexpected %T", r.Name, obj)
 	}
 	return out, nil
 }
