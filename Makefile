@@ -133,11 +133,13 @@ bench-failover:
 	./hack/ensure-tools.sh iptables ip dig
 	$(GO) test -count=3 -run TestNodeLocalHASwitch -v ./pkg/nodelocal/ | grep RESULT
 
-# TestArktosTPs against two real Arktos TPs started by ../shared/arktos/lab.sh
-# (make test runs it against fake-tp). ARKTOS_BIN: Arktos's kube-apiserver.
+# TestArktosTPs and TestArktosRestarts (each API server restarted 10 times,
+# once over a compacted etcd; about 4 minutes) against two real Arktos TPs
+# started by ../shared/arktos/lab.sh (make test runs both against fake-tp).
+# ARKTOS_BIN: Arktos's kube-apiserver.
 check-arktos:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
-	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) $(GO) test -count=1 -v -run 'TestArktosTPs' ./test/multi-tp/
+	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) $(GO) test -count=1 -v -timeout 20m -run 'TestArktosTPs|TestArktosRestarts' ./test/multi-tp/
 
 # Arktos with tpkit (docs/vendoring.md): ARKTOS_SRC is an Arktos 6685f14 tree
 # prepared by ../shared/arktos/BUILD.md, never written; WORK gets the patched

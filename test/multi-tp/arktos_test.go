@@ -4,6 +4,7 @@ package multitp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -148,11 +149,15 @@ type arktosFacts struct {
 	pods [2]string
 }
 
-// arktosTPs are the two TPs of TestArktosTPs.
+// arktosTPs are the two TPs of TestArktosTPs and TestArktosRestarts.
 type arktosTPs struct {
 	kind        string // "fake-tp" or "arktos"
 	kubeconfigs [2]string
 	stop        func(t *testing.T, i int)
+	// restart kills TP i's API server and starts it again on the same
+	// port and data, having compacted its store first when compact is set;
+	// it returns once the TP answers again, and when.
+	restart func(t *testing.T, i int, compact bool) time.Time
 }
 
 // startArktosTPs starts two fake-tp processes or, with ARKTOS_BIN, two real
@@ -162,17 +167,46 @@ func startArktosTPs(t *testing.T) *arktosTPs {
 		return startRealArktos(t, bin)
 	}
 	tps := &arktosTPs{kind: "fake-tp"}
-	var procs [2]*proc
+	var (
+		procs [2]*proc
+		args  [2][]string
+		admin [2]string
+	)
 	for i, name := range []string{"tp1", "tp2"} {
 		dir := t.TempDir()
-		procs[i] = start(t, "fake-tp "+name, "fake-tp", "--partition-names", name, "--listen", "127.0.0.1:0",
-			"--kubeconfig-dir", dir, "--admin-listen", "")
+		// A fixed port and a --data-dir, so that a restart comes back
+		// where its clients look, with its objects.
+		admin[i] = freePort(t)
+		args[i] = []string{"--partition-names", name, "--listen", freePort(t), "--kubeconfig-dir", dir,
+			"--data-dir", filepath.Join(dir, "data"), "--admin-listen", admin[i]}
+		procs[i] = start(t, "fake-tp "+name, "fake-tp", args[i]...)
 		tps.kubeconfigs[i] = filepath.Join(dir, name+".kubeconfig")
 	}
 	for _, p := range procs {
 		p.WaitOutput(t, `"Serving tenant partition"`, 1)
 	}
 	tps.stop = func(t *testing.T, i int) { _ = procs[i].Signal(t, syscall.SIGKILL) }
+	tps.restart = func(rt *testing.T, i int, compact bool) time.Time {
+		rt.Helper()
+		_ = procs[i].Signal(rt, syscall.SIGKILL)
+		procs[i] = start(t, fmt.Sprintf("fake-tp tp%d (restarted)", i+1), "fake-tp", args[i]...)
+		procs[i].WaitOutput(rt, `"Serving tenant partition"`, 1)
+		if compact {
+			// fake-tp keeps its history in --data-dir: compacting the
+			// restarted store expires every version from before, as
+			// Arktos's restarted watch cache does, and any watch that has
+			// reconnected meanwhile ends with 410 Expired.
+			resp, err := http.Post(fmt.Sprintf("http://%s/tps/tp%d/compact", admin[i], i+1), "", nil)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				rt.Fatalf("compacting tp%d: %s", i+1, resp.Status)
+			}
+		}
+		return time.Now()
+	}
 	return tps
 }
 
@@ -193,28 +227,113 @@ func startRealArktos(t *testing.T, bin string) *arktosTPs {
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf("%s up 2 %s: %v\n%s", lab, dir, err, out)
 	}
+	// lab.sh writes the pids of tp1's etcd and API server, then tp2's;
+	// restarts replace the API servers'.
+	pids := labPIDs(t, dir)
+	if len(pids) < 4 {
+		t.Fatalf("lab.sh recorded %d pids, want 4", len(pids))
+	}
+	apiservers := [2]int{pids[1], pids[3]}
 	t.Cleanup(func() {
 		if out, err := exec.Command(lab, "down", dir).CombinedOutput(); err != nil {
 			t.Logf("%s down: %v\n%s", lab, err, out)
 		}
 		// lab.sh down signals every process at once; an API server whose
-		// etcd went first may linger: make sure none is left.
-		for _, pid := range labPIDs(t, dir) {
+		// etcd went first may linger, and a restarted one is not in its
+		// list: make sure none is left.
+		for _, pid := range append(labPIDs(t, dir), apiservers[:]...) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
 	tps := &arktosTPs{kind: "arktos", kubeconfigs: [2]string{filepath.Join(dir, "kc", "tp1.kubeconfig"), filepath.Join(dir, "kc", "tp2.kubeconfig")}}
 	tps.stop = func(t *testing.T, i int) {
-		// lab.sh writes the pids of tp1's etcd and API server, then tp2's.
-		pids := labPIDs(t, dir)
-		if len(pids) < 4 {
-			t.Fatalf("lab.sh recorded %d pids, want 4", len(pids))
-		}
-		if err := syscall.Kill(pids[2*i+1], syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(apiservers[i], syscall.SIGKILL); err != nil {
 			t.Fatalf("stopping the API server of tp%d: %v", i+1, err)
 		}
 	}
+	tps.restart = func(rt *testing.T, i int, compact bool) time.Time {
+		rt.Helper()
+		apiservers[i] = restartAPIServer(rt, apiservers[i], filepath.Join(dir, fmt.Sprintf("tp%d", i+1)), compact)
+		return time.Now()
+	}
 	return tps
+}
+
+// restartAPIServer kills the Arktos API server pid and starts it again with
+// the same command line, its output appended to tpDir/apiserver.log; with
+// compact, its etcd is compacted meanwhile, at a revision no client has
+// seen. It returns the new pid once /healthz answers ok.
+func restartAPIServer(t *testing.T, pid int, tpDir string, compact bool) int {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatalf("reading the API server's command line: %v", err)
+	}
+	args := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	var etcd, port string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
+			etcd = v
+		}
+		if v, ok := strings.CutPrefix(a, "--insecure-port="); ok {
+			port = v
+		}
+	}
+	if etcd == "" || port == "" {
+		t.Fatalf("the API server's command line lacks --etcd-servers or --insecure-port: %q", args)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the API server: %v", err)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if compact {
+		compactEtcd(t, etcd)
+	}
+	log, err := os.OpenFile(filepath.Join(tpDir, "apiserver.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the API server again: %v", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	eventually(t, "the restarted API server to be healthy", func() bool {
+		code, _ := httpGet("http://127.0.0.1:" + port + "/healthz")
+		return code == http.StatusOK
+	})
+	return cmd.Process.Pid
+}
+
+// compactEtcd writes a key that no client watches into the etcd at url (v3
+// JSON gateway), so that every version a client holds is older than the
+// store's, and compacts at that revision.
+func compactEtcd(t *testing.T, url string) {
+	t.Helper()
+	post := func(path, body string) map[string]any {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("etcd %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("etcd %s: %s %v %v", path, resp.Status, out, err)
+		}
+		return out
+	}
+	put := post("/v3/kv/put", `{"key":"L3Rwa2l0L3Jlc3RhcnQ=","value":"MQ=="}`) // /tpkit/restart = 1
+	rev, _ := field(put, "header", "revision").(string)
+	if rev == "" {
+		t.Fatalf("etcd put: no revision in %v", put)
+	}
+	post("/v3/kv/compaction", `{"revision":"`+rev+`","physical":true}`)
 }
 
 func labPIDs(t *testing.T, dir string) []int {

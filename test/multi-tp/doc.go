@@ -23,8 +23,8 @@
 //     name is NXDOMAIN with the SOA;
 //  3. a change made with kubectl reaches partition-dns's answers;
 //  4. the library parts in process against the same TPs: pkg/kubeproxy keeps
-//     the two kube-dns services apart, and pkg/tporigin with
-//     pkg/kubeletcache gives tp2's pod tp2's configmap;
+//     the two kube-dns services apart, and pkg/tporigin's ObjectKey gives
+//     tp2's pod tp2's configmap;
 //  5. the admission webhook program gives the same decision as fake-tp;
 //  6. a TP outage: tp3's process is killed, partition-dns keeps answering
 //     zeta's name (never NXDOMAIN) and reports tp3 as stale;
@@ -34,6 +34,14 @@
 //     partition-dns servers report it ok, and a change made in it (through
 //     client-go, so this runs without kubectl) reaches their answers;
 //  9. SIGTERM stops partition-dns and fake-tp with exit status 0.
+//
+// TestArktosTPs and TestArktosRestarts run against two Arktos-shaped TPs:
+// two fake-tp processes in make test, two real Arktos TPs from
+// ../shared/arktos/lab.sh with ARKTOS_BIN set (make check-arktos). The
+// first checks names, the node libraries, a new service and a stopped TP;
+// the second restarts each TP's API server while both TPs change, once
+// over a compacted store, and holds partition-dns, the kube-proxy view and
+// the origin tracker to a list of the TP within 10 seconds of each restart.
 //
 // Every child is killed in a test cleanup (and by the kernel if the test
 // binary dies), and the output of every child is printed when a test fails.

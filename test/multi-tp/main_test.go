@@ -65,21 +65,37 @@ func httpGet(url string) (int, string) { return testbin.Get(url) }
 // tpRequest sends method path (with body, a merge patch for PATCH) to the
 // TP of kubeconfig, authenticated as the kubeconfig says, and returns the
 // status and body as the TP serves them (Arktos JSON, metadata.tenant
-// included).
+// included). A request that gets no answer fails the test.
 func tpRequest(t *testing.T, kubeconfig, method, path, body string) (int, []byte) {
 	t.Helper()
+	code, b, err := sendRequest(kubeconfig, method, path, body, 30*time.Second)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return code, b
+}
+
+// tryRequest is tpRequest for callers outside the test's goroutine, and
+// for TPs that may be down: it returns the status, or an error when no
+// answer came within timeout.
+func tryRequest(kubeconfig, method, path, body string, timeout time.Duration) (int, error) {
+	code, _, err := sendRequest(kubeconfig, method, path, body, timeout)
+	return code, err
+}
+
+func sendRequest(kubeconfig, method, path, body string, timeout time.Duration) (int, []byte, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
-	hc.Timeout = 30 * time.Second
+	hc.Timeout = timeout
 	req, err := http.NewRequest(method, strings.TrimSuffix(cfg.Host, "/")+path, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Content-Type", "application/json")
@@ -88,11 +104,11 @@ func tpRequest(t *testing.T, kubeconfig, method, path, body string) (int, []byte
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 // rawGet reads the object at path from the TP of kubeconfig; anything but
