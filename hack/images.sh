@@ -149,10 +149,10 @@ new_from() { buildah from --quiet --pull=never --name "tpkit-$2" "$1"; }
 # partition-dns: two layers, the root filesystem and the binary. The root
 # filesystem's layer is dated 1970, not the commit, so it is the same for
 # every version of tpkit until Debian updates a package: a node or registry
-# that has it fetches only the binary's layer of the next version. Its user is root: the
-# node-cache modes (the DaemonSet in deploy/nodelocal, which sets no user)
-# need root for NET_ADMIN; the Deployment in deploy/partition-dns runs it as
-# 65532 (runAsUser), which serving DNS needs no more than.
+# that has it fetches only the binary's layer of the next version. Its user is
+# 65532, which serving DNS needs no more than (with NET_BIND_SERVICE for port
+# 53); the node-cache modes need root for their interface and iptables rules,
+# and the DaemonSet in deploy/nodelocal asks for it (runAsUser: 0).
 base=localhost/tpkit/rootfs:$suite-${rootfs##*-}
 base=${base%.tar}
 ctr=$(new_from scratch rootfs)
@@ -161,7 +161,7 @@ buildah config --os linux --arch "$arch" --created-by "mmdebstrap $suite --varia
 buildah commit --quiet --timestamp 0 --identity-label=false --rm "$ctr" "$base" >/dev/null
 ctr=$(new_from "containers-storage:$base" partition-dns)
 buildah copy --quiet --chmod 0755 --chown 0:0 "$ctr" "$work/bin/partition-dns" /usr/local/bin/partition-dns >/dev/null
-buildah config --entrypoint '["/usr/local/bin/partition-dns"]' --cmd '' --user 0:0 --workingdir / \
+buildah config --entrypoint '["/usr/local/bin/partition-dns"]' --cmd '' --user 65532:65532 --workingdir / \
   --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --created-by "partition-dns $VERSION (hack/images.sh)" \
   --label org.opencontainers.image.title=partition-dns "${labels[@]}" "$ctr"
