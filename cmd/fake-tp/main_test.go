@@ -23,10 +23,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -267,13 +267,13 @@ func freeBase(t *testing.T, n int) int {
 	return 0
 }
 
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+func clientFor(t *testing.T, kubeconfig string) *partitiontest.Clients {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
+	cs, err := partitiontest.NewClients(tenancyk8s.WrapConfig(cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestProgramServesSeedsFaultsAndPersists(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	clients := map[string]kubernetes.Interface{}
+	clients := map[string]*partitiontest.Clients{}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("tp%d", i)
 		path := filepath.Join(kc, name+".kubeconfig")

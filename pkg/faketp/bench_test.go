@@ -18,8 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 )
@@ -67,7 +67,7 @@ func BenchmarkList10kPods(b *testing.B) {
 		// The same JSON list without the tenancy transport, for comparison.
 		cfg := tp.RESTConfig()
 		cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := partitiontest.NewClients(cfg, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

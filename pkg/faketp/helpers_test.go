@@ -6,15 +6,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/admission"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
 
-func kubernetesFor(cfg *rest.Config) (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
+func kubernetesFor(cfg *rest.Config) (*partitiontest.Clients, error) {
+	return partitiontest.NewClients(tenancyk8s.WrapConfig(cfg), nil)
 }
 
 // recordingPlugin records every admission call and rejects objects named

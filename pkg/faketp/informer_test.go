@@ -15,10 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
@@ -96,9 +95,9 @@ func (r *recorder) lastOf(key string) runtime.Object {
 }
 
 // tpClient is a tenant-preserving clientset for one TP.
-func tpClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
+func tpClient(t testing.TB, tp *faketp.TP) *partitiontest.Clients {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	cs, err := partitiontest.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +120,11 @@ func (e everyTenant) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // everyTenantClient is tpClient whose lists and watches span every tenant.
-func everyTenantClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
+func everyTenantClient(t testing.TB, tp *faketp.TP) *partitiontest.Clients {
 	t.Helper()
 	cfg := tenancyk8s.WrapConfig(tp.RESTConfig())
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return everyTenant{rt} })
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := partitiontest.NewClients(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,38 +132,40 @@ func everyTenantClient(t testing.TB, tp *faketp.TP) kubernetes.Interface {
 }
 
 // startInformers runs pod, service, endpoints and configmap informers of
-// every tenant on every TP, each feeding its own recorder.
+// every tenant on every TP, each feeding its own recorder. Each is what
+// client-go's informer factory builds for the kind (informers'
+// Core().V1().Pods() and so on): a cache.ListWatch over the typed client's
+// List and Watch, and a shared index informer; the watch-list gate acts
+// on it the same way.
 func startInformers(t *testing.T, tps []*faketp.TP) []*recorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var factories []informers.SharedInformerFactory
+	var running sync.WaitGroup
 	t.Cleanup(func() {
 		cancel()
-		for _, f := range factories {
-			f.Shutdown()
-		}
+		running.Wait()
 	})
 	var recs []*recorder
 	for _, tp := range tps {
 		rec := newRecorder()
-		f := informers.NewSharedInformerFactory(everyTenantClient(t, tp), 0)
+		core := everyTenantClient(t, tp).CoreV1()
+		pods, svcs, eps, cms := core.Pods(metav1.NamespaceAll), core.Services(metav1.NamespaceAll), core.Endpoints(metav1.NamespaceAll), core.ConfigMaps(metav1.NamespaceAll)
+		var synced []cache.InformerSynced
 		for kind, inf := range map[string]cache.SharedIndexInformer{
-			"pod":       f.Core().V1().Pods().Informer(),
-			"service":   f.Core().V1().Services().Informer(),
-			"endpoints": f.Core().V1().Endpoints().Informer(),
-			"configmap": f.Core().V1().ConfigMaps().Informer(),
+			"pod":       cache.NewSharedIndexInformer(partitiontest.ListWatch(pods.List, pods.Watch), &corev1.Pod{}, 0, cache.Indexers{}),
+			"service":   cache.NewSharedIndexInformer(partitiontest.ListWatch(svcs.List, svcs.Watch), &corev1.Service{}, 0, cache.Indexers{}),
+			"endpoints": cache.NewSharedIndexInformer(partitiontest.ListWatch(eps.List, eps.Watch), &corev1.Endpoints{}, 0, cache.Indexers{}),
+			"configmap": cache.NewSharedIndexInformer(partitiontest.ListWatch(cms.List, cms.Watch), &corev1.ConfigMap{}, 0, cache.Indexers{}),
 		} {
 			if _, err := inf.AddEventHandler(rec.handler(kind)); err != nil {
 				t.Fatal(err)
 			}
+			running.Go(func() { inf.RunWithContext(ctx) })
+			synced = append(synced, inf.HasSynced)
 		}
-		f.Start(ctx.Done())
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				t.Fatalf("%s: %v did not sync", tp.Name(), typ)
-			}
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+			t.Fatalf("%s: the informers did not sync", tp.Name())
 		}
-		factories = append(factories, f)
 		recs = append(recs, rec)
 	}
 	return recs

@@ -10,9 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -111,7 +111,7 @@ func testTenantsApart(t *testing.T, transform cache.TransformFunc, pageSize int6
 	if err := tp.Seed(svc("acme", "1"), svc("zeta", "1")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	c, err := partitiontest.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

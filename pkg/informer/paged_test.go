@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
@@ -112,7 +112,7 @@ func TestPagedFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	c, err := partitiontest.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
@@ -24,7 +24,7 @@ import (
 func TestMultiListWatchResumesEachSub(t *testing.T) {
 	c := faketp.StartT(t, faketp.Options{})
 	tp := c.TPs()[0]
-	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	cs, err := partitiontest.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

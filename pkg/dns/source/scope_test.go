@@ -18,9 +18,9 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
@@ -355,7 +355,7 @@ func TestScopeSurvivesWatchRestarts(t *testing.T) {
 	// compaction below, and nothing would need a relist.
 	c, wires, addr := startScoped(t, faketp.Options{BookmarkInterval: time.Hour}, source.Options{Namespaces: []string{"web"}})
 	tp := c.TPs()[0]
-	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(tp.RESTConfig()))
+	cs, err := partitiontest.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

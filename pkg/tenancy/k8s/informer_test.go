@@ -11,12 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
@@ -32,12 +31,16 @@ func TestInformersKeepTenant(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	client, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}))
+	client, err := partitiontest.NewClients(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	inf := factory.Core().V1().Pods().Informer()
+	// What informers.NewSharedInformerFactory(...).Core().V1().Pods()
+	// builds underneath: a ListWatch over the typed client's List and
+	// Watch, and a shared index informer of *corev1.Pod. The typed client
+	// decodes through tenancy's transport either way.
+	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	inf := cache.NewSharedIndexInformer(partitiontest.ListWatch(pods.List, pods.Watch), &corev1.Pod{}, 0, cache.Indexers{})
 	var mu sync.Mutex
 	seen := map[string]string{} // uid -> tenant
 	added := make(chan struct{}, 10)
@@ -52,7 +55,7 @@ func TestInformersKeepTenant(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	factory.Start(ctx.Done())
+	go inf.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
@@ -90,7 +93,7 @@ func TestWithTenantRoutesToTenantPath(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"ns","tenant":"t1"},"data":{"k":"v"}}`))
 	}))
 	defer srv.Close()
-	client, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}))
+	client, err := partitiontest.NewClients(tenancyk8s.WrapConfig(&rest.Config{Host: srv.URL}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
