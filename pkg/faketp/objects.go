@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -263,7 +262,7 @@ func deepCopyValue(v any) any {
 
 // protobufToJSON decodes a Kubernetes protobuf body of a built-in type.
 func protobufToJSON(b []byte) ([]byte, error) {
-	o, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+	o, gvk, err := protobufDecoder().Decode(b, nil, nil)
 	if err != nil {
 		return nil, apierrors.NewBadRequest("decoding protobuf body: " + err.Error())
 	}

@@ -2,12 +2,14 @@ package faketp
 
 import (
 	"slices"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
 // scope is where a resource lives in the Arktos path tree.
@@ -64,6 +66,29 @@ var groupVersions = []schema.GroupVersion{
 	{Group: "apps", Version: "v1"},
 	{Group: "discovery.k8s.io", Version: "v1"},
 }
+
+// scheme knows the typed kinds of groupVersions, no others: it decodes the
+// protobuf bodies of typed clients and names the kind of a typed object
+// given to Seed. client-go's kubernetes/scheme would do the same and
+// register, and link into fake-tp, every API group Kubernetes has. It is
+// built on first use and never changed.
+var scheme = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	// Each registers its group's kinds and lists, and metav1's Status,
+	// WatchEvent and options with it.
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, discoveryv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // a registration conflict is a programming error
+		}
+	}
+	return s
+})
+
+// protobufDecoder decodes a Kubernetes protobuf (or JSON) body into the
+// scheme's typed object, without defaulting or conversion.
+var protobufDecoder = sync.OnceValue(func() runtime.Decoder {
+	return serializer.NewCodecFactory(scheme()).UniversalDeserializer()
+})
 
 // verbsWithoutDeleteCollection are the verbs of the resources that
 // kube-apiserver 1.18 serves without deletecollection.

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp/manifest"
@@ -86,7 +85,7 @@ func toObj(o any) (obj, error) {
 			return nil, err
 		}
 		if m["kind"] == nil || m["apiVersion"] == nil {
-			gvks, _, err := scheme.Scheme.ObjectKinds(v)
+			gvks, _, err := scheme().ObjectKinds(v)
 			if err != nil || len(gvks) == 0 {
 				return nil, fmt.Errorf("cannot tell the kind of %T: %v", v, err)
 			}
