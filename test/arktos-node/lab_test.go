@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tpkit-dev/tpkit/internal/testbin"
 )
 
 // The lab's names: one node, TPs tp1 and tp2 (lab.sh's kubeconfig
@@ -144,7 +146,11 @@ func (l *lab) up() {
 	t := l.t
 	labSH := os.Getenv("LAB_SH")
 	if labSH == "" {
-		labSH = filepath.Join(moduleRoot(t), "..", "shared", "arktos", "lab.sh")
+		root, err := testbin.ModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		labSH = filepath.Join(root, "..", "shared", "arktos", "lab.sh")
 	}
 	for _, part := range []struct {
 		n   string
@@ -159,13 +165,17 @@ func (l *lab) up() {
 	}
 	l.rp = readTrim(t, filepath.Join(l.dir, "rp", "tp1", "url"))
 	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")
-	pids := labPIDs(t, filepath.Join(l.dir, "tps", "pids"))
+	pids := testbin.LabPIDs(filepath.Join(l.dir, "tps", "pids"))
 	for i := range l.tps {
 		l.tps[i] = readTrim(t, filepath.Join(l.dir, "tps", fmt.Sprintf("tp%d", i+1), "url"))
 		l.tpKC[i] = filepath.Join(l.dir, "tps", "kc", fmt.Sprintf("tp%d.kubeconfig", i+1))
 		// lab.sh records etcd then the API server, TP by TP.
 		l.tpPID[i] = pids[2*i+1]
-		l.tpArgs[i] = cmdline(t, l.tpPID[i])
+		args, err := testbin.Cmdline(l.tpPID[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.tpArgs[i] = args
 	}
 	fmt.Printf("== API servers: rp %s, tp1 %s, tp2 %s\n", l.rp, l.tps[0], l.tps[1])
 }
@@ -648,7 +658,7 @@ func (l *lab) teardown() {
 		_ = syscall.Kill(l.tpPID[i], syscall.SIGKILL)
 	}
 	for _, d := range []string{"rp", "tps"} {
-		for _, pid := range labPIDs(l.t, filepath.Join(l.dir, d, "pids")) {
+		for _, pid := range testbin.LabPIDs(filepath.Join(l.dir, d, "pids")) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -905,36 +915,4 @@ func readTrim(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func labPIDs(t *testing.T, path string) []int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// cmdline is a process's argv, from /proc.
-func cmdline(t *testing.T, pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		t.Fatalf("reading the command line of pid %d: %v", pid, err)
-	}
-	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-}
-
-func moduleRoot(t *testing.T) string {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		wd, _ := os.Getwd()
-		return filepath.Join(wd, "..", "..")
-	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -229,7 +228,7 @@ func startRealArktos(t *testing.T, bin string) *arktosTPs {
 	}
 	// lab.sh writes the pids of tp1's etcd and API server, then tp2's;
 	// restarts replace the API servers'.
-	pids := labPIDs(t, dir)
+	pids := testbin.LabPIDs(filepath.Join(dir, "pids"))
 	if len(pids) < 4 {
 		t.Fatalf("lab.sh recorded %d pids, want 4", len(pids))
 	}
@@ -241,7 +240,7 @@ func startRealArktos(t *testing.T, bin string) *arktosTPs {
 		// lab.sh down signals every process at once; an API server whose
 		// etcd went first may linger, and a restarted one is not in its
 		// list: make sure none is left.
-		for _, pid := range append(labPIDs(t, dir), apiservers[:]...) {
+		for _, pid := range append(testbin.LabPIDs(filepath.Join(dir, "pids")), apiservers[:]...) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -265,11 +264,10 @@ func startRealArktos(t *testing.T, bin string) *arktosTPs {
 // seen. It returns the new pid once /healthz answers ok.
 func restartAPIServer(t *testing.T, pid int, tpDir string, compact bool) int {
 	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args, err := testbin.Cmdline(pid)
 	if err != nil {
-		t.Fatalf("reading the API server's command line: %v", err)
+		t.Fatal(err)
 	}
-	args := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	var etcd, port string
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
@@ -334,21 +332,6 @@ func compactEtcd(t *testing.T, url string) {
 		t.Fatalf("etcd put: no revision in %v", put)
 	}
 	post("/v3/kv/compaction", `{"revision":"`+rev+`","physical":true}`)
-}
-
-func labPIDs(t *testing.T, dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "pids"))
-	if err != nil {
-		t.Logf("reading lab pids: %v", err)
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // seedArktos writes the scenario into both TPs through their tenant paths,
