@@ -1,7 +1,9 @@
 // Package testbin runs the module's programs as real processes for tests:
 // Build compiles them (test/multi-tp, and any command's own end-to-end
 // test), and AsMain with Command lets a command's test binary re-run itself
-// as the program, for exit codes and signals without a build. It is the one
+// as the program, for exit codes and signals without a build. LabPIDs and
+// Cmdline read what ../shared/arktos/lab.sh started, for the suites that
+// stop and restart real Arktos processes. It is the one
 // place that finds the module root, calls the go tool and passes arguments
 // to a re-run test binary, so every such test does it the same way. Only
 // tests import it.
