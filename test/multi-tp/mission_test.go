@@ -21,7 +21,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/partitiontest"
@@ -573,7 +572,7 @@ func testReturn(t *testing.T, m *mission) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
+	cs, err := partitiontest.NewClients(tenancyk8s.WrapConfig(cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,9 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 )
@@ -47,14 +47,14 @@ func main() {
 	flag.Parse()
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
-	var clients []kubernetes.Interface
+	var clients []*partitiontest.Clients
 	for _, kc := range strings.Split(*kubeconfigs, ",") {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 		if err != nil {
 			fail(err)
 		}
 		cfg.QPS, cfg.Burst = float32(*rate)*2, *rate*2
-		c, err := kubernetes.NewForConfig(tenancyk8s.WrapConfig(cfg))
+		c, err := partitiontest.NewClients(tenancyk8s.WrapConfig(cfg), nil)
 		if err != nil {
 			fail(err)
 		}
@@ -173,7 +173,7 @@ func target(n int, prefix string, k int) (tp int, tenant, ns, name, qname string
 
 // create creates service <prefix>-k and returns how long after the write
 // partition-dns answered its name.
-func create(clients []kubernetes.Interface, prefix string, k int, server string, timeout time.Duration) (time.Duration, error) {
+func create(clients []*partitiontest.Clients, prefix string, k int, server string, timeout time.Duration) (time.Duration, error) {
 	tp, tenant, ns, name, qname := target(len(clients), prefix, k)
 	ctx, cancel := context.WithTimeout(tenancyk8s.WithTenant(context.Background(), tenant), timeout)
 	defer cancel()
@@ -187,7 +187,7 @@ func create(clients []kubernetes.Interface, prefix string, k int, server string,
 
 // remove deletes service <prefix>-k and returns its name and how long after
 // the write partition-dns answered it NXDOMAIN.
-func remove(clients []kubernetes.Interface, prefix string, k int, server string, timeout time.Duration) (string, time.Duration, error) {
+func remove(clients []*partitiontest.Clients, prefix string, k int, server string, timeout time.Duration) (string, time.Duration, error) {
 	tp, tenant, ns, name, qname := target(len(clients), prefix, k)
 	ctx, cancel := context.WithTimeout(tenancyk8s.WithTenant(context.Background(), tenant), timeout)
 	defer cancel()
