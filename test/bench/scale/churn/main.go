@@ -96,16 +96,7 @@ func main() {
 	// deletion follows it.
 	created, deleted := 0, 0
 	shown := map[int]chan struct{}{}
-	for running := true; running; {
-		select {
-		case <-tick.C:
-		case <-end:
-			running = false
-			continue
-		case <-ctx.Done():
-			running = false
-			continue
-		}
+	change := func() {
 		wg.Add(1)
 		if *keep > 0 && created-deleted >= *keep {
 			k, after := deleted, shown[deleted]
@@ -122,7 +113,7 @@ func main() {
 				}
 				record(d, err)
 			}()
-			continue
+			return
 		}
 		k, done := created, make(chan struct{})
 		if *keep > 0 {
@@ -134,6 +125,23 @@ func main() {
 			defer close(done)
 			record(create(clients, *prefix, k, *server, *timeout))
 		}()
+	}
+	// Changes follow the clock, not the ticks: a ticker drops the ticks
+	// a busy machine delays, and those changes are made at the next one.
+	start := time.Now()
+	for issued, running := 0, true; running; {
+		select {
+		case <-tick.C:
+		case <-end:
+			running = false
+			continue
+		case <-ctx.Done():
+			running = false
+			continue
+		}
+		for due := int(time.Since(start).Seconds() * float64(*rate)); issued < due; issued++ {
+			change()
+		}
 	}
 	wg.Wait()
 	if deletedNames != nil {
