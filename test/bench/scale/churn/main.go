@@ -3,10 +3,11 @@
 // write being acknowledged by its TP to partition-dns answering the changed
 // name. A change creates a ClusterIP service in one TP's regular tenant
 // (tenantN of tpN+1, as test/bench/dns/tps seeds them), and a poller in
-// this process then asks partition-dns for its name every millisecond until
-// it answers. With --keep N the object count stays flat, for a soak: once
-// N of this run's services exist, changes alternate between deleting the
-// oldest (measured until its name is NXDOMAIN) and creating one.
+// this process then asks partition-dns for its name until it answers
+// (every millisecond at first, see await). With --keep N the object count
+// stays flat, for a soak: once N of this run's services exist, changes
+// alternate between deleting the oldest (measured until its name is
+// NXDOMAIN) and creating one.
 // It runs for --duration, or until SIGTERM or SIGINT when that is 0, then
 // waits for the changes in flight; it prints the count, p50, p99 and max,
 // then how many services it created and deleted, and exits 1 when a change
@@ -206,8 +207,14 @@ func remove(clients []*partitiontest.Clients, prefix string, k int, server strin
 	return qname, d, err
 }
 
-// await asks server for qname's A record every millisecond until an answer
-// satisfies ok, and returns the time that took.
+// await asks server for qname's A record until an answer satisfies ok,
+// and returns the time that took. It asks every millisecond at first, then
+// every tenth of the time waited so far, at most every 50 ms: a change that
+// shows late is measured within 10 % (or 50 ms), and its polls stay a few
+// dozen. Polling every millisecond, a server that fell behind on a busy
+// machine got a query a millisecond for each change it was late with, fell
+// further behind, and dropped thousands of them a second (the second
+// 30-minute make soak, under make test's load).
 func await(ctx context.Context, server, qname string, timeout time.Duration, ok func(*dns.Msg) bool) (time.Duration, error) {
 	written := time.Now()
 	q := new(dns.Msg)
@@ -228,6 +235,6 @@ func await(ctx context.Context, server, qname string, timeout time.Duration, ok 
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("%s did not change within %v", qname, timeout)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(max(time.Millisecond, min(time.Since(written)/10, 50*time.Millisecond)))
 	}
 }
