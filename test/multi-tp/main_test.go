@@ -88,11 +88,13 @@ func sendRequest(kubeconfig, method, path, body string, timeout time.Duration) (
 	if err != nil {
 		return 0, nil, err
 	}
+	// Through the config: HTTPClientFor answers http.DefaultClient itself
+	// for a plain config, whose fields are not this function's to set.
+	cfg.Timeout = timeout
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return 0, nil, err
 	}
-	hc.Timeout = timeout
 	req, err := http.NewRequest(method, strings.TrimSuffix(cfg.Host, "/")+path, strings.NewReader(body))
 	if err != nil {
 		return 0, nil, err
