@@ -132,6 +132,11 @@ func TestWebhookIdleConnections(t *testing.T) {
 	// Each connection is closed by the server after the idle timeout. A few
 	// workers wait on them in the order they were answered (the race
 	// detector allows 8,128 goroutines, not one per connection).
+	// One deadline for all: every connection was answered by now, so the
+	// server must have closed each by now+idle. (A deadline from each
+	// answer would expire before its read on a loaded machine, where the
+	// opening outlasts idle+Deadline, and hide a close already made.)
+	closedBy := time.Now().Add(idle + testbin.Deadline)
 	var early, never atomic.Int64
 	const workers = 32
 	for w := 0; w < workers; w++ {
@@ -141,7 +146,7 @@ func TestWebhookIdleConnections(t *testing.T) {
 			buf := make([]byte, 1)
 			for i := w; i < len(opened); i += workers {
 				c := opened[i]
-				_ = c.conn.SetReadDeadline(c.answered.Add(idle + testbin.Deadline))
+				_ = c.conn.SetReadDeadline(closedBy)
 				n, err := c.conn.Read(buf)
 				closed := time.Now()
 				c.conn.Close()
