@@ -31,9 +31,14 @@
 # It fails (exit 1), saying why, when:
 #   - a sample after SOAK_WARMUP has RSS or goroutines more than GROWTH_PCT %
 #     above the sample at SOAK_WARMUP (the baseline);
-#   - dnsperf got any SERVFAIL or other error code, or lost more than
-#     MAX_LOST_PPM queries per million over the run (see docs/benchmarks.md,
-#     "Soak", for why a few);
+#   - dnsperf got any SERVFAIL or other error code, or partition-dns
+#     dropped a forwarded query itself (over one of its bounds);
+#   - dnsperf lost a query that the kernel did not drop: in a minute, more
+#     queries lost than datagrams the kernel dropped at full UDP buffers and
+#     receive backlogs (when the shared machine starves a process, its
+#     socket fills and the kernel drops; what partition-dns reads it must
+#     answer), or more than MAX_LOST_PPM queries per million lost in all
+#     (see docs/benchmarks.md, "Soak");
 #   - a change of churn never showed, or the final check found a wrong answer;
 #   - partition-dns exited.
 # It prints a line a minute, and a markdown table and a verdict at the end.
@@ -48,7 +53,7 @@ KEEP=${KEEP:-3000}
 QPS=${QPS:-5000}
 FORWARD_PCT=${FORWARD_PCT:-15}
 GROWTH_PCT=${GROWTH_PCT:-5}
-MAX_LOST_PPM=${MAX_LOST_PPM:-1}
+MAX_LOST_PPM=${MAX_LOST_PPM:-100}
 MEMCG_MIB=${MEMCG_MIB:-170}
 DNS_PORT=${DNS_PORT:-26153}
 UPSTREAM_PORT=${UPSTREAM_PORT:-26154}
@@ -118,7 +123,7 @@ drops() {
   echo "$sockets $buffers $backlog"
 }
 rows=() rss=() gor=()
-lost_all=0 bad_all=0 answered_all=0
+lost_all=0 bad_all=0 answered_all=0 fwd_all=0
 read -r sock0 buf0 backlog0 < <(drops)
 fwd0=0
 echo "minute  RSS MiB  heap MiB  goroutines  answered  lost  SERVFAIL  other  drops: forwards sockets buffers backlog  load" >&2
@@ -152,7 +157,10 @@ for m in $(seq "$total"); do
   printf '%6d  %7s  %8s  %10d  %8d  %4d  %8d  %5d  %15d %7d %7d %7d  %4s\n' "$m" "$(mib "${rss[m]}")" "$(mib "$heap")" "${gor[m]}" \
     "$answered" "$lost" "$servfail" "$other" "$d_fwd" "$d_sock" "$d_buf" "$d_backlog" "$load" >&2
   rows+=("| $m | $(mib "${rss[m]}") | $(mib "$heap") | ${gor[m]} | $answered | $lost | $servfail | $other | $d_fwd / $d_sock / $d_buf / $d_backlog | $load |")
-  answered_all=$((answered_all + answered)) lost_all=$((lost_all + lost)) bad_all=$((bad_all + servfail + other))
+  answered_all=$((answered_all + answered)) lost_all=$((lost_all + lost)) bad_all=$((bad_all + servfail + other)) fwd_all=$((fwd_all + d_fwd))
+  if ((lost > d_buf + d_backlog)); then
+    fail+=("minute $m: dnsperf lost $lost queries, the kernel dropped only $((d_buf + d_backlog)) datagrams: partition-dns lost some itself")
+  fi
   if ((m > warmup)); then
     if ((rss[m] * 100 > rss[warmup] * (100 + GROWTH_PCT))); then
       fail+=("minute $m: RSS $(mib "${rss[m]}") MiB is more than $GROWTH_PCT % above minute $warmup's $(mib "${rss[warmup]}") MiB")
@@ -179,6 +187,7 @@ echo "$check_out" >&2
 objects_end=$("$work/check" --kubeconfigs "$KUBECONFIGS" --count)
 
 if ((bad_all > 0)); then fail+=("dnsperf: $bad_all answers were SERVFAIL or another error code"); fi
+if ((fwd_all > 0)); then fail+=("partition-dns dropped $fwd_all forwarded queries (tpkit_dns_forward_dropped_total)"); fi
 if ((lost_all * 1000000 > answered_all * MAX_LOST_PPM)); then
   fail+=("dnsperf: $lost_all queries lost of $((answered_all + lost_all)), more than $MAX_LOST_PPM per million")
 fi
