@@ -13,8 +13,9 @@ type Options struct {
 	// KubeconfigPaths lists one kubeconfig per TP, in order (Arktos's
 	// --tenant-server-kubeconfig).
 	KubeconfigPaths []string
-	// Names overrides the TP names; by default a TP is named after its
-	// kubeconfig's current context, else after the file name.
+	// Names overrides the TP names; by default the TPs are named after their
+	// kubeconfigs' current contexts when those are all set and different,
+	// else after the files' names (tenancy.PartitionNames).
 	Names []string
 	// Resync is the consumers' resync period; zero disables resync.
 	Resync time.Duration
@@ -38,7 +39,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Var((*cliflag.List)(&o.KubeconfigPaths), "tenant-server-kubeconfig",
 		"Comma-separated kubeconfig files, one per tenant partition, in order.")
 	fs.Var((*cliflag.List)(&o.Names), "tenant-partition-names",
-		"Comma-separated names for the tenant partitions, in the order of --tenant-server-kubeconfig. Default: each kubeconfig's current context, else its file name.")
+		"Comma-separated names for the tenant partitions, in the order of --tenant-server-kubeconfig. Default: the kubeconfigs' current contexts when they are all set and different, else the files' names without extension.")
 	fs.DurationVar(&o.Resync, "partition-resync", o.Resync,
 		"Resync period of the per-partition list/watches; 0 disables resync.")
 	if o.SyncTimeout == 0 {

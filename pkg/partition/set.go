@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -109,10 +108,7 @@ func New(o Options) (*Set, error) {
 	if len(o.KubeconfigPaths) == 0 {
 		return nil, fmt.Errorf("no tenant partitions: --tenant-server-kubeconfig is empty")
 	}
-	if len(o.Names) != 0 && len(o.Names) != len(o.KubeconfigPaths) {
-		return nil, fmt.Errorf("--tenant-partition-names has %d names but --tenant-server-kubeconfig has %d files", len(o.Names), len(o.KubeconfigPaths))
-	}
-	names := make([]string, len(o.KubeconfigPaths))
+	sources := make([]tenancy.PartitionSource, len(o.KubeconfigPaths))
 	cfgs := make([]*rest.Config, len(o.KubeconfigPaths))
 	for i, path := range o.KubeconfigPaths {
 		raw, err := clientcmd.LoadFromFile(path)
@@ -130,14 +126,12 @@ func New(o Options) (*Set, error) {
 			return nil, fmt.Errorf("tenant partition %d: kubeconfig %q: %w", i, path, err)
 		}
 		cfgs[i] = cfg
-		switch {
-		case len(o.Names) != 0:
-			names[i] = o.Names[i]
-		case raw.CurrentContext != "":
-			names[i] = raw.CurrentContext
-		default:
-			names[i] = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		}
+		sources[i] = tenancy.PartitionSource{Path: path, Context: raw.CurrentContext}
+	}
+	// The rule the patched kubelet and kube-proxy apply too (tenancy.PartitionNames).
+	names, err := tenancy.PartitionNames(sources, o.Names)
+	if err != nil {
+		return nil, err
 	}
 	return NewFromConfigs(names, cfgs, o)
 }

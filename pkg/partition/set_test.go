@@ -78,8 +78,10 @@ func TestFlagsAndNames(t *testing.T) {
 	for _, p := range s.Partitions() {
 		got = append(got, fmt.Sprintf("%d:%s", p.Index, p.Name))
 	}
-	if strings.Join(got, ",") != "0:tp-a,1:second" {
-		t.Fatalf("partitions = %v, want context name then file name", got)
+	// One file has no context: every TP is named after its file
+	// (tenancy.PartitionNames), never a mix.
+	if strings.Join(got, ",") != "0:a,1:second" {
+		t.Fatalf("partitions = %v, want the files' names", got)
 	}
 	if p, ok := s.Get("second"); !ok || p.Config.Host != "https://127.0.0.1:6444" {
 		t.Fatalf("Get(second) = %+v, %v", p, ok)
@@ -97,10 +99,31 @@ func TestFlagsAndNames(t *testing.T) {
 	}
 }
 
+// TestArktosKubeconfigs: Arktos's worker script writes every TP's kubeconfig
+// with the same context; the TPs are then named after the files.
+func TestArktosKubeconfigs(t *testing.T) {
+	dir := t.TempDir()
+	a := writeKubeconfig(t, dir, "tenant-server-kubelet0.kubeconfig", "local-up-cluster", "http://127.0.0.1:6443")
+	b := writeKubeconfig(t, dir, "tenant-server-kubelet1.kubeconfig", "local-up-cluster", "http://127.0.0.1:6444")
+	s, err := New(Options{KubeconfigPaths: []string{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Partitions()[0].Name + "," + s.Partitions()[1].Name; got != "tenant-server-kubelet0,tenant-server-kubelet1" {
+		t.Fatalf("names = %s, want the files' names", got)
+	}
+	if s.Partitions()[1].Config.Host != "http://127.0.0.1:6444" {
+		t.Fatalf("tp 1's host = %s", s.Partitions()[1].Config.Host)
+	}
+}
+
 func TestNewErrorsNameTheFile(t *testing.T) {
 	dir := t.TempDir()
 	good := writeKubeconfig(t, dir, "good.kubeconfig", "tp1", "https://127.0.0.1:6443")
-	same := writeKubeconfig(t, dir, "same.kubeconfig", "tp1", "https://127.0.0.1:6444")
+	if err := os.Mkdir(filepath.Join(dir, "other"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	twin := writeKubeconfig(t, filepath.Join(dir, "other"), "good.kubeconfig", "tp1", "https://127.0.0.1:6444")
 	bad := filepath.Join(dir, "bad.kubeconfig")
 	if err := os.WriteFile(bad, []byte("clusters: [this is: not yaml"), 0o600); err != nil {
 		t.Fatal(err)
@@ -114,7 +137,7 @@ func TestNewErrorsNameTheFile(t *testing.T) {
 		{"missing file", Options{KubeconfigPaths: []string{good, missing}}, missing},
 		{"a directory", Options{KubeconfigPaths: []string{dir}}, dir},
 		{"malformed file", Options{KubeconfigPaths: []string{bad}}, bad},
-		{"duplicate context names", Options{KubeconfigPaths: []string{good, same}}, `"tp1" is used twice`},
+		{"duplicate file names", Options{KubeconfigPaths: []string{good, twin}}, `both named "good" by the kubeconfig files' names`},
 		{"names count", Options{KubeconfigPaths: []string{good}, Names: []string{"a", "b"}}, "has 2 names"},
 		{"no files", Options{}, "--tenant-server-kubeconfig is empty"},
 		{"bad override name", Options{KubeconfigPaths: []string{good}, Names: []string{"a/b"}}, "must not contain '/'"},
