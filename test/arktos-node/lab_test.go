@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,8 @@ import (
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 )
 
-// The lab's names: one node, TPs tp1 and tp2 (lab.sh's kubeconfig
-// contexts, which the patched kubelet takes as the TPs' names).
+// The lab's names: one node; the TPs are tp1 and tp2 to lab.sh and the lab,
+// and workerTPNames to the node's programs (writeWorkerKubeconfigs).
 const (
 	nodeName      = "node-1"
 	clusterDNS    = "10.96.0.10"
@@ -114,17 +115,19 @@ func TestArktosNode(t *testing.T) {
 	start := time.Now()
 	l.up()
 	l.seed()
-	l.startNode()
+	l.startNode(false)
 	l.check("pods-running-in-own-tp", l.podsRunning)
 	l.check("secret-files-from-own-tp", l.secretFiles)
-	l.check("tenant-pod-dns", l.tenantDNS)
+	l.check("tenant-dns-off-stock-resolv", l.tenantDNSOff)
 	l.startProxy()
+	l.check("same-context-kubeconfigs", l.sameContextNames)
 	l.check("kube-dns-dnat-own-tp", l.kubeDNSRules)
 	l.check("tenant-service-rules", l.tenantServiceRules)
 	l.check("tp-down-keeps-rules", l.tpDownKeepsRules)
 	l.check("restart-delete-to-own-tp", l.restartDeletes)
 	l.check("proxy-start-with-tp-down", l.proxyStartsWithTPDown)
 	l.check("tp-return-resumes-updates", l.tpReturns)
+	l.check("tenant-dns-on", l.tenantDNSOn)
 	l.check("no-default-to-tp0", l.noDefaultTP0)
 	l.check("systemdaemonset-admission", l.daemonSetAdmission)
 
@@ -177,7 +180,55 @@ func (l *lab) up() {
 		}
 		l.tpArgs[i] = args
 	}
+	l.writeWorkerKubeconfigs()
 	fmt.Printf("== API servers: rp %s, tp1 %s, tp2 %s\n", l.rp, l.tps[0], l.tps[1])
+}
+
+// workerKubeconfigContext is the context hack/arktos-worker-up.sh (Arktos
+// 6685f14) gives every TP's kubeconfig.
+const workerKubeconfigContext = "local-up-cluster"
+
+// workerTPNames are the TP names the patched kubelet and kube-proxy give
+// those files: their contexts are all the same, so their base names
+// (tenancy.PartitionNames).
+var workerTPNames = [2]string{"tenant-server-kubelet0", "tenant-server-kubelet1"}
+
+// writeWorkerKubeconfigs writes the TPs' kubeconfigs for the node's
+// programs exactly as hack/arktos-worker-up.sh's write_client_kubeconfig
+// does (its scale-out branch: one file per TP, tenant-server-kubelet<N>,
+// each with the context local-up-cluster), so the lab's node starts the way
+// Arktos's scripts start a worker.
+func (l *lab) writeWorkerKubeconfigs() {
+	dir := filepath.Join(l.dir, "worker-kc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+	for i, base := range l.tps {
+		u, err := url.Parse(base)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+  - cluster:
+      server: http://%s:%s/
+    name: local-up-cluster
+users:
+  - user:
+    name: local-up-cluster
+contexts:
+  - context:
+      cluster: local-up-cluster
+      user: local-up-cluster
+    name: local-up-cluster
+current-context: %s
+`, u.Hostname(), u.Port(), workerKubeconfigContext)
+		l.tpKC[i] = filepath.Join(dir, workerTPNames[i]+".kubeconfig")
+		if err := os.WriteFile(l.tpKC[i], []byte(kc), 0o600); err != nil {
+			l.t.Fatal(err)
+		}
+	}
 }
 
 // seed writes the scenario: in kube-system of both TPs a secret "creds"
@@ -215,8 +266,9 @@ var pods = []struct {
 }
 
 // startNode starts hollow-node's kubelet for both TPs. The patched binary
-// gets its origin file and cluster DNS; stock hollow-node has neither flag.
-func (l *lab) startNode() {
+// gets its origin file and cluster DNS, and with tenantDNS the
+// TenantDNSSearch feature gate; stock hollow-node has none of these flags.
+func (l *lab) startNode(tenantDNS bool) {
 	args := []string{"--morph=kubelet", "--name=" + nodeName,
 		"--kubeconfig=" + l.rpKC, "--resource-server-kubeconfig=" + l.rpKC,
 		"--tenant-server-kubeconfigs=" + l.tpKC[0] + "," + l.tpKC[1],
@@ -228,6 +280,9 @@ func (l *lab) startNode() {
 	if !l.stock {
 		args = append(args, "--tporigin-file="+filepath.Join(l.dir, "tporigin.db"),
 			"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain)
+		if tenantDNS {
+			args = append(args, "--feature-gates=TenantDNSSearch=true")
+		}
 	}
 	log := filepath.Join(l.dir, fmt.Sprintf("hollow-node.%d.log", len(l.nodeLog)+1))
 	l.nodeLog = append(l.nodeLog, log)
@@ -243,7 +298,7 @@ const proxySyncTimeout = 3 * time.Second
 func (l *lab) startProxy() {
 	healthz := freePort(l.t)
 	l.proxyStarts++
-	log := filepath.Join(l.dir, fmt.Sprintf("kube-proxy.%d.log", l.proxyStarts))
+	log := l.proxyLog()
 	var extra []string
 	if !l.stock {
 		extra = append(extra, "--tenant-partition-sync-timeout="+proxySyncTimeout.String())
@@ -371,20 +426,42 @@ func (l *lab) secretFiles() error {
 	return nil
 }
 
-// tenantDNS: the DNS configuration of acme's pod in the sandbox config the
-// kubelet gave the runtime: the tenant search path first and ndots:6; the
-// system pod keeps upstream's path.
-func (l *lab) tenantDNS() error {
-	var app, agent sandboxDNS
-	err := poll(30*time.Second, func() error {
-		var ok1, ok2 bool
-		app, ok1 = findSandboxDNS(l.nodeLog[0], "app", "web")
-		agent, ok2 = findSandboxDNS(l.nodeLog[0], "agent", "kube-system")
-		if !ok1 || !ok2 {
-			return fmt.Errorf("no PodSandboxConfig line for app (%v) or agent (%v) in %s", ok1, ok2, l.nodeLog[0])
+// tenantDNSOff: the node's first start has TenantDNSSearch off, so every
+// pod's DNS configuration is what Arktos's own configurer writes: acme's pod
+// searches upstream's <ns>.svc.<zone> path with ndots:5 (stock Arktos's
+// cluster DNS serves no tenant names), the cluster DNS its only server.
+func (l *lab) tenantDNSOff() error {
+	app, agent, err := l.sandboxDNSOf(l.nodeLog[0], [2]string{"app", "web"}, [2]string{"agent", "kube-system"})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      acme/web/app:  searches %v options %v servers %v\n", app.searches, app.options, app.servers)
+	fmt.Printf("      system/kube-system/agent: searches %v options %v\n", agent.searches, agent.options)
+	for _, p := range []struct {
+		who string
+		dns sandboxDNS
+		ns  string
+	}{{"acme's pod", app, "web"}, {"the system pod", agent, "kube-system"}} {
+		want := []string{p.ns + ".svc." + clusterDomain, "svc." + clusterDomain, clusterDomain}
+		if len(p.dns.searches) < len(want) || strings.Join(p.dns.searches[:len(want)], " ") != strings.Join(want, " ") {
+			return fmt.Errorf("tenant DNS off: %s searches %v, want Arktos's %v first", p.who, p.dns.searches, want)
 		}
-		return nil
-	})
+		if !contains(p.dns.options, "ndots:5") || contains(p.dns.options, "ndots:6") {
+			return fmt.Errorf("tenant DNS off: %s options %v, want Arktos's ndots:5", p.who, p.dns.options)
+		}
+		if strings.Join(p.dns.servers, ",") != clusterDNS {
+			return fmt.Errorf("tenant DNS off: %s servers %v, want [%s]", p.who, p.dns.servers, clusterDNS)
+		}
+	}
+	return nil
+}
+
+// tenantDNSOn: the node restarted with TenantDNSSearch on; acme's pod
+// searches its tenant's path first with ndots:6, the system pod (tp1's
+// agent, run again once tp1 returned) keeps upstream's path and ndots:5.
+func (l *lab) tenantDNSOn() error {
+	log := l.nodeLog[len(l.nodeLog)-1]
+	app, agent, err := l.sandboxDNSOf(log, [2]string{"app", "web"}, [2]string{"agent", "kube-system"})
 	if err != nil {
 		return err
 	}
@@ -402,6 +479,51 @@ func (l *lab) tenantDNS() error {
 		return fmt.Errorf("system pod searches %v options %v, want %s first and ndots:5", agent.searches, agent.options, wantSys)
 	}
 	return nil
+}
+
+// sandboxDNSOf waits for the sandbox DNS configuration of two pods (name,
+// namespace) in a kubelet log.
+func (l *lab) sandboxDNSOf(log string, a, b [2]string) (sandboxDNS, sandboxDNS, error) {
+	var da, db sandboxDNS
+	err := poll(30*time.Second, func() error {
+		var ok1, ok2 bool
+		da, ok1 = findSandboxDNS(log, a[0], a[1])
+		db, ok2 = findSandboxDNS(log, b[0], b[1])
+		if !ok1 || !ok2 {
+			return fmt.Errorf("no PodSandboxConfig line for %s (%v) or %s (%v) in %s", a[0], ok1, b[0], ok2, log)
+		}
+		return nil
+	})
+	return da, db, err
+}
+
+// sameContextNames: the node's programs started with the TP kubeconfigs
+// written as Arktos's worker script writes them (every file's context
+// local-up-cluster) and named the TPs after the files; the pods of both
+// TPs ran (pods-running-in-own-tp), so the names held.
+func (l *lab) sameContextNames() error {
+	want := workerTPNames[0] + " " + workerTPNames[1]
+	kubelet := "tenant partitions [" + want + "]"
+	if !logHas(l.nodeLog[0], kubelet) {
+		return fmt.Errorf("the kubelet's log has no %q (its kubeconfigs' context is %s for both TPs)", kubelet, workerKubeconfigContext)
+	}
+	proxy := "Tenant partitions: " + workerTPNames[0] + ", " + workerTPNames[1]
+	if !logHas(l.proxyLog(), proxy) {
+		return fmt.Errorf("kube-proxy's log has no %q", proxy)
+	}
+	fmt.Printf("      kubeconfigs with one context %q: the kubelet and kube-proxy named the TPs %s\n", workerKubeconfigContext, want)
+	return nil
+}
+
+// proxyLog is the log of kube-proxy's latest start.
+func (l *lab) proxyLog() string {
+	return filepath.Join(l.dir, fmt.Sprintf("kube-proxy.%d.log", l.proxyStarts))
+}
+
+// logHas says whether the file at path has a line containing s.
+func logHas(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte(s))
 }
 
 type sandboxDNS struct{ servers, searches, options []string }
@@ -518,7 +640,8 @@ func (l *lab) restartDeletes() error {
 		return err
 	}
 	l.restartedAt = time.Now()
-	l.startNode()
+	// The node comes back with tenant DNS switched on (tenant-dns-on).
+	l.startNode(true)
 	return poll(60*time.Second, func() error {
 		if _, err := l.get(1, path); err == nil {
 			return fmt.Errorf("tp2's agent, deleted while the node was down, is still in tp2 60s after the node restarted")
