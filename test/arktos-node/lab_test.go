@@ -119,6 +119,7 @@ func TestArktosNode(t *testing.T) {
 	l.check("pods-running-in-own-tp", l.podsRunning)
 	l.check("secret-files-from-own-tp", l.secretFiles)
 	l.check("tenant-dns-off-stock-resolv", l.tenantDNSOff)
+	l.check("events-in-own-tp", l.eventsInOwnTP)
 	l.startProxy()
 	l.check("same-context-kubeconfigs", l.sameContextNames)
 	l.check("kube-dns-dnat-own-tp", l.kubeDNSRules)
@@ -130,6 +131,7 @@ func TestArktosNode(t *testing.T) {
 	l.check("tenant-dns-on", l.tenantDNSOn)
 	l.check("no-default-to-tp0", l.noDefaultTP0)
 	l.check("systemdaemonset-admission", l.daemonSetAdmission)
+	l.check("authz-asks-pod-tp", l.authzAsksPodTP)
 
 	var differ []string
 	for _, r := range l.results {
@@ -1047,4 +1049,184 @@ func readTrim(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// eventsInOwnTP: the kubelet's events about each pod are in the pod's own
+// TP (acme's app in tp2's acme/web; each TP's system agent in that TP's
+// kube-system, and not the other TP's), and none of them in the resource
+// partition.
+func (l *lab) eventsInOwnTP() error {
+	uids := map[string]string{} // pod UID -> "tenant/ns/name of tpN"
+	for _, p := range pods {
+		obj, err := l.get(p.tp, podPath(p.tenant, p.namespace, p.name))
+		if err != nil {
+			return err
+		}
+		uids[str(obj, "metadata", "uid")] = fmt.Sprintf("%s/%s/%s of tp%d", p.tenant, p.namespace, p.name, p.tp+1)
+	}
+	var summary []string
+	err := poll(60*time.Second, func() error {
+		summary = summary[:0]
+		for _, p := range pods {
+			evs, err := l.events(l.tps[p.tp], "/api/v1/tenants/"+p.tenant+"/namespaces/"+p.namespace+"/events")
+			if err != nil {
+				return err
+			}
+			own, foreign := 0, []string{}
+			for _, e := range evs {
+				if e.name != p.name {
+					continue
+				}
+				if uids[e.uid] == fmt.Sprintf("%s/%s/%s of tp%d", p.tenant, p.namespace, p.name, p.tp+1) {
+					own++
+				} else if w, ok := uids[e.uid]; ok {
+					foreign = append(foreign, e.reason+" about "+w)
+				}
+			}
+			if len(foreign) > 0 {
+				return fmt.Errorf("tp%d has events about another TP's pod: %v", p.tp+1, foreign)
+			}
+			if own == 0 {
+				return fmt.Errorf("no event about %s/%s/%s in tp%d (%d events in %s/%s there)", p.tenant, p.namespace, p.name, p.tp+1, len(evs), p.tenant, p.namespace)
+			}
+			summary = append(summary, fmt.Sprintf("%s/%s/%s: %d in tp%d", p.tenant, p.namespace, p.name, own, p.tp+1))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	evs, err := l.events(l.rp, "/api/v1/tenants/all/events")
+	if err != nil {
+		return err
+	}
+	node := 0
+	for _, e := range evs {
+		if w, ok := uids[e.uid]; ok {
+			return fmt.Errorf("the resource partition has an event (%s) about %s", e.reason, w)
+		}
+		if e.kind == "Node" {
+			node++
+		}
+	}
+	fmt.Printf("      pods' events: %s; the resource partition has %d node events and none about the pods\n", strings.Join(summary, ", "), node)
+	return nil
+}
+
+type labEvent struct{ kind, name, uid, reason string }
+
+// events lists the events at path of the API server at base.
+func (l *lab) events(base, path string) ([]labEvent, error) {
+	resp, err := httpClient.Get(base + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []struct {
+			Reason         string
+			InvolvedObject struct{ Kind, Name, UID string }
+		}
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, &apiError{code: resp.StatusCode, body: string(b)}
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("GET %s%s: %v", base, path, err)
+	}
+	var out []labEvent
+	for _, it := range list.Items {
+		out = append(out, labEvent{it.InvolvedObject.Kind, it.InvolvedObject.Name, it.InvolvedObject.UID, it.Reason})
+	}
+	return out, nil
+}
+
+// authzAsksPodTP: the kubelet's API, with webhook authorization, asks the
+// pod's own TP whether a request about a pod is allowed. tp1's API server
+// restarts with RBAC, so its subject access reviews deny the anonymous
+// caller, while tp2's (AlwaysAllow) allow everything; the node restarts
+// with --kubelet-authorization-mode=Webhook. Then a request about tp2's
+// pod is let through and requests about tp1's pod, and node-scoped ones
+// (TP 0, tp1), are refused. Asking TP 0 for everything refuses them all.
+func (l *lab) authzAsksPodTP() error {
+	if l.stock {
+		return fmt.Errorf("stock hollow-node has no --kubelet-authorization-mode")
+	}
+	agent1, err := l.get(0, podPath("system", "kube-system", "agent"))
+	if err != nil {
+		return err
+	}
+	agent1UID := str(agent1, "metadata", "uid")
+	// tp1's API server with RBAC: the other checks are done, and every
+	// client of the lab uses the insecure port, which RBAC does not guard.
+	rbac := append([]string{}, l.tpArgs[0]...)
+	for i, a := range rbac {
+		if a == "--authorization-mode=AlwaysAllow" {
+			rbac[i] = "--authorization-mode=RBAC"
+		}
+	}
+	saved := l.tpArgs[0]
+	l.tpArgs[0] = rbac
+	l.stopTP(0)
+	l.startTP(0)
+	l.tpArgs[0] = saved
+
+	stop(l.node)
+	if err := os.RemoveAll(dockershimState); err != nil {
+		return err
+	}
+	port := freePort(l.t)
+	log := filepath.Join(l.dir, fmt.Sprintf("hollow-node.%d.log", len(l.nodeLog)+1))
+	l.nodeLog = append(l.nodeLog, log)
+	l.node = l.spawn(log, "hollow-node", "--morph=kubelet", "--name="+nodeName,
+		"--kubeconfig="+l.rpKC, "--resource-server-kubeconfig="+l.rpKC,
+		"--tenant-server-kubeconfigs="+l.tpKC[0]+","+l.tpKC[1],
+		"--kube-api-content-type=application/json",
+		"--kubelet-port="+strconv.Itoa(port), "--kubelet-read-only-port=0",
+		"--tporigin-file="+filepath.Join(l.dir, "tporigin.db"),
+		"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain,
+		"--kubelet-authorization-mode=Webhook", "--v=2")
+	kubelet := func(path string) (int, string, error) {
+		resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b)), nil
+	}
+	// The restarted kubelet knows the pods once their sources delivered
+	// them: acme's app is then served (or refused) by its name.
+	app := "/containerLogs/acme/web/app/c"
+	var code int
+	var body string
+	err = poll(60*time.Second, func() error {
+		if !alive(l.node) {
+			return fmt.Errorf("hollow-node exited:\n%s", tail(log, 30))
+		}
+		code, body, err = kubelet(app)
+		if err != nil {
+			return err
+		}
+		if code == http.StatusForbidden || code == http.StatusUnauthorized {
+			return fmt.Errorf("GET %s: HTTP %d %s, want it let through by tp2", app, code, body)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      GET %s (tp2's pod): HTTP %d %q, let through\n", app, code, body)
+	for _, path := range []string{"/portForward/system/kube-system/agent/" + agent1UID, "/pods"} {
+		code, body, err := kubelet(path)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusForbidden {
+			return fmt.Errorf("GET %s (tp1 decides): HTTP %d %s, want 403 from tp1's RBAC", path, code, body)
+		}
+		fmt.Printf("      GET %s (tp1 decides): HTTP %d %s\n", path, code, body)
+	}
+	return nil
 }
