@@ -718,14 +718,20 @@ func (l *lab) noCrossTPRedirect() error {
 	if !alive(l.proxy) {
 		return fmt.Errorf("kube-proxy is not running")
 	}
-	// The manager applies no update within 30 s of its start
-	// (datapartition's startUpResetDelayInSeconds).
+	// A manager applies no update until 30 s after it first read its
+	// Endpoints (datapartition's startUpResetDelayInSeconds; it logs the
+	// time), which may be long after kube-proxy's start (Arktos's waits for
+	// TP 0); without one, 35 s after kube-proxy's start.
 	log := filepath.Join(l.dir, fmt.Sprintf("kube-proxy.%d.log", l.proxyStarts))
-	if started, ok := klogStart(log); ok {
-		if wait := time.Until(started.Add(35 * time.Second)); wait > 0 {
-			fmt.Printf("      waiting %v: kube-proxy started %v ago\n", wait.Round(time.Second), time.Since(started).Round(time.Second))
-			time.Sleep(wait)
+	until, ok := managerFirstUpdate(log)
+	if !ok {
+		if started, ok := klogStart(log); ok {
+			until = started.Add(35 * time.Second)
 		}
+	}
+	if wait := time.Until(until.Add(2 * time.Second)); wait > 0 {
+		fmt.Printf("      waiting %v for the end of the API server config manager's start-up delay\n", wait.Round(time.Second))
+		time.Sleep(wait)
 	}
 	const path = "/api/v1/tenants/system/namespaces/default/endpoints/kubernetes"
 	var saved [2]map[string]any
@@ -852,6 +858,32 @@ func newForwarder(host, target string) (*forwarder, error) {
 }
 
 func (f *forwarder) close() { _ = f.ln.Close() }
+
+// managerFirstUpdate is the last time before which datapartition's manager
+// applies no update, as log says ("Set first update api server to time
+// <time.Time.String()> m=+..."); false when no manager started.
+func managerFirstUpdate(log string) (time.Time, bool) {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return time.Time{}, false
+	}
+	const marker = "Set first update api server to time "
+	var last time.Time
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.Index(line, marker)
+		if i < 0 {
+			continue
+		}
+		v := line[i+len(marker):]
+		if j := strings.Index(v, " m="); j >= 0 {
+			v = v[:j]
+		}
+		if ts, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", v); err == nil && ts.After(last) {
+			last = ts
+		}
+	}
+	return last, !last.IsZero()
+}
 
 // klogStart is the time of the first klog line of log (Lmmdd hh:mm:ss.uuuuuu),
 // taken as today's, in UTC as the lab's programs log.
