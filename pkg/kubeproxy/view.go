@@ -1,6 +1,7 @@
 package kubeproxy
 
 import (
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -42,6 +43,8 @@ type View struct {
 	owner      map[ServiceName]string              // endpoints object -> service name it feeds
 	byTenant   map[string]map[ServiceName]struct{} // regular tenant -> its services, all TPs
 	pending    map[ServiceName]struct{}            // services changed since the consumer's last Apply
+	svcCount   map[int]int                         // TP -> services (with a service object) it has
+	epCount    map[int]int                         // TP -> endpoints objects feeding a service it has
 	consumer   *Snapshot                           // the snapshot pending is relative to
 	wake       chan struct{}
 
@@ -68,6 +71,8 @@ func NewView(tenantPartitionIDs []int, o Options) *View {
 		owner:      map[ServiceName]string{},
 		byTenant:   map[string]map[ServiceName]struct{}{},
 		pending:    map[ServiceName]struct{}{},
+		svcCount:   map[int]int{},
+		epCount:    map[int]int{},
 		wake:       make(chan struct{}, 1),
 	}
 	for _, p := range tenantPartitionIDs {
@@ -115,14 +120,40 @@ type ViewStats struct {
 	Dropped uint64
 	// Pending is the number of services changed since the last Apply.
 	Pending int
+	// Partitions are the served TPs' figures, by tenantPartitionId.
+	Partitions []PartitionStats
 }
 
-// Stats returns the view's counters.
+// PartitionStats are the figures of one served TP.
+type PartitionStats struct {
+	// TenantPartitionID is the TP's id (its client's index).
+	TenantPartitionID int
+	// ServicesSynced and EndpointsSynced say whether the TP has reported
+	// its services and its endpoints synced (or a caller marked them so,
+	// as a sync timeout does).
+	ServicesSynced, EndpointsSynced bool
+	// Services is the number of the TP's services the view holds (served
+	// or not: an ExternalName service counts too).
+	Services int
+	// Endpoints is the number of the TP's endpoints objects that feed a
+	// service.
+	Endpoints int
+}
+
+// Stats returns the view's counters and the served TPs' figures. Its cost is
+// proportional to the number of TPs, not of services: the counts are kept as
+// events arrive.
 func (v *View) Stats() ViewStats {
 	v.mu.Lock()
 	pending := len(v.pending)
+	parts := make([]PartitionStats, 0, len(v.partitions))
+	for p := range v.partitions {
+		parts = append(parts, PartitionStats{TenantPartitionID: p, ServicesSynced: v.svcSynced[p], EndpointsSynced: v.epSynced[p],
+			Services: v.svcCount[p], Endpoints: v.epCount[p]})
+	}
 	v.mu.Unlock()
-	return ViewStats{Skipped: v.skipped.Load(), Dropped: v.dropped.Load(), Pending: pending}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].TenantPartitionID < parts[j].TenantPartitionID })
+	return ViewStats{Skipped: v.skipped.Load(), Dropped: v.dropped.Load(), Pending: pending, Partitions: parts}
 }
 
 // OnServiceAdd records a service of TP tenantPartitionId.
@@ -151,6 +182,7 @@ func (v *View) OnServiceDelete(service *Service, tenantPartitionId int) {
 		return
 	}
 	st.svc = nil
+	v.svcCount[tenantPartitionId]--
 	v.forgetTenantLocked(name)
 	if len(st.endpoints) == 0 {
 		delete(v.services, name)
@@ -219,6 +251,9 @@ func (v *View) upsertService(rec *Service, tp int) {
 	} else if equalService(st.svc, svc) {
 		return // a resync or a change the proxy does not see
 	}
+	if st.svc == nil {
+		v.svcCount[tp]++
+	}
 	st.svc = svc
 	if !tenancy.IsSystem(svc.name.Tenant) {
 		m := v.byTenant[svc.name.Tenant]
@@ -266,11 +301,17 @@ func (v *View) upsertEndpoints(rec *Endpoints, tp int) {
 		return
 	}
 	st.endpoints[key.Name] = set
+	if _, ok := v.owner[key]; !ok {
+		v.epCount[tp]++
+	}
 	v.owner[key] = set.service
 	v.markLocked(svcName)
 }
 
 func (v *View) removeEndpointsLocked(key ServiceName, service string) {
+	if _, ok := v.owner[key]; ok {
+		v.epCount[key.TenantPartitionID]--
+	}
 	delete(v.owner, key)
 	svcName := key
 	svcName.Name = service
@@ -334,6 +375,8 @@ func (v *View) removePartitionLocked(tp int) {
 	delete(v.partitions, tp)
 	delete(v.svcSynced, tp)
 	delete(v.epSynced, tp)
+	delete(v.svcCount, tp)
+	delete(v.epCount, tp)
 	for k := range v.services {
 		if k.TenantPartitionID == tp {
 			v.forgetTenantLocked(k)

@@ -433,3 +433,54 @@ func TestManyEndpointsSorted(t *testing.T) {
 		t.Fatalf("endpoints %v", got)
 	}
 }
+
+// TestPartitionStats: per-TP figures follow adds, updates, deletes, an
+// endpoints object that changes its service, and a TP's removal; a TP's
+// synced flags are its own.
+func TestPartitionStats(t *testing.T) {
+	v := NewView([]int{tp1, tp0}, Options{})
+	type fig struct{ svc, ep int }
+	check := func(when string, want map[int]fig) {
+		t.Helper()
+		got := map[int]fig{}
+		for _, p := range v.Stats().Partitions {
+			got[p.TenantPartitionID] = fig{p.Services, p.Endpoints}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: per-TP (services, endpoints) %v, want %v", when, got, want)
+		}
+	}
+	check("empty", map[int]fig{tp0: {}, tp1: {}})
+	for _, tp := range []int{tp0, tp1} {
+		v.OnServiceAdd(svcRec("", "kube-system", "kube-dns", "10.0.0.10", port("dns", 53)), tp)
+		v.OnEndpointsAdd(epsRec("", "kube-system", "kube-dns", "kube-dns", "dns", 53, ready("192.168.0.1")...), tp)
+	}
+	v.OnServiceAdd(svcRec("a", "ns", "web", "10.0.0.3", port("http", 80)), tp1)
+	v.OnServiceUpdate(nil, svcRec("a", "ns", "web", "10.0.0.3", port("http", 81)), tp1)
+	v.OnServiceAdd(svcRec("a", "ns", "web", "10.0.0.3", port("http", 81)), tp1) // a resync
+	v.OnEndpointsAdd(epsRec("a", "ns", "web", "web", "http", 80, ready("192.168.0.2")...), tp1)
+	v.OnEndpointsUpdate(nil, epsRec("a", "ns", "web", "web", "http", 80, ready("192.168.0.3")...), tp1)
+	v.OnServiceAdd(svcRec("", "ns", "x", "10.0.0.5", port("p", 1)), tp2) // not served
+	check("after adds", map[int]fig{tp0: {1, 1}, tp1: {2, 2}})
+	// An endpoints slice that moves to another service counts once; one
+	// that feeds no service does not count.
+	v.OnEndpointsAdd(epsRec("a", "ns", "slice", "web", "http", 80, ready("192.168.0.4")...), tp1)
+	v.OnEndpointsUpdate(nil, epsRec("a", "ns", "slice", "other", "http", 80, ready("192.168.0.4")...), tp1)
+	check("slice moved", map[int]fig{tp0: {1, 1}, tp1: {2, 3}})
+	v.OnEndpointsUpdate(nil, epsRec("a", "ns", "slice", "", "http", 80), tp1)
+	check("slice feeds nothing", map[int]fig{tp0: {1, 1}, tp1: {2, 2}})
+	v.OnServiceDelete(svcRec("a", "ns", "web", "10.0.0.3"), tp1)
+	v.OnServiceDelete(svcRec("a", "ns", "web", "10.0.0.3"), tp1) // again: no change
+	v.OnEndpointsDelete(epsRec("", "kube-system", "kube-dns", "kube-dns", "dns", 53), tp0)
+	check("after deletes", map[int]fig{tp0: {1, 0}, tp1: {1, 2}})
+	v.OnServiceSynced(tp1)
+	v.OnEndpointsSynced(tp0)
+	ps := v.Stats().Partitions
+	if len(ps) != 2 || ps[0].TenantPartitionID != tp0 || ps[0].ServicesSynced || !ps[0].EndpointsSynced || !ps[1].ServicesSynced || ps[1].EndpointsSynced {
+		t.Fatalf("synced flags by TP, in id order: %+v", ps)
+	}
+	v.RemovePartition(tp1)
+	check("tp1 removed", map[int]fig{tp0: {1, 0}})
+	v.SetPartitions([]int{tp0, tp1})
+	check("tp1 back", map[int]fig{tp0: {1, 0}, tp1: {}})
+}

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -124,6 +125,7 @@ func TestArktosNode(t *testing.T) {
 	l.check("same-context-kubeconfigs", l.sameContextNames)
 	l.check("kube-dns-dnat-own-tp", l.kubeDNSRules)
 	l.check("tenant-service-rules", l.tenantServiceRules)
+	l.check("metrics-served", l.metricsServed)
 	l.check("tp-down-keeps-rules", l.tpDownKeepsRules)
 	l.check("restart-delete-to-own-tp", l.restartDeletes)
 	l.check("proxy-start-with-tp-down", l.proxyStartsWithTPDown)
@@ -131,6 +133,8 @@ func TestArktosNode(t *testing.T) {
 	l.check("tenant-dns-on", l.tenantDNSOn)
 	l.check("no-default-to-tp0", l.noDefaultTP0)
 	l.check("systemdaemonset-admission", l.daemonSetAdmission)
+	l.check("no-cross-tp-redirect", l.noCrossTPRedirect)
+	// Last: it restarts tp1 with RBAC and the node with webhook authorization.
 	l.check("authz-asks-pod-tp", l.authzAsksPodTP)
 
 	var differ []string
@@ -303,7 +307,8 @@ func (l *lab) startProxy() {
 	log := l.proxyLog()
 	var extra []string
 	if !l.stock {
-		extra = append(extra, "--tenant-partition-sync-timeout="+proxySyncTimeout.String())
+		extra = append(extra, "--tenant-partition-sync-timeout="+proxySyncTimeout.String(),
+			"--tenant-partition-state-dir="+filepath.Join(l.dir, "kube-proxy-state"))
 	}
 	l.proxy = l.spawn(log, "kube-proxy", append(extra,
 		"--proxy-mode=iptables", "--kubeconfig="+l.rpKC,
@@ -666,7 +671,9 @@ func (l *lab) restartDeletes() error {
 // proxyStartsWithTPDown: kube-proxy restarted, with empty rules, while
 // tp1's API server is down programs tp2's services (the patched one after
 // its TP sync timeout: a TP that never answers must not hold back the
-// others). tp1's rules go: kube-proxy keeps no state across a restart.
+// others), and tp1's from the state the previous kube-proxy saved
+// (--tenant-partition-state-dir): tp1's kube-dns DNATs to its endpoint
+// although tp1 has not answered since the restart.
 func (l *lab) proxyStartsWithTPDown() error {
 	stop(l.proxy)
 	// A stopped kube-proxy leaves its rules; the node restarts without them
@@ -685,7 +692,356 @@ func (l *lab) proxyStartsWithTPDown() error {
 		return err
 	}
 	fmt.Printf("      kube-proxy restarted with tp1 down programmed tp2 after %v\n", time.Since(start).Round(100*time.Millisecond))
+	if err := waitDNAT(proxySyncTimeout+10*time.Second, "kube-proxy restarted with tp1 down: tp1's kube-dns from its saved state", l.kubeDNS[0], "udp", 53, l.dnsEndpoint(0)+":53"); err != nil {
+		return err
+	}
+	fmt.Printf("      and tp1's kube-dns from its saved state after %v\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// metricsServed: the kubelet's and kube-proxy's /metrics serve tpkit's
+// per-TP series, labelled by TP name (tp1, tp2), with the lab's figures:
+// the kubelet's origins per TP are the node's pods per TP, its origin file
+// has a size and its flushes a latency; kube-proxy has synced both TPs and
+// holds as many services and endpoints of each as the TP has.
+func (l *lab) metricsServed() error {
+	kubeletPort, err := argValue(l.node, "--kubelet-port")
+	if err != nil {
+		return err
+	}
+	proxyPort, err := argValue(l.proxy, "--metrics-port")
+	if err != nil {
+		return err
+	}
+	want := map[string]float64{}
+	for _, p := range pods {
+		want[fmt.Sprintf(`tpkit_tporigin_entries{kind="pods",partition="tp%d"}`, p.tp+1)]++
+	}
+	// hollow-node's kubelet serves plain HTTP without authentication
+	// (pkg/kubemark/hollow_kubelet.go gives it no TLS options or auth).
+	kubeletURL := "http://127.0.0.1:" + kubeletPort + "/metrics"
+	var got map[string]float64
+	err = poll(15*time.Second, func() error {
+		if got, err = scrape(kubeletURL); err != nil {
+			return err
+		}
+		if d := differences(got, want); d != "" {
+			return fmt.Errorf("kubelet %s: %s", kubeletURL, d)
+		}
+		if got["tpkit_tporigin_file_bytes"] <= 0 || got["tpkit_tporigin_commit_duration_seconds_count"] <= 0 {
+			return fmt.Errorf("kubelet %s: tpkit_tporigin_file_bytes %v, tpkit_tporigin_commit_duration_seconds_count %v; want both > 0",
+				kubeletURL, got["tpkit_tporigin_file_bytes"], got["tpkit_tporigin_commit_duration_seconds_count"])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      kubelet: origins tp1 %v, tp2 %v; origin file %v bytes; %v flushes taking %.4fs in all\n",
+		got[`tpkit_tporigin_entries{kind="pods",partition="tp1"}`], got[`tpkit_tporigin_entries{kind="pods",partition="tp2"}`],
+		got["tpkit_tporigin_file_bytes"], got["tpkit_tporigin_commit_duration_seconds_count"], got["tpkit_tporigin_commit_duration_seconds_sum"])
+
+	proxyURL := "http://127.0.0.1:" + proxyPort + "/metrics"
+	return poll(15*time.Second, func() error {
+		want := map[string]float64{}
+		for i := range l.tps {
+			tp := fmt.Sprintf(`{partition="tp%d"}`, i+1)
+			for _, kind := range []string{"services", "endpoints"} {
+				n, err := l.count(i, "/api/v1/tenants/all/"+kind)
+				if err != nil {
+					return err
+				}
+				want["tpkit_kubeproxy_"+kind+tp] = float64(n)
+			}
+			want["tpkit_kubeproxy_partition_synced"+tp] = 1
+			want["tpkit_kubeproxy_partition_sync_timed_out"+tp] = 0
+		}
+		got, err := scrape(proxyURL)
+		if err != nil {
+			return err
+		}
+		if d := differences(got, want); d != "" {
+			return fmt.Errorf("kube-proxy %s: %s", proxyURL, d)
+		}
+		fmt.Printf("      kube-proxy: services tp1 %v, tp2 %v; endpoints tp1 %v, tp2 %v; both synced\n",
+			got[`tpkit_kubeproxy_services{partition="tp1"}`], got[`tpkit_kubeproxy_services{partition="tp2"}`],
+			got[`tpkit_kubeproxy_endpoints{partition="tp1"}`], got[`tpkit_kubeproxy_endpoints{partition="tp2"}`])
+		return nil
+	})
+}
+
+// argValue is the value of flag (--name=value) on cmd's command line.
+func argValue(cmd *exec.Cmd, flag string) (string, error) {
+	if cmd != nil {
+		for _, a := range cmd.Args {
+			if strings.HasPrefix(a, flag+"=") {
+				return a[len(flag)+1:], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no %s on the command line", flag)
+}
+
+// scrape reads a Prometheus text exposition: series (name{labels} as
+// printed) -> value.
+func scrape(url string) (map[string]float64, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+// differences lists the series of want that got lacks or has with another
+// value; "" when none.
+func differences(got, want map[string]float64) string {
+	var d []string
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			d = append(d, k+" missing")
+		} else if g != v {
+			d = append(d, fmt.Sprintf("%s = %v, want %v", k, g, v))
+		}
+	}
+	sort.Strings(d)
+	return strings.Join(d, "; ")
+}
+
+// count is the number of items a list in TP i has.
+func (l *lab) count(i int, path string) (int, error) {
+	obj, err := l.get(i, path)
+	if err != nil {
+		return 0, err
+	}
+	items, _ := obj["items"].([]any)
+	return len(items), nil
+}
+
+// noCrossTPRedirect: Arktos's API server config manager (client-go
+// datapartition) watches one TP's "kubernetes" Endpoints and, on a change,
+// gives every client config in the process (apiserverupdate's process-wide
+// broadcast) that TP's API servers. Each TP's "kubernetes" Endpoints is
+// pointed at the other TP's API server (through a forwarder on the lab's
+// address that counts its connections: Endpoints may not hold a loopback
+// address), so whichever TP a manager watches, an update would send every
+// kube-proxy client to the other TP. kube-proxy must keep its own TPs: no
+// connection reaches either forwarder, a service created afterwards in each
+// TP is programmed with its own endpoint, and no client was reset.
+func (l *lab) noCrossTPRedirect() error {
+	if !alive(l.proxy) {
+		return fmt.Errorf("kube-proxy is not running")
+	}
+	// A manager applies no update until 30 s after it first read its
+	// Endpoints (datapartition's startUpResetDelayInSeconds; it logs the
+	// time), which may be long after kube-proxy's start (Arktos's waits for
+	// TP 0); without one, 35 s after kube-proxy's start.
+	log := filepath.Join(l.dir, fmt.Sprintf("kube-proxy.%d.log", l.proxyStarts))
+	until, ok := managerFirstUpdate(log)
+	if !ok {
+		if started, ok := klogStart(log); ok {
+			until = started.Add(35 * time.Second)
+		}
+	}
+	if wait := time.Until(until.Add(2 * time.Second)); wait > 0 {
+		fmt.Printf("      waiting %v for the end of the API server config manager's start-up delay\n", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+	const path = "/api/v1/tenants/system/namespaces/default/endpoints/kubernetes"
+	var saved [2]map[string]any
+	for i := range l.tps {
+		ep, err := l.get(i, path)
+		if err != nil {
+			return err
+		}
+		saved[i] = ep
+	}
+	defer func() {
+		for i := range l.tps { // best effort: the API servers' reconciler rewrites them too
+			cur, err := l.get(i, path)
+			if err != nil {
+				continue
+			}
+			saved[i]["metadata"].(map[string]any)["resourceVersion"] = str(cur, "metadata", "resourceVersion")
+			b, _ := json.Marshal(saved[i])
+			_, _ = l.write(i, "PUT", path, string(b))
+		}
+	}()
+	var fwd [2]*forwarder
+	for i := range l.tps {
+		other := strings.TrimPrefix(l.tps[1-i], "http://")
+		f, err := newForwarder(os.Getenv("ADVERTISE"), other)
+		if err != nil {
+			return err
+		}
+		defer f.close()
+		fwd[i] = f
+	}
+	for i := range l.tps {
+		port := fwd[i].port
+		ep := saved[i]
+		group := ""
+		if subsets, _ := ep["subsets"].([]any); len(subsets) > 0 {
+			if m, ok := subsets[0].(map[string]any); ok {
+				group, _ = m["serviceGroupId"].(string)
+			}
+		}
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"kubernetes","resourceVersion":%q},`+
+			`"subsets":[{"serviceGroupId":%q,"addresses":[{"ip":%q}],"ports":[{"name":"http","port":%d,"protocol":"TCP"}]}]}`,
+			str(ep, "metadata", "resourceVersion"), group, os.Getenv("ADVERTISE"), port)
+		if _, err := l.write(i, "PUT", path, body); err != nil {
+			return fmt.Errorf("pointing tp%d's kubernetes Endpoints at tp%d: %v", i+1, 2-i, err)
+		}
+	}
+	fmt.Printf("      tp1's kubernetes Endpoints point at tp2's API server (%s via %s:%d) and tp2's at tp1's (%s via %s:%d)\n",
+		l.tps[1], os.Getenv("ADVERTISE"), fwd[0].port, l.tps[0], os.Getenv("ADVERTISE"), fwd[1].port)
+	time.Sleep(5 * time.Second) // a manager's update is applied at once after its first 30 s
+	for i := range l.tps {
+		sys := "/api/v1/tenants/system/namespaces/default"
+		// Its own port in each TP: the two TPs may give it the same cluster IP.
+		port := 82 + i
+		svc, err := l.write(i, "POST", sys+"/services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"probe"},"spec":{"ports":[{"name":"p","port":%d,"protocol":"TCP"}]}}`, port))
+		if err != nil {
+			return err
+		}
+		ip := fmt.Sprintf("10.244.%d.82", i+1)
+		if _, err := l.write(i, "POST", sys+"/endpoints", endpointsJSON("probe", "p", ip, 8082, "TCP")); err != nil {
+			return err
+		}
+		if err := waitDNAT(15*time.Second, fmt.Sprintf("tp%d's new service default/probe", i+1), str(svc, "spec", "clusterIP"), "tcp", port, ip+":8082"); err != nil {
+			return err
+		}
+	}
+	for i := range fwd {
+		if n := fwd[i].conns.Load(); n > 0 {
+			return fmt.Errorf("%d connections reached tp%d's API server through tp%d's kubernetes Endpoints", n, 2-i, i+1)
+		}
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return err
+	}
+	if i := bytes.Index(b, []byte("Reset restClients")); i >= 0 {
+		line := string(b[bytes.LastIndexByte(b[:i], '\n')+1:])
+		if j := strings.IndexByte(line, '\n'); j >= 0 {
+			line = line[:j]
+		}
+		return fmt.Errorf("kube-proxy reset its clients to another API server: %s", line)
+	}
+	fmt.Printf("      no connection reached another TP; services created in each TP afterwards are programmed with their own endpoints; no client was reset\n")
+	return nil
+}
+
+// forwarder accepts TCP connections on an address an Endpoints may hold
+// and forwards them to target (a TP's loopback API server), counting them.
+type forwarder struct {
+	ln    net.Listener
+	port  int
+	conns atomic.Int64
+}
+
+func newForwarder(host, target string) (*forwarder, error) {
+	if host == "" {
+		return nil, fmt.Errorf("no ADVERTISE address for the forwarder")
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, err
+	}
+	f := &forwarder{ln: ln, port: ln.Addr().(*net.TCPAddr).Port}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.conns.Add(1)
+			go func() {
+				defer c.Close()
+				t, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer t.Close()
+				go func() { _, _ = io.Copy(t, c) }()
+				_, _ = io.Copy(c, t)
+			}()
+		}
+	}()
+	return f, nil
+}
+
+func (f *forwarder) close() { _ = f.ln.Close() }
+
+// managerFirstUpdate is the last time before which datapartition's manager
+// applies no update, as log says ("Set first update api server to time
+// <time.Time.String()> m=+..."); false when no manager started.
+func managerFirstUpdate(log string) (time.Time, bool) {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return time.Time{}, false
+	}
+	const marker = "Set first update api server to time "
+	var last time.Time
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.Index(line, marker)
+		if i < 0 {
+			continue
+		}
+		v := line[i+len(marker):]
+		if j := strings.Index(v, " m="); j >= 0 {
+			v = v[:j]
+		}
+		if ts, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", v); err == nil && ts.After(last) {
+			last = ts
+		}
+	}
+	return last, !last.IsZero()
+}
+
+// klogStart is the time of the first klog line of log (Lmmdd hh:mm:ss.uuuuuu),
+// taken as today's, in UTC as the lab's programs log.
+func klogStart(log string) (time.Time, bool) {
+	f, err := os.Open(log)
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) < 21 || !strings.ContainsRune("IWEF", rune(line[0])) {
+			continue
+		}
+		ts, err := time.Parse("0102 15:04:05.000000", line[1:21])
+		if err != nil {
+			continue
+		}
+		now := time.Now().UTC()
+		return time.Date(now.Year(), ts.Month(), ts.Day(), ts.Hour(), ts.Minute(), ts.Second(), ts.Nanosecond(), time.UTC), true
+	}
+	return time.Time{}, false
 }
 
 // tpReturns: tp1's API server starts again; the restarted kubelet runs its
