@@ -715,7 +715,7 @@ func (l *lab) metricsServed() error {
 	}
 	want := map[string]float64{}
 	for _, p := range pods {
-		want[fmt.Sprintf(`tpkit_tporigin_entries{kind="pods",partition="tp%d"}`, p.tp+1)]++
+		want[fmt.Sprintf(`tpkit_tporigin_entries{kind="pods",partition=%q}`, workerTPNames[p.tp])]++
 	}
 	// hollow-node's kubelet serves plain HTTP without authentication
 	// (pkg/kubemark/hollow_kubelet.go gives it no TLS options or auth).
@@ -738,14 +738,15 @@ func (l *lab) metricsServed() error {
 		return err
 	}
 	fmt.Printf("      kubelet: origins tp1 %v, tp2 %v; origin file %v bytes; %v flushes taking %.4fs in all\n",
-		got[`tpkit_tporigin_entries{kind="pods",partition="tp1"}`], got[`tpkit_tporigin_entries{kind="pods",partition="tp2"}`],
+		got[fmt.Sprintf(`tpkit_tporigin_entries{kind="pods",partition=%q}`, workerTPNames[0])],
+		got[fmt.Sprintf(`tpkit_tporigin_entries{kind="pods",partition=%q}`, workerTPNames[1])],
 		got["tpkit_tporigin_file_bytes"], got["tpkit_tporigin_commit_duration_seconds_count"], got["tpkit_tporigin_commit_duration_seconds_sum"])
 
 	proxyURL := "http://127.0.0.1:" + proxyPort + "/metrics"
 	return poll(15*time.Second, func() error {
 		want := map[string]float64{}
 		for i := range l.tps {
-			tp := fmt.Sprintf(`{partition="tp%d"}`, i+1)
+			tp := fmt.Sprintf(`{partition=%q}`, workerTPNames[i])
 			for _, kind := range []string{"services", "endpoints"} {
 				n, err := l.count(i, "/api/v1/tenants/all/"+kind)
 				if err != nil {
@@ -764,8 +765,8 @@ func (l *lab) metricsServed() error {
 			return fmt.Errorf("kube-proxy %s: %s", proxyURL, d)
 		}
 		fmt.Printf("      kube-proxy: services tp1 %v, tp2 %v; endpoints tp1 %v, tp2 %v; both synced\n",
-			got[`tpkit_kubeproxy_services{partition="tp1"}`], got[`tpkit_kubeproxy_services{partition="tp2"}`],
-			got[`tpkit_kubeproxy_endpoints{partition="tp1"}`], got[`tpkit_kubeproxy_endpoints{partition="tp2"}`])
+			got[fmt.Sprintf(`tpkit_kubeproxy_services{partition=%q}`, workerTPNames[0])], got[fmt.Sprintf(`tpkit_kubeproxy_services{partition=%q}`, workerTPNames[1])],
+			got[fmt.Sprintf(`tpkit_kubeproxy_endpoints{partition=%q}`, workerTPNames[0])], got[fmt.Sprintf(`tpkit_kubeproxy_endpoints{partition=%q}`, workerTPNames[1])])
 		return nil
 	})
 }
