@@ -48,50 +48,64 @@ func (e *ParseError) Error() string {
 // ("2001:db8::1", "::ffff:192.0.2.1"), as net/netip.ParseAddr does, except
 // that an address with a zone is an error.
 func ParseAddr(s string) (Addr, error) {
-	bits, ok := shape(s)
-	if !ok {
+	// IPv4, the common case (pod and service addresses), is read here as
+	// net/netip reads it: four decimal fields of at most 255 without
+	// leading zeros. A ':' anywhere makes it IPv6.
+	var b [4]byte
+	field, val, digits := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9' && !(digits == 1 && val == 0) && val*10+int(c-'0') <= 255:
+			val = val*10 + int(c-'0')
+			digits++
+		case c == '.' && digits > 0 && field < 3:
+			b[field] = byte(val)
+			field, val, digits = field+1, 0, 0
+		default:
+			for ; i < len(s); i++ {
+				if s[i] == ':' {
+					return parseV6(s)
+				}
+			}
+			return Addr{}, &ParseError{In: s}
+		}
+	}
+	if field != 3 || digits == 0 {
 		return Addr{}, &ParseError{In: s}
+	}
+	b[3] = byte(val)
+	return AddrFrom4(b), nil
+}
+
+// parseV6 parses an IPv6 address with net.ParseIP, after refusing what
+// net/netip refuses but net.ParseIP of some Go releases takes: a decimal
+// field with a leading zero in an IPv4 tail ("::ffff:010.0.0.1", taken
+// before Go 1.17) and a group of more than four hex digits. A field is
+// decimal when a '.' is next to it.
+func parseV6(s string) (Addr, error) {
+	start, prevDot := 0, false // the current field, and whether a '.' precedes it
+	for i := 0; i <= len(s); i++ {
+		dot := i < len(s) && s[i] == '.'
+		if i < len(s) && !dot && s[i] != ':' {
+			continue
+		}
+		if n := i - start; prevDot || dot {
+			if n > 1 && s[start] == '0' {
+				return Addr{}, &ParseError{In: s}
+			}
+		} else if n > 4 {
+			return Addr{}, &ParseError{In: s}
+		}
+		start, prevDot = i+1, dot
 	}
 	ip := net.ParseIP(s)
 	if len(ip) != net.IPv6len {
 		return Addr{}, &ParseError{In: s}
 	}
-	x := Addr{bits: bits}
+	x := Addr{bits: 128}
 	copy(x.a[:], ip)
 	return x, nil
-}
-
-// shape returns the BitLen s would have as an address (128 when it holds a
-// ':'), and rejects what net/netip refuses but net.ParseIP of some Go
-// releases takes: a decimal IPv4 field with a leading zero ("010.0.0.1",
-// taken before Go 1.17) and an IPv6 group of more than four hex digits.
-// net.ParseIP decides everything else. A field is decimal when a '.' is
-// next to it: IPv4, or the IPv4 tail of "::ffff:192.0.2.1".
-func shape(s string) (bits uint8, ok bool) {
-	bits = 32
-	start, prevDot := 0, false // the current field, and whether a '.' precedes it
-	for i := 0; i <= len(s); i++ {
-		dot := false
-		if i < len(s) {
-			switch s[i] {
-			case '.':
-				dot = true
-			case ':':
-				bits = 128
-			default:
-				continue
-			}
-		}
-		if n := i - start; prevDot || dot {
-			if n > 1 && s[start] == '0' {
-				return 0, false
-			}
-		} else if n > 4 {
-			return 0, false
-		}
-		start, prevDot = i+1, dot
-	}
-	return bits, true
 }
 
 // IsValid reports whether x is an address (not the zero Addr).

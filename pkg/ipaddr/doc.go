@@ -16,8 +16,9 @@
 //     address and its IPv4-mapped IPv6 form are different Addrs, as in
 //     net/netip (Unmap makes them equal).
 //   - ParseAddr accepts exactly what net/netip.ParseAddr accepts without a
-//     zone, with whichever Go it is built (net.ParseIP of Go 1.13 also took
-//     IPv4 fields with leading zeros; ParseAddr checks the shape itself).
+//     zone, with whichever Go it is built: it reads IPv4 itself, and checks
+//     the shape of IPv6 before net.ParseIP reads it (net.ParseIP of Go 1.13
+//     also took decimal fields with leading zeros).
 //   - Nothing here allocates except String and ParseAddr's errors (and
 //     net.ParseIP's result on Go releases that do not keep it on the stack).
 //   - It is a core (test/vendorable): standard library only, language and
