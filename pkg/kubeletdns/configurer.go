@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"strings"
 
@@ -76,9 +75,8 @@ type PartitionOfFunc func(uid string) (partition string, ok bool)
 // Logf is a printf-style logger. The configurer logs only at debug level
 // (the warnings of each pod, which the caller also gets back), so a caller
 // passes a verbose one (Arktos's kubelet, arktos/patches: klog at V(4)). It
-// is spelled with interface{} rather than any (the same type) so that this
-// package also compiles at language version go1.16, which is what a tree
-// whose go.mod says "go 1.13" (Arktos's) gives its vendored packages.
+// is spelled with interface{}, not any: the package is written in Go 1.13
+// (docs/vendoring.md), which has no any.
 type Logf func(format string, args ...interface{})
 
 // Options configure a Configurer. The zero value is upstream kubelet with no
@@ -501,7 +499,7 @@ func (c *Configurer) tenantServiceNameservers(ctx context.Context, pod *Pod, ten
 	}
 	var servers []string
 	for _, ip := range ips {
-		if _, err := netip.ParseAddr(ip); err == nil {
+		if isIP(ip) {
 			servers = append(servers, ip)
 		}
 	}

@@ -8,10 +8,11 @@
 // its own: parse the host file, pick the policy, pick the nameservers, build
 // the search path, merge the pod's dnsConfig, fit the limits, validate.
 //
-// It is a core: it needs only the standard library and pkg/tenancy, so an
-// Arktos kubelet can vendor it. It takes a plain Pod (tenant, namespace,
-// name, UID, dnsPolicy, hostNetwork, dnsConfig, Arktos network) and reads
-// services through the small ServiceIPLookup interface. GetPodDNS gives the
+// It is a core: it needs only the standard library, pkg/tenancy and
+// pkg/ipaddr, and only the language and standard library of Go 1.13, so an
+// Arktos kubelet (built with Go 1.13.9) can vendor it. It takes a plain Pod
+// (tenant, namespace, name, UID, dnsPolicy, hostNetwork, dnsConfig, Arktos
+// network) and reads services through the small ServiceIPLookup interface. GetPodDNS gives the
 // resolv.conf content (Format writes it); GetPodDNSConfig gives the same as
 // the CRI's DNSConfig{Servers, Searches, Options}, which a kubelet's
 // GetPodDNS returns (example_arktos_test.go plugs it into a stand-in of

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/netip"
+	"io/ioutil"
 	"strings"
+
+	"github.com/tpkit-dev/tpkit/pkg/ipaddr"
 )
 
 // MaxResolvConfSize bounds how much of a host resolv.conf is read, as upstream
@@ -34,7 +36,8 @@ type ResolvConf struct {
 // still holds everything that parsed, so a caller may report both.
 // The returned slices are never nil.
 func ParseResolvConf(r io.Reader) (ResolvConf, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxResolvConfSize+1))
+	// ioutil.ReadAll is io.ReadAll (Go 1.16) under its Go 1.13 name.
+	data, err := ioutil.ReadAll(io.LimitReader(r, MaxResolvConfSize+1))
 	if err != nil {
 		return ResolvConf{}, fmt.Errorf("reading resolv.conf: %w", err)
 	}
@@ -52,8 +55,12 @@ func parseResolvConf(data []byte) (ResolvConf, error) {
 	var optIndex map[string]int
 	lineNo := 0
 	for len(data) > 0 {
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte{'\n'})
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
 		lineNo++
 		fields := strings.Fields(string(line))
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
@@ -119,8 +126,10 @@ func (e lineErrors) Error() string {
 
 // optionName is the part of an option token before the first ':'.
 func optionName(tok string) string {
-	name, _, _ := strings.Cut(tok, ":")
-	return name
+	if i := strings.IndexByte(tok, ':'); i >= 0 {
+		return tok[:i]
+	}
+	return tok
 }
 
 // setOption replaces the option called name in opts with tok, or appends
@@ -159,10 +168,25 @@ func (rc ResolvConf) Validate() error {
 }
 
 func validateNameserver(ns string) error {
-	if _, err := netip.ParseAddr(ns); err != nil {
+	if !isIP(ns) {
 		return fmt.Errorf("%q is not an IP address", clip(ns))
 	}
 	return nil
+}
+
+// isIP reports whether s is an IP address as net/netip.ParseAddr reads it:
+// an IPv6 address may carry a zone ("fe80::1%eth0"), which resolv.conf
+// allows for a link-local nameserver.
+func isIP(s string) bool {
+	addr, zoned := s, false
+	if i := strings.IndexByte(s, '%'); i >= 0 {
+		if i == len(s)-1 {
+			return false // an empty zone
+		}
+		addr, zoned = s[:i], true
+	}
+	a, err := ipaddr.ParseAddr(addr)
+	return err == nil && (!zoned || a.Is6())
 }
 
 // validateSearch accepts "." and names made of labels of letters, digits,

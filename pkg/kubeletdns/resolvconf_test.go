@@ -3,6 +3,7 @@ package kubeletdns
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -197,5 +198,21 @@ func TestErrorsClipHugeInput(t *testing.T) {
 	}
 	if w := (Warning{Reason: "R", Message: "m"}); w.String() != "R: m" {
 		t.Fatalf("Warning.String() = %q", w.String())
+	}
+}
+
+// TestIsIPMatchesNetip: a nameserver is an address exactly when
+// net/netip.ParseAddr reads it, zones included (isIP is written without
+// net/netip, which is newer than the core's Go 1.13).
+func TestIsIPMatchesNetip(t *testing.T) {
+	for _, s := range []string{
+		"10.0.0.10", "1.2.3.4", "256.0.0.1", "010.0.0.1", "1.2.3", "", "%", "%eth0",
+		"fd00::10", "::1", "::ffff:10.0.0.1", "fe80::1%eth0", "fe80::1%", "fe80::1%eth0%1", "fe80::1%eth 0",
+		"::ffff:1.2.3.4%eth0", "1.2.3.4%eth0", "00001::", "1::2::3", "nameserver", "[::1]",
+	} {
+		_, err := netip.ParseAddr(s)
+		if got, want := isIP(s), err == nil; got != want {
+			t.Errorf("isIP(%q) = %v, net/netip says %v (%v)", s, got, want, err)
+		}
 	}
 }

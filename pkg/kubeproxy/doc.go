@@ -25,10 +25,11 @@
 //   - Partitions maps TP names (tpkit's "tp1", pkg/tporigin's answers) to
 //     tenantPartitionIds, the position in --tenant-server-kubeconfig.
 //
-// It is a core: it needs only the standard library and pkg/tenancy, builds
-// with Go 1.19 and at language version go1.16 (what Arktos's "go 1.13"
-// go.mod gives vendored packages: no generics, no any), and has no
-// client-go, k8s.io/api, klog or Prometheus.
+// It is a core: it needs only the standard library, pkg/tenancy and
+// pkg/ipaddr (addresses are ipaddr.Addr, not net/netip's), uses only the
+// language and standard library of Go 1.13, which Arktos builds with
+// (test/vendorable checks both), and has no client-go, k8s.io/api, klog or
+// Prometheus.
 // Logging goes through Options.Logf, counters are values (View.Stats);
 // pkg/kubeproxy/k8s, its adapter, runs the informers, converts API objects
 // and publishes the metrics.

@@ -1,7 +1,6 @@
 package kubeproxy
 
 import (
-	"net/netip"
 	"testing"
 )
 
@@ -61,7 +60,7 @@ func endpointIPs(t *testing.T, s *Snapshot, n ServicePortName) []string {
 	t.Helper()
 	var out []string
 	for _, e := range s.Endpoints(n) {
-		out = append(out, netip.AddrPortFrom(e.IP, uint16(e.Port)).String())
+		out = append(out, e.AddrPort().String())
 	}
 	return out
 }

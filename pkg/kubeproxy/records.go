@@ -2,8 +2,9 @@ package kubeproxy
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
+
+	"github.com/tpkit-dev/tpkit/pkg/ipaddr"
 )
 
 // Service is what a node proxy reads of one service: a v1.Service reduced to
@@ -73,7 +74,7 @@ type Endpoint struct {
 // service is a validated Service of one TP.
 type service struct {
 	name       ServiceName
-	clusterIPs []netip.Addr
+	clusterIPs []ipaddr.Addr
 	ports      []ServicePort // valid numbers, protocol set
 }
 
@@ -85,7 +86,7 @@ type endpointSet struct {
 
 // endpoint is a validated Endpoint.
 type endpoint struct {
-	ip       netip.Addr
+	ip       ipaddr.Addr
 	portName string
 	protocol string
 	port     int32
@@ -111,8 +112,8 @@ func parseService(tp int, rec *Service) (*service, error) {
 		if s == "" || s == "None" {
 			continue
 		}
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
+		a, err := ipaddr.ParseAddr(s) // no zones
+		if err != nil {
 			bad = append(bad, s)
 			continue
 		}
@@ -160,8 +161,8 @@ func parseEndpoints(tp int, rec *Endpoints) (key ServiceName, set *endpointSet, 
 			bad = append(bad, fmt.Sprintf("port %q=%d", e.PortName, e.Port))
 			continue
 		}
-		ip, err := netip.ParseAddr(e.Address)
-		if err != nil || ip.Zone() != "" {
+		ip, err := ipaddr.ParseAddr(e.Address) // no zones
+		if err != nil {
 			bad = append(bad, e.Address)
 			continue
 		}

@@ -1,8 +1,9 @@
 package kubeproxy
 
 import (
-	"net/netip"
 	"sort"
+
+	"github.com/tpkit-dev/tpkit/pkg/ipaddr"
 )
 
 // PortInfo is one service port as a proxier serves it: the virtual
@@ -10,7 +11,7 @@ import (
 // immutable: a newer state comes as a new PortInfo.
 type PortInfo struct {
 	Name       ServicePortName
-	ClusterIPs []netip.Addr
+	ClusterIPs []ipaddr.Addr
 	Port       int32
 	// Protocol is "TCP", "UDP" or "SCTP".
 	Protocol string
@@ -21,14 +22,14 @@ type PortInfo struct {
 
 // EndpointAddr is one ready backend of a service port.
 type EndpointAddr struct {
-	IP       netip.Addr
+	IP       ipaddr.Addr
 	Port     int32
 	NodeName string
 }
 
 // AddrPort returns the endpoint as an address and port; its String is
 // Arktos's endpoint string ("ip:port", "[ip6]:port").
-func (e EndpointAddr) AddrPort() netip.AddrPort { return netip.AddrPortFrom(e.IP, uint16(e.Port)) }
+func (e EndpointAddr) AddrPort() ipaddr.AddrPort { return ipaddr.AddrPortFrom(e.IP, uint16(e.Port)) }
 
 func (p *PortInfo) equal(q *PortInfo) bool {
 	if p.Name != q.Name || p.Port != q.Port || p.Protocol != q.Protocol ||

@@ -16,10 +16,8 @@ type Options struct {
 	Tenants TenantPartitions
 	// Logf, when set, receives the view's log lines (input skipped as
 	// invalid); nil discards them. pkg/kubeproxy/k8s's Logf writes to klog.
-	// It is spelled with interface{} rather than any (the same type) so
-	// that the package also compiles at language version go1.16, which is
-	// what a tree whose go.mod says "go 1.13" (Arktos's) gives its vendored
-	// packages.
+	// It is spelled with interface{}, not any: the package is written in
+	// Go 1.13 (docs/vendoring.md), which has no any.
 	Logf func(format string, args ...interface{})
 }
 
@@ -33,6 +31,10 @@ type Options struct {
 // object) and an Apply costs O(size of the changed services), whatever the
 // total number of services.
 type View struct {
+	// skipped and dropped are updated with sync/atomic; they come first
+	// so that they are 64-bit aligned on 32-bit platforms too.
+	skipped, dropped uint64
+
 	opts Options
 
 	mu         sync.Mutex
@@ -47,9 +49,6 @@ type View struct {
 	epCount    map[int]int                         // TP -> endpoints objects feeding a service it has
 	consumer   *Snapshot                           // the snapshot pending is relative to
 	wake       chan struct{}
-
-	skipped atomic.Uint64
-	dropped atomic.Uint64
 }
 
 // serviceState is what the view knows of one service name: the service, if
@@ -153,7 +152,7 @@ func (v *View) Stats() ViewStats {
 	}
 	v.mu.Unlock()
 	sort.Slice(parts, func(i, j int) bool { return parts[i].TenantPartitionID < parts[j].TenantPartitionID })
-	return ViewStats{Skipped: v.skipped.Load(), Dropped: v.dropped.Load(), Pending: pending, Partitions: parts}
+	return ViewStats{Skipped: atomic.LoadUint64(&v.skipped), Dropped: atomic.LoadUint64(&v.dropped), Pending: pending, Partitions: parts}
 }
 
 // OnServiceAdd records a service of TP tenantPartitionId.
@@ -233,7 +232,7 @@ func (v *View) OnEndpointsSynced(tenantPartitionId int) {
 func (v *View) upsertService(rec *Service, tp int) {
 	svc, err := parseService(tp, rec)
 	if err != nil {
-		v.skipped.Add(1)
+		atomic.AddUint64(&v.skipped, 1)
 		v.logf("kubeproxy: skipping invalid service data from TP %d: %v", tp, err)
 	}
 	if svc == nil {
@@ -269,7 +268,7 @@ func (v *View) upsertService(rec *Service, tp int) {
 func (v *View) upsertEndpoints(rec *Endpoints, tp int) {
 	key, set, err := parseEndpoints(tp, rec)
 	if err != nil {
-		v.skipped.Add(1)
+		atomic.AddUint64(&v.skipped, 1)
 		v.logf("kubeproxy: skipping invalid endpoints data from TP %d: %v", tp, err)
 	}
 	if set == nil {
@@ -342,7 +341,7 @@ func (v *View) acceptLocked(tp int) bool {
 	if v.partitions[tp] {
 		return true
 	}
-	v.dropped.Add(1)
+	atomic.AddUint64(&v.dropped, 1)
 	return false
 }
 

@@ -89,11 +89,11 @@ func ParseKey(s string) (Key, error) {
 	default:
 		return Key{}, fmt.Errorf("malformed key %q: want <tenant>_<tp>/<namespace>/<name> or <tenant>_<tp>/<name>", s)
 	}
-	tenant, partition, ok := strings.Cut(parts[0], "_")
-	if !ok {
+	i := strings.IndexByte(parts[0], '_')
+	if i < 0 {
 		return Key{}, fmt.Errorf("malformed key %q: first segment %q lacks '_' between tenant and partition", s, parts[0])
 	}
-	k.Tenant, k.Partition = tenant, partition
+	k.Tenant, k.Partition = parts[0][:i], parts[0][i+1:]
 	if err := k.Validate(); err != nil {
 		return Key{}, fmt.Errorf("malformed key %q: %w", s, unwrapKeyPrefix(err))
 	}

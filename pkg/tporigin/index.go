@@ -153,7 +153,7 @@ func parseUUIDString(s string) (uuidKey, bool) {
 
 // le64 and le32 read a string's bytes as binary.LittleEndian reads a
 // slice's; the compiler merges the byte loads into one load, so the string
-// needs neither a copy nor unsafe (whose StringData is newer than Go 1.19).
+// needs neither a copy nor unsafe.StringData (Go 1.20; the core is Go 1.13).
 func le64(b string) uint64 {
 	_ = b[7]
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |

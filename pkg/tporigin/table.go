@@ -20,13 +20,27 @@ import (
 // one another nor share a cache line they write, as they would with an
 // RWMutex.
 type uuidTable struct {
-	seq atomic.Uint64
+	seq atomicUint64 // first: 64-bit aligned on 32-bit platforms too
 	cur slotArrayPointer
 	n   int // entries; writers only
 }
 
-// slotArrayPointer is an atomic *slotArray (atomic.Value: the core builds at
-// language go1.16, without generics, as an Arktos tree compiles it).
+// atomicUint64 is a uint64 read and written only with sync/atomic: what
+// Go 1.19's atomic.Uint64 is, for Go 1.13 (the core's Go; docs/vendoring.md).
+// Unlike atomic.Uint64 it does not align itself: on 32-bit platforms the
+// 64-bit atomic functions need an 8-byte aligned word, so an atomicUint64
+// must come first in a struct that is allocated on its own (uuidTable) or
+// sit in an array of 8-byte multiples (slot, three of them).
+type atomicUint64 struct{ v uint64 }
+
+func (a *atomicUint64) Load() uint64   { return atomic.LoadUint64(&a.v) }
+func (a *atomicUint64) Store(v uint64) { atomic.StoreUint64(&a.v, v) }
+func (a *atomicUint64) Add(d uint64) uint64 {
+	return atomic.AddUint64(&a.v, d)
+}
+
+// slotArrayPointer is an atomic *slotArray (atomic.Value: Go 1.13 has no
+// atomic.Pointer, and no generics).
 type slotArrayPointer struct{ v atomic.Value }
 
 func (p *slotArrayPointer) Load() *slotArray {
@@ -41,8 +55,10 @@ type slotArray struct {
 	shift uint // 64 - log2(len(slots))
 }
 
+// slot is three 64-bit words; a slotArray's slots are one allocation,
+// whose start is 64-bit aligned, so every word is.
 type slot struct {
-	lo, hi, e atomic.Uint64
+	lo, hi, e atomicUint64
 }
 
 const minTableSize = 8

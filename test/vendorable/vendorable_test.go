@@ -1,6 +1,7 @@
 package vendorable
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,16 +11,21 @@ import (
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 )
 
-// MinGo is the oldest Go toolchain the cores build with (docs/vendoring.md):
-// Debian bookworm's golang-1.19-go, so that the check below runs a real
-// toolchain of that version, not a newer one told to pretend.
-const MinGo = "1.19"
+// MinLang is the Go release the cores are written for, language and
+// standard library: Arktos 6685f14 is built with Go 1.13.9, and its go.mod
+// says go 1.13. So no generics, no any, no min or max, no range over
+// integers, no overlapping embedded interfaces (Go 1.14), and nothing the
+// standard library added after Go 1.13 (net/netip, strings.Cut,
+// atomic.Uint64, io.ReadAll, ...). The language is checked by compiling the
+// cores in a module whose go line is MinLang (TestCoresCompileAtMinLang,
+// TestCoresBuildWithMinGo), the standard library by TestCoresUseGo113Std.
+const MinLang = "1.13"
 
-// MinLang is the language version the cores are written in: go1.16, the
-// version Go compiles vendored packages at in a tree whose go.mod says
-// go 1.13 (Arktos's) and whose vendor/modules.txt records no versions. So
-// no generics, no any, no newer syntax.
-const MinLang = "1.16"
+// MinGo is the oldest Go toolchain that can be installed here (Debian
+// bookworm's golang-1.19-go; no Debian release packages Go 1.13), so that
+// TestCoresBuildWithMinGo runs a real older toolchain, with its older
+// standard library, not only a newer one told to pretend.
+const MinGo = "1.19"
 
 const module = "github.com/tpkit-dev/tpkit"
 
@@ -88,11 +94,84 @@ func allows(list []allowed, pkg string) bool {
 	return false
 }
 
-// TestCoresBuildWithMinGo copies the cores' sources (not their tests) into
-// a throwaway module whose go directive is MinLang, with bbolt at Arktos's
-// pin, and runs go vet (type checks, compiles, vets) with Go MinGo itself.
+// TestCoresBuildWithMinGo vets (type checks, compiles, vets) the cores'
+// non-test files with Go MinGo itself, in a throwaway module whose go line is
+// MinLang, with bbolt at Arktos's pin and apimachinery of Arktos's line.
 func TestCoresBuildWithMinGo(t *testing.T) {
 	goMin := minGo(t)
+	dir := coresModule(t)
+	cmd := exec.Command(goMin, "vet", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go%s vet of the cores at language go%s: %v\n%s", MinGo, MinLang, err, out)
+	}
+}
+
+// TestCoresCompileAtMinLang compiles the cores' non-test files with the Go
+// that runs the tests, in the same kind of module: its go line MinLang makes
+// the compiler refuse every language feature newer than Go MinLang
+// (TestLanguageCheckRejectsNewerGo shows that it does).
+func TestCoresCompileAtMinLang(t *testing.T) {
+	dir := coresModule(t)
+	cmd := exec.Command("go", "build", "-gcflags=-e", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build of the cores at language go%s: %v\n%s", MinLang, err, out)
+	}
+}
+
+// TestLanguageCheckRejectsNewerGo: the check of TestCoresCompileAtMinLang can
+// fail. testdata/newlang, compiled in a module whose go line is MinLang,
+// must fail with the error each of its "want:" comments names, on that line
+// (any, generics, min, range over an int, a slice to array pointer
+// conversion, overlapping embedded interfaces).
+func TestLanguageCheckRejectsNewerGo(t *testing.T) {
+	src := filepath.Join(moduleRoot(t), "test", "vendorable", "testdata", "newlang", "newlang.go")
+	dir := t.TempDir()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{
+		"go.mod":     "module example.com/newlang\n\ngo " + MinLang + "\n",
+		"newlang.go": string(b),
+	})
+	cmd := exec.Command("go", "build", "-gcflags=-e", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOTOOLCHAIN=local", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("go build of testdata/newlang at go%s succeeded:\n%s", MinLang, out)
+	}
+	if !strings.Contains(string(out), "-lang was set to go"+MinLang) {
+		t.Errorf("the compiler did not say it used -lang=go%s:\n%s", MinLang, out)
+	}
+	wants := wantComments(t, src)
+	if len(wants) < 6 {
+		t.Fatalf("only %d want comments in newlang.go", len(wants))
+	}
+	lines := strings.Split(string(out), "\n")
+	for line, text := range wants {
+		prefix := fmt.Sprintf("newlang.go:%d:", line)
+		ok := false
+		for _, l := range lines {
+			if strings.Contains(l, prefix) && strings.Contains(l, text) {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("no error %q at %s; the compiler said:\n%s", text, prefix, out)
+		}
+	}
+}
+
+// coresModule copies the cores' non-test files into a throwaway module
+// whose go line is MinLang and which requires bbolt at Arktos's pin and
+// apimachinery of Arktos's line, and returns its directory.
+func coresModule(t *testing.T) string {
+	t.Helper()
 	root := moduleRoot(t)
 	dir := t.TempDir()
 	for _, c := range cores {
@@ -116,22 +195,23 @@ func TestCoresBuildWithMinGo(t *testing.T) {
 			}
 		}
 	}
-	gomod := "module " + module + "\n\ngo " + MinLang + "\n\nrequire (\n\tgo.etcd.io/bbolt " + bboltArktos + "\n\tk8s.io/apimachinery " + apimachineryMinGo + "\n)\n"
-	// bbolt v1.3.3's go.sum lines, as the Go checksum database has them;
-	// -mod=mod adds apimachinery's graph, checked against the same
-	// database through the module proxy.
-	gosum := "go.etcd.io/bbolt v1.3.3 h1:MUGmc65QhB3pIlaQ5bB4LwqSj6GIonVJXpZiaKNyaKk=\n" +
-		"go.etcd.io/bbolt v1.3.3/go.mod h1:IbVyRI1SCnLcuJnV2u8VeU0CEYM7e686BmAb1XKL+uU=\n"
-	for name, content := range map[string]string{"go.mod": gomod, "go.sum": gosum} {
+	writeFiles(t, dir, map[string]string{
+		"go.mod": "module " + module + "\n\ngo " + MinLang + "\n\nrequire (\n\tgo.etcd.io/bbolt " + bboltArktos + "\n\tk8s.io/apimachinery " + apimachineryMinGo + "\n)\n",
+		// bbolt v1.3.3's go.sum lines, as the Go checksum database has
+		// them; -mod=mod adds apimachinery's graph, checked against the
+		// same database through the module proxy.
+		"go.sum": "go.etcd.io/bbolt v1.3.3 h1:MUGmc65QhB3pIlaQ5bB4LwqSj6GIonVJXpZiaKNyaKk=\n" +
+			"go.etcd.io/bbolt v1.3.3/go.mod h1:IbVyRI1SCnLcuJnV2u8VeU0CEYM7e686BmAb1XKL+uU=\n",
+	})
+	return dir
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	cmd := exec.Command(goMin, "vet", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go%s vet of the cores at language go%s: %v\n%s", MinGo, MinLang, err, out)
 	}
 }
 

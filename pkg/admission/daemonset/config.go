@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/ioutil"
 )
 
 // ParseConfig reads a Config from an admission plugin's configuration, the
@@ -24,7 +25,7 @@ func ParseConfig(r io.Reader) (Config, error) {
 	if r == nil {
 		return c, nil
 	}
-	b, err := io.ReadAll(r)
+	b, err := ioutil.ReadAll(r) // io.ReadAll is Go 1.16; the core is Go 1.13
 	if err != nil {
 		return c, fmt.Errorf("reading %s configuration: %w", ArktosPluginName, err)
 	}

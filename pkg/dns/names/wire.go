@@ -1,8 +1,7 @@
 package names
 
 import (
-	"net/netip"
-	"strings"
+	"github.com/tpkit-dev/tpkit/pkg/ipaddr"
 )
 
 // MaxWire is the longest a wire-format name can be.
@@ -65,9 +64,9 @@ func Label(w []byte, offs []uint8, k int) []byte {
 // ParseDashedIP reads a pod name such as "10-0-0-1" or "fd00--1" as an
 // address, the way the CoreDNS kubernetes plugin does: three dashes and no
 // "--" make an IPv4 address, anything else is read as IPv6 with ':' for '-'.
-func ParseDashedIP(b []byte) (netip.Addr, bool) {
+func ParseDashedIP(b []byte) (ipaddr.Addr, bool) {
 	if len(b) == 0 || len(b) > 45 {
-		return netip.Addr{}, false
+		return ipaddr.Addr{}, false
 	}
 	var buf [45]byte
 	dashes, double := 0, false
@@ -89,9 +88,9 @@ func ParseDashedIP(b []byte) (netip.Addr, bool) {
 		}
 		buf[i] = c
 	}
-	a, err := netip.ParseAddr(string(buf[:len(b)]))
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, false
+	a, err := ipaddr.ParseAddr(string(buf[:len(b)])) // no zones
+	if err != nil {
+		return ipaddr.Addr{}, false
 	}
 	return a, true
 }
@@ -99,38 +98,38 @@ func ParseDashedIP(b []byte) (netip.Addr, bool) {
 // ParseReverse reads the address of a reverse name from its labels, leftmost
 // first, including the trailing "in-addr"/"ip6" and "arpa" labels. It accepts
 // only complete addresses (4 octets, 32 nibbles).
-func ParseReverse(labels [][]byte) (netip.Addr, bool) {
+func ParseReverse(labels [][]byte) (ipaddr.Addr, bool) {
 	n := len(labels)
 	if n < 2 || string(labels[n-1]) != "arpa" {
-		return netip.Addr{}, false
+		return ipaddr.Addr{}, false
 	}
 	switch string(labels[n-2]) {
 	case "in-addr":
 		if n != 6 {
-			return netip.Addr{}, false
+			return ipaddr.Addr{}, false
 		}
 		var a [4]byte
 		for i := 0; i < 4; i++ {
 			v, ok := octet(labels[3-i])
 			if !ok {
-				return netip.Addr{}, false
+				return ipaddr.Addr{}, false
 			}
 			a[i] = v
 		}
-		return netip.AddrFrom4(a), true
+		return ipaddr.AddrFrom4(a), true
 	case "ip6":
 		if n != 34 {
-			return netip.Addr{}, false
+			return ipaddr.Addr{}, false
 		}
 		var a [16]byte
 		for i := 0; i < 32; i++ {
 			l := labels[31-i]
 			if len(l) != 1 {
-				return netip.Addr{}, false
+				return ipaddr.Addr{}, false
 			}
 			v, ok := nibble(l[0])
 			if !ok {
-				return netip.Addr{}, false
+				return ipaddr.Addr{}, false
 			}
 			if i%2 == 0 {
 				a[i/2] = v << 4
@@ -138,9 +137,9 @@ func ParseReverse(labels [][]byte) (netip.Addr, bool) {
 				a[i/2] |= v
 			}
 		}
-		return netip.AddrFrom16(a), true
+		return ipaddr.AddrFrom16(a), true
 	}
-	return netip.Addr{}, false
+	return ipaddr.Addr{}, false
 }
 
 func octet(b []byte) (byte, bool) {
@@ -179,13 +178,13 @@ func FromDotted(dst []byte, s string) int {
 	if len(s) > 0 && s[len(s)-1] == '.' {
 		s = s[:len(s)-1]
 	}
-	room := len(dst) // no min builtin: the core builds at language go1.16
+	room := len(dst) // no min builtin: the core is written in Go 1.13
 	if room > MaxWire {
 		room = MaxWire
 	}
 	i := 0
 	for rest := s; rest != ""; {
-		l, more, dot := strings.Cut(rest, ".")
+		l, more, dot := cutDot(rest)
 		if l == "" || len(l) > 63 || i+1+len(l)+1 > room || (dot && more == "") {
 			return -1
 		}
@@ -223,6 +222,16 @@ func IsAddress(s string) bool {
 			return false
 		}
 	}
-	_, err := netip.ParseAddr(s)
+	_, err := ipaddr.ParseAddr(s)
 	return err == nil
+}
+
+// cutDot is strings.Cut(s, "."), which is Go 1.18.
+func cutDot(s string) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
 }

@@ -366,10 +366,11 @@ func (h *Handler) find(st *state, rd *names.Reading, f *found) bool {
 			if h.opts.Pods == PodsDisabled {
 				return false
 			}
-			a, ok := names.ParseDashedIP(rd.Service)
+			ia, ok := names.ParseDashedIP(rd.Service)
 			if !ok {
 				return false
 			}
+			a := netipOf(ia)
 			if h.opts.Pods == PodsVerified && !snap.HasPod(a, tp, tenant, rd.Namespace) {
 				continue
 			}

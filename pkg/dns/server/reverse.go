@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
+	"github.com/tpkit-dev/tpkit/pkg/ipaddr"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -27,7 +28,7 @@ func (h *Handler) resolveReverse(st *state, z *zone, qtype uint16) {
 		for i := st.nl - z.nlabels; i < st.nl; i++ {
 			st.labels[i] = names.Label(st.lw[:], st.offs[:], i)
 		}
-		if a, ok := names.ParseReverse(st.labels[:st.nl]); ok && h.ptr(st, a) {
+		if a, ok := names.ParseReverse(st.labels[:st.nl]); ok && h.ptr(st, netipOf(a)) {
 			return
 		}
 	}
@@ -106,4 +107,15 @@ func (h *Handler) ptrVisible(snap *index.Snapshot, o *index.PTR, who *querier) b
 		return false
 	}
 	return h.allowed([]byte(o.Tenant), who)
+}
+
+// netipOf is a as a net/netip.Addr, which the index keys by: pkg/dns/names
+// is a core, written for Go 1.13, and returns pkg/ipaddr's addresses. An
+// IPv4 address stays IPv4 and an IPv4-mapped one IPv6, as netip.ParseAddr
+// reads them.
+func netipOf(a ipaddr.Addr) netip.Addr {
+	if a.Is4() {
+		return netip.AddrFrom4(a.As4())
+	}
+	return netip.AddrFrom16(a.As16())
 }
