@@ -64,31 +64,3 @@ func TestViewMetrics(t *testing.T) {
 		t.Errorf("%d series, %v; want %d", n, err, len(want))
 	}
 }
-
-func TestPartitionMetrics(t *testing.T) {
-	v := kubeproxy.NewView([]int{0, 1}, kubeproxy.Options{})
-	reg := prometheus.NewRegistry()
-	names := []string{"tp-a", "tp-b"}
-	if err := kubeproxyk8s.RegisterPartitionMetrics(reg, v, func(id int) string { return names[id] }); err != nil {
-		t.Fatal(err)
-	}
-	v.OnServiceAdd(rec("ns", "x", "10.0.0.1"), 1)
-	v.OnServiceAdd(rec("ns", "y", "10.0.0.2"), 1)
-	v.OnEndpointsAdd(&kubeproxy.Endpoints{Namespace: "ns", Name: "x", Service: "x",
-		Endpoints: []kubeproxy.Endpoint{{Address: "192.168.0.1", PortName: "p", Port: 80, Ready: true}}}, 1)
-	v.OnServiceSynced(0)
-	v.OnEndpointsSynced(0)
-	v.OnServiceSynced(1)
-	for _, c := range []struct {
-		name, tp string
-		want     float64
-	}{
-		{"tpkit_kubeproxy_services", "tp-a", 0}, {"tpkit_kubeproxy_services", "tp-b", 2},
-		{"tpkit_kubeproxy_endpoints", "tp-a", 0}, {"tpkit_kubeproxy_endpoints", "tp-b", 1},
-		{"tpkit_kubeproxy_partition_synced", "tp-a", 1}, {"tpkit_kubeproxy_partition_synced", "tp-b", 0},
-	} {
-		if got := value(t, reg, c.name, "partition", c.tp); got != c.want {
-			t.Errorf("%s{partition=%q} = %v, want %v", c.name, c.tp, got, c.want)
-		}
-	}
-}
