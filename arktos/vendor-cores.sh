@@ -87,3 +87,43 @@ done
 	awk -v entries="$tree/vendor/BUILD.sorted" '{print} /^        ":package-srcs",$/ && !done {while ((getline l < entries) > 0) print l; done=1}' "$tree/vendor/BUILD.rest"
 } >"$tree/vendor/BUILD.new"
 mv "$tree/vendor/BUILD.new" "$tree/vendor/BUILD" && rm -f "$tree/vendor/BUILD.entries" "$tree/vendor/BUILD.rest" "$tree/vendor/BUILD.sorted"
+
+# Godeps/LICENSES: the module's license entry, as hack/update-vendor-licenses.sh
+# writes it (verify-vendor-licenses compares): its LICENSE under vendor/, its
+# md5, in the place of the module path among the others (sort -f).
+if [ -f "$root/LICENSE" ]; then
+	lic=vendor/github.com/tpkit-dev/tpkit/LICENSE
+	entry=$(mktemp)
+	{
+		echo
+		echo "================================================================================"
+		echo "= vendor/github.com/tpkit-dev/tpkit licensed under: ="
+		echo
+		cat "$tree/$lic"
+		echo
+		echo "= $lic $(md5sum <"$tree/$lic" | awk '{print $1}')"
+		echo "================================================================================"
+		echo
+	} >"$entry"
+	# Each entry starts with an empty line and the ===== line before its
+	# "= vendor/PATH licensed under: =" line; insert before the first PATH
+	# that sorts after ours the way sort -f does (case folded, C order).
+	awk -v entry="$entry" -v me="github.com/tpkit-dev/tpkit" '
+		function flush(   i) { for (i = 1; i <= n; i++) print held[i]; n = 0 }
+		{ held[++n] = $0 }
+		/^= vendor\/.* licensed under: =$/ && !done {
+			p = $2; sub(/^vendor\//, "", p)
+			if (toupper(p) > toupper(me)) {
+				last2 = held[n-2]; last1 = held[n-1]; cur = held[n]; n -= 3; flush()
+				while ((getline l < entry) > 0) print l
+				done = 1
+				print last2; print last1; print cur; next
+			}
+		}
+		!/^$/ && !/^=+$/ { flush() }
+		END { flush(); if (!done) while ((getline l < entry) > 0) print l }
+	' "$tree/Godeps/LICENSES" >"$tree/Godeps/LICENSES.new" && mv "$tree/Godeps/LICENSES.new" "$tree/Godeps/LICENSES"
+	rm -f "$entry"
+else
+	echo "vendor-cores.sh: warning: tpkit has no LICENSE file, so Godeps/LICENSES gets no entry for it; Arktos's hack/update-vendor-licenses.sh (verify-vendor-licenses) aborts on a vendored module without a license" >&2
+fi

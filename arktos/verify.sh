@@ -53,6 +53,8 @@ realgo=$(command -v go) || { echo "verify.sh: no go on PATH" >&2; exit 2; }
 # The quick set, as hack/make-rules/verify.sh names it (QUICK_PATTERNS).
 checks=(api-groups bazel boilerplate vendor-licenses gofmt imports pkg-names readonly-packages spelling
 	staging-client-go staging-meta-files test-featuregates test-images test-owners)
+# ARKTOS_VERIFY_CHECKS="gofmt spelling": only these (while working on one).
+if [ -n "${ARKTOS_VERIFY_CHECKS:-}" ]; then read -r -a checks <<<"$ARKTOS_VERIFY_CHECKS"; fi
 
 # --- tools -------------------------------------------------------------
 # name:package, and the module whose version the stock tree pins.
@@ -192,6 +194,7 @@ not_runnable() { # TREE CHECK
 	test-owners) command -v python3 >/dev/null || echo "needs python3" ;;
 	esac
 }
+tab=$'\t'
 run_check() { # WHICH(stock|patched) CHECK
 	local tree base log rc
 	if [ "$1" = stock ]; then tree=$stock base=$base_stock; else tree=$patched base=$base_patched; fi
@@ -202,7 +205,8 @@ run_check() { # WHICH(stock|patched) CHECK
 	sed -e "s|$out/$1/go/src/k8s.io/kubernetes|KUBE_ROOT|g" -e "s|$out/$1/go|GOPATH|g" \
 		-e 's|/tmp/verify-bazel\.[A-Za-z0-9]*/go/src/k8s.io/kubernetes|TMPROOT|g' \
 		-e 's|_tmp/kube-vendor-licenses\.[A-Za-z0-9]*|_tmp/LICENSES|g' \
-		-e 's|^\(+++\|---\) \([^\t]*\)\t.*|\1 \2|' \
+		-e "s|^\(+++\|---\) \([^$tab]*\)$tab.*|\1 \2|" \
+		-e 's|^[0-9]\{4\}/[0-9][0-9]/[0-9][0-9] [0-9:]\{8\} ||' \
 		-e "s|$base||g" "$log" >"$log.norm"
 	return $rc
 }
@@ -249,7 +253,7 @@ done
 if [ ${#newfail[@]} -gt 0 ] || [ ${#newfind[@]} -gt 0 ]; then
 	echo
 	echo "verify.sh: the series breaks Arktos's quick checks: ${newfail[*]} ${newfind[*]}; what is new is in $out/new-findings:" >&2
-	head -n 200 "$out/new-findings" >&2
+	awk '/^=== /{n=0} n++ < 40' "$out/new-findings" >&2
 	exit 1
 fi
 echo "== ok: no quick check fails or finds more on the patched tree than on the stock tree"
