@@ -201,12 +201,15 @@ run_check() { # WHICH(stock|patched) CHECK
 	log=$out/$1/$2.log
 	(cd "$tree" && env PATH="$shim:$PATH" GOPATH="$out/$1/go" GOMODCACHE="$gomodcache" GOPROXY="$goproxy" PULL_BASE_SHA="$base" KUBE_VERIFY_GIT_BRANCH=master \
 		GOFLAGS= GO111MODULE= KUBE_ROOT= GOBIN= timeout "${ARKTOS_VERIFY_TIMEOUT:-1800}" nice -n 10 bash "hack/verify-$2.sh") >"$log" 2>&1 && rc=0 || rc=$?
-	# the same text for the same finding in either tree
+	# the same text for the same finding in either tree: paths, dates, and
+	# line numbers (hunk headers, file:line:col), which a patch shifts in a
+	# file that already has findings on stock
 	sed -e "s|$out/$1/go/src/k8s.io/kubernetes|KUBE_ROOT|g" -e "s|$out/$1/go|GOPATH|g" \
 		-e 's|/tmp/verify-bazel\.[A-Za-z0-9]*/go/src/k8s.io/kubernetes|TMPROOT|g' \
 		-e 's|_tmp/kube-vendor-licenses\.[A-Za-z0-9]*|_tmp/LICENSES|g' \
 		-e "s|^\(+++\|---\) \([^$tab]*\)$tab.*|\1 \2|" \
 		-e 's|^[0-9]\{4\}/[0-9][0-9]/[0-9][0-9] [0-9:]\{8\} ||' \
+		-e '/^@@ .* @@/d' -e 's|:[0-9]\{1,\}:\([0-9]\{1,\}:\)\{0,1\}|:N:|g' \
 		-e "s|$base||g" "$log" >"$log.norm"
 	return $rc
 }
