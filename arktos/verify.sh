@@ -207,7 +207,7 @@ run_check() { # WHICH(stock|patched) CHECK
 	sed -e "s|$out/$1/go/src/k8s.io/kubernetes|KUBE_ROOT|g" -e "s|$out/$1/go|GOPATH|g" \
 		-e 's|/tmp/verify-bazel\.[A-Za-z0-9]*/go/src/k8s.io/kubernetes|TMPROOT|g' \
 		-e 's|_tmp/kube-vendor-licenses\.[A-Za-z0-9]*|_tmp/LICENSES|g' \
-		-e "s|^\(+++\|---\) \([^$tab]*\)$tab.*|\1 \2|" \
+		-e "s|^\([-+]\{3\}\) \([^$tab]*\)$tab.*|\1 \2|" \
 		-e 's|^[0-9]\{4\}/[0-9][0-9]/[0-9][0-9] [0-9:]\{8\} ||' \
 		-e '/^@@ .* @@/d' -e 's|:[0-9]\{1,\}:\([0-9]\{1,\}:\)\{0,1\}|:N:|g' \
 		-e "s|$base||g" "$log" >"$log.norm"
