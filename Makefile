@@ -30,7 +30,7 @@ help:
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
-	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin (docs/vendoring.md)"
+	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin, run Arktos's quick checks on both trees (docs/vendoring.md)"
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
 	@echo "make check-deploy ARKTOS_BIN=DIR  kubectl apply --dry-run=server of deploy/ against a real Arktos TP and kube-apiserver $(KUBE_VERSION) (built once)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
@@ -145,7 +145,10 @@ check-arktos:
 # prepared by ../shared/arktos/BUILD.md, never written; WORK gets the patched
 # tree (src/, the series as commits) and kube-apiserver, kubelet, kube-proxy
 # and hollow-node (bin/). ARKTOS_TEST=0 skips Arktos's tests of the touched
-# packages.
+# packages. Then Arktos's own quick checks (make quick-verify's set) run on
+# ARKTOS_SRC and the patched tree side by side (arktos/verify.sh, in
+# WORK/verify), and a check the series makes fail fails the target;
+# ARKTOS_VERIFY=0 skips them.
 arktos-patch:
 	@test -n "$(ARKTOS_SRC)" -a -n "$(WORK)" || { echo "set ARKTOS_SRC to an Arktos tree (../shared/arktos/BUILD.md) and WORK to a scratch folder"; exit 2; }
 	./arktos/apply.sh $(abspath $(ARKTOS_SRC)) $(abspath $(WORK))

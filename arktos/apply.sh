@@ -7,8 +7,10 @@
 # patches/ as commits (`git am`, which is `git apply` with the patch's
 # message: no fuzz, no three-way merge), stopping at the first patch that
 # does not apply; runs Arktos's own tests of every package the series touches
-# (ARKTOS_TEST=0 skips them); and builds kube-apiserver, kubelet,
-# kube-proxy and hollow-node (cmd/kubemark) into WORK/bin.
+# (ARKTOS_TEST=0 skips them); builds kube-apiserver, kubelet,
+# kube-proxy and hollow-node (cmd/kubemark) into WORK/bin; and runs Arktos's
+# quick checks on ARKTOS_SRC and WORK/src side by side, failing when the
+# series makes one fail (verify.sh, in WORK/verify; ARKTOS_VERIFY=0 skips it).
 #
 # -trimpath keeps the build cache's entries independent of WORK, so a second
 # WORK (or the stock build of the same tree) reuses every unchanged package.
@@ -60,4 +62,12 @@ CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/kube-apiserver ./cmd/kube-proxy
 CGO_ENABLED=1 go build -o "$work/bin/" ./cmd/kubelet
 CGO_ENABLED=1 go build -o "$work/bin/hollow-node" ./cmd/kubemark
 ls -l "$work/bin"
+
+# Arktos's own quick checks (make quick-verify) on the stock and the patched
+# tree, side by side: no check may newly fail (verify.sh; ARKTOS_VERIFY=0
+# skips it). Last, so that the binaries are there even when it fails.
+if [ "${ARKTOS_VERIFY:-1}" != 0 ]; then
+	echo "== Arktos's quick checks, stock ($src) and patched ($work/src)"
+	"$here/verify.sh" "$src" "$work/src" "$work/verify"
+fi
 echo "== ok: Arktos with ${#patches[@]} tpkit patches in $work/src, binaries in $work/bin"
