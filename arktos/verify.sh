@@ -196,11 +196,17 @@ not_runnable() { # TREE CHECK
 }
 tab=$'\t'
 run_check() { # WHICH(stock|patched) CHECK
-	local tree base log rc
+	local tree base log rc before f
 	if [ "$1" = stock ]; then tree=$stock base=$base_stock; else tree=$patched base=$base_patched; fi
 	log=$out/$1/$2.log
+	# hack/update-vendor-licenses.sh writes /tmp/Godeps.LICENSES.<pid> and
+	# leaves it when it fails: remove what this check leaves there.
+	before=$(ls /tmp/Godeps.LICENSES.* 2>/dev/null || true)
 	(cd "$tree" && env PATH="$shim:$PATH" GOPATH="$out/$1/go" GOMODCACHE="$gomodcache" GOPROXY="$goproxy" PULL_BASE_SHA="$base" KUBE_VERIFY_GIT_BRANCH=master \
 		GOFLAGS= GO111MODULE= KUBE_ROOT= GOBIN= timeout "${ARKTOS_VERIFY_TIMEOUT:-1800}" nice -n 10 bash "hack/verify-$2.sh") >"$log" 2>&1 && rc=0 || rc=$?
+	for f in /tmp/Godeps.LICENSES.*; do
+		if [ -e "$f" ] && ! grep -qxF "$f" <<<"$before"; then rm -f "$f"; fi
+	done
 	# the same text for the same finding in either tree: paths, dates, and
 	# line numbers (hunk headers, file:line:col), which a patch shifts in a
 	# file that already has findings on stock
