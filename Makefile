@@ -75,8 +75,9 @@ unit:
 # root; otherwise ensure-tools says what to install), so that on a fresh
 # machine with Go, `make test` is the whole set-up: iptables and ip (rules in
 # network namespaces), dig and dnsperf, Go 1.19 (test/vendorable's oldest
-# toolchain), podman and the image tools (test/images).
-TEST_TOOLS := iptables ip dig dnsperf go1.19 podman runc buildah mmdebstrap newuidmap python3
+# toolchain), podman and the image tools (test/images), and kubectl (the
+# kubectl compatibility tests, which must not be skipped).
+TEST_TOOLS := iptables ip dig dnsperf go1.19 podman runc buildah mmdebstrap newuidmap python3 kubectl
 test-tools:
 	./hack/ensure-tools.sh $(TEST_TOOLS)
 

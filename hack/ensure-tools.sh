@@ -22,6 +22,7 @@ declare -A pkg=(
   [mmdebstrap]=mmdebstrap
   [newuidmap]=uidmap
   [python3]=python3
+  [kubectl]=kubernetes-client # the kubectl compatibility tests (pkg/faketp, test/multi-tp)
 )
 # have CMD: CMD is on PATH, or (goX.Y) Debian's golang-X.Y-go is installed.
 have() {
