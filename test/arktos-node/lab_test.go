@@ -271,15 +271,17 @@ var pods = []struct {
 	{1, "acme", "web", "app", "acme-in-tp2"},
 }
 
-// startNode starts hollow-node's kubelet for both TPs. The patched binary
-// gets its origin file and cluster DNS, and with tenantDNS the
-// TenantDNSSearch feature gate; stock hollow-node has none of these flags.
-func (l *lab) startNode(tenantDNS bool) {
+// startNode starts hollow-node's kubelet for both TPs, with extra flags,
+// and returns its kubelet port. The patched binary gets its origin file and
+// cluster DNS, and with tenantDNS the TenantDNSSearch feature gate; stock
+// hollow-node has none of these flags.
+func (l *lab) startNode(tenantDNS bool, extra ...string) (kubeletPort int) {
+	kubeletPort = freePort(l.t)
 	args := []string{"--morph=kubelet", "--name=" + nodeName,
 		"--kubeconfig=" + l.rpKC, "--resource-server-kubeconfig=" + l.rpKC,
 		"--tenant-server-kubeconfigs=" + l.tpKC[0] + "," + l.tpKC[1],
 		"--kube-api-content-type=application/json",
-		"--kubelet-port=" + strconv.Itoa(freePort(l.t)), "--kubelet-read-only-port=0",
+		"--kubelet-port=" + strconv.Itoa(kubeletPort), "--kubelet-read-only-port=0",
 		// The sandbox config (with the pod's DNS) is logged at -v=6 by
 		// kuberuntime_sandbox.go, the same line for stock and patched.
 		"--v=2", "--vmodule=kuberuntime_sandbox=6"}
@@ -292,7 +294,8 @@ func (l *lab) startNode(tenantDNS bool) {
 	}
 	log := filepath.Join(l.dir, fmt.Sprintf("hollow-node.%d.log", len(l.nodeLog)+1))
 	l.nodeLog = append(l.nodeLog, log)
-	l.node = l.spawn(log, "hollow-node", args...)
+	l.node = l.spawn(log, "hollow-node", append(args, extra...)...)
+	return kubeletPort
 }
 
 // proxySyncTimeout is how long the patched kube-proxy waits for a TP that
@@ -1288,31 +1291,45 @@ var httpClient = &http.Client{Timeout: 10 * time.Second}
 func (l *lab) get(i int, path string) (map[string]any, error) { return l.write(i, "GET", path, "") }
 
 func (l *lab) write(i int, method, path, body string) (map[string]any, error) {
+	obj := map[string]any{}
+	var out any = &obj
+	if path == "/healthz" {
+		out = nil
+	}
+	if err := request(method, l.tps[i]+path, body, out); err != nil {
+		if _, ok := err.(*apiError); ok {
+			return nil, err
+		}
+		return nil, fmt.Errorf("tp%d %s %s: %v", i+1, method, path, err)
+	}
+	return obj, nil
+}
+
+// request sends method to url with a JSON body ("" for none) and decodes a
+// 2xx answer into out (nil: not decoded); another status is an *apiError.
+func request(method, url, body string, out any) error {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, l.tps[i]+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("tp%d %s %s: %v", i+1, method, path, err)
+		return err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return nil, &apiError{code: resp.StatusCode, body: strings.TrimSpace(string(b))}
+		return &apiError{code: resp.StatusCode, body: strings.TrimSpace(string(b))}
 	}
-	obj := map[string]any{}
-	if path != "/healthz" {
-		if err := json.Unmarshal(b, &obj); err != nil {
-			return nil, fmt.Errorf("tp%d %s %s: %v", i+1, method, path, err)
-		}
+	if out == nil {
+		return nil
 	}
-	return obj, nil
+	return json.Unmarshal(b, out)
 }
 
 func (l *lab) mustWrite(i int, method, path, body string) map[string]any {
@@ -1474,22 +1491,16 @@ type labEvent struct{ kind, name, uid, reason string }
 
 // events lists the events at path of the API server at base.
 func (l *lab) events(base, path string) ([]labEvent, error) {
-	resp, err := httpClient.Get(base + path)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var list struct {
 		Items []struct {
 			Reason         string
 			InvolvedObject struct{ Kind, Name, UID string }
 		}
 	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, &apiError{code: resp.StatusCode, body: string(b)}
-	}
-	if err := json.Unmarshal(b, &list); err != nil {
+	if err := request("GET", base+path, "", &list); err != nil {
+		if _, ok := err.(*apiError); ok {
+			return nil, err
+		}
 		return nil, fmt.Errorf("GET %s%s: %v", base, path, err)
 	}
 	var out []labEvent
@@ -1533,17 +1544,8 @@ func (l *lab) authzAsksPodTP() error {
 	if err := os.RemoveAll(dockershimState); err != nil {
 		return err
 	}
-	port := freePort(l.t)
-	log := filepath.Join(l.dir, fmt.Sprintf("hollow-node.%d.log", len(l.nodeLog)+1))
-	l.nodeLog = append(l.nodeLog, log)
-	l.node = l.spawn(log, "hollow-node", "--morph=kubelet", "--name="+nodeName,
-		"--kubeconfig="+l.rpKC, "--resource-server-kubeconfig="+l.rpKC,
-		"--tenant-server-kubeconfigs="+l.tpKC[0]+","+l.tpKC[1],
-		"--kube-api-content-type=application/json",
-		"--kubelet-port="+strconv.Itoa(port), "--kubelet-read-only-port=0",
-		"--tporigin-file="+filepath.Join(l.dir, "tporigin.db"),
-		"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain,
-		"--kubelet-authorization-mode=Webhook", "--v=2")
+	port := l.startNode(false, "--kubelet-authorization-mode=Webhook")
+	log := l.nodeLog[len(l.nodeLog)-1]
 	kubelet := func(path string) (int, string, error) {
 		resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
 		if err != nil {
