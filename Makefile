@@ -146,9 +146,11 @@ check-arktos:
 # prepared by ../shared/arktos/BUILD.md, never written; WORK gets the patched
 # tree (src/, the series as commits) and kube-apiserver, kubelet, kube-proxy
 # and hollow-node (bin/). ARKTOS_TEST=0 skips Arktos's tests of the touched
-# packages. Then Arktos's own quick checks (make quick-verify's set) run on
+# packages. Then `go mod vendor` in the patched tree must reproduce tpkit's
+# module (arktos/check-vendor.sh, in WORK/vendor; ARKTOS_VENDOR_CHECK=0 skips
+# it), and Arktos's own quick checks (make quick-verify's set) run on
 # ARKTOS_SRC and the patched tree side by side (arktos/verify.sh, in
-# WORK/verify), and a check the series makes fail fails the target;
+# WORK/verify): a check the series makes fail fails the target;
 # ARKTOS_VERIFY=0 skips them.
 arktos-patch:
 	@test -n "$(ARKTOS_SRC)" -a -n "$(WORK)" || { echo "set ARKTOS_SRC to an Arktos tree (../shared/arktos/BUILD.md) and WORK to a scratch folder"; exit 2; }

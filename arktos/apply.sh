@@ -9,8 +9,10 @@
 # does not apply; runs Arktos's own tests of every package the series touches
 # (ARKTOS_TEST=0 skips them); builds kube-apiserver, kubelet,
 # kube-proxy and hollow-node (cmd/kubemark) into WORK/bin; and runs Arktos's
-# quick checks on ARKTOS_SRC and WORK/src side by side, failing when the
-# series makes one fail (verify.sh, in WORK/verify; ARKTOS_VERIFY=0 skips it).
+# `go mod vendor` in WORK/src, which must reproduce tpkit's module
+# (check-vendor.sh, in WORK/vendor); and runs Arktos's quick checks on
+# ARKTOS_SRC and WORK/src side by side, failing when the series makes one
+# fail (verify.sh, in WORK/verify; ARKTOS_VERIFY=0 skips it).
 #
 # -trimpath keeps the build cache's entries independent of WORK, so a second
 # WORK (or the stock build of the same tree) reuses every unchanged package.
@@ -62,6 +64,13 @@ CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/kube-apiserver ./cmd/kube-proxy
 CGO_ENABLED=1 go build -o "$work/bin/" ./cmd/kubelet
 CGO_ENABLED=1 go build -o "$work/bin/hollow-node" ./cmd/kubemark
 ls -l "$work/bin"
+
+# `go mod vendor` in the patched tree reproduces tpkit's module as
+# vendor-cores.sh laid it out (check-vendor.sh; ARKTOS_VENDOR_CHECK=0 skips it).
+if [ "${ARKTOS_VENDOR_CHECK:-1}" != 0 ]; then
+	echo "== go mod vendor in $work/src"
+	"$here/check-vendor.sh" "$work/src" "$work/vendor"
+fi
 
 # Arktos's own quick checks (make quick-verify) on the stock and the patched
 # tree, side by side: no check may newly fail (verify.sh; ARKTOS_VERIFY=0
