@@ -8,7 +8,8 @@
 # message: no fuzz, no three-way merge), stopping at the first patch that
 # does not apply; runs Arktos's own tests of every package the series touches
 # (ARKTOS_TEST=0 skips them); builds kube-apiserver, kubelet,
-# kube-proxy and hollow-node (cmd/kubemark) into WORK/bin; and runs Arktos's
+# kube-proxy, hollow-node (cmd/kubemark), kube-controller-manager and
+# kube-scheduler into WORK/bin; and runs Arktos's
 # `go mod vendor` in WORK/src, which must reproduce tpkit's module
 # (check-vendor.sh, in WORK/vendor); and runs Arktos's quick checks on
 # ARKTOS_SRC and WORK/src side by side, failing when the series makes one
@@ -58,7 +59,10 @@ fi
 
 echo "== building into $work/bin"
 mkdir -p "$work/bin"
-CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/kube-apiserver ./cmd/kube-proxy
+# kube-controller-manager and kube-scheduler carry no patch; the cluster
+# lab (test/arktos-cluster) runs them as each TP's controllers, from the
+# same tree.
+CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/kube-apiserver ./cmd/kube-proxy ./cmd/kube-controller-manager ./cmd/kube-scheduler
 # The kubelet and the hollow node need cgo (cadvisor's NVML binding, the
 # fake docker client).
 CGO_ENABLED=1 go build -o "$work/bin/" ./cmd/kubelet
