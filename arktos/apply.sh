@@ -3,15 +3,16 @@
 #
 # Copies the Arktos tree at ARKTOS_SRC (CentaurusInfra/arktos at 6685f14,
 # prepared by ../shared/arktos/BUILD.md) into WORK/src, never writing
-# ARKTOS_SRC; vendors tpkit's cores (vendor-cores.sh); applies the series in
+# ARKTOS_SRC; makes tpkit's cores a module of the tree (vendor-cores.sh);
+# applies the series in
 # patches/ as commits (`git am`, which is `git apply` with the patch's
 # message: no fuzz, no three-way merge), stopping at the first patch that
 # does not apply; runs Arktos's own tests of every package the series touches
 # (ARKTOS_TEST=0 skips them); builds kube-apiserver, kubelet,
 # kube-proxy, hollow-node (cmd/kubemark), kube-controller-manager and
-# kube-scheduler into WORK/bin; and runs Arktos's
-# `go mod vendor` in WORK/src, which must reproduce tpkit's module
-# (check-vendor.sh, in WORK/vendor); and runs Arktos's quick checks on
+# kube-scheduler into WORK/bin; runs `go mod vendor` in WORK/src, which
+# must reproduce tpkit's module (check-vendor.sh, in WORK/vendor); and runs
+# Arktos's quick checks on
 # ARKTOS_SRC and WORK/src side by side, failing when the series makes one
 # fail (verify.sh, in WORK/verify; ARKTOS_VERIFY=0 skips it).
 #
