@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,11 +17,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tpkit-dev/tpkit/internal/arktoslab"
 	"github.com/tpkit-dev/tpkit/internal/testbin"
 )
 
@@ -324,10 +323,10 @@ func (l *lab) startProxy() {
 		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
 		"--iptables-sync-period=30s", "--iptables-min-sync-period=0s", "--v=2")...)
 	err := poll(30*time.Second, func() error {
-		if !alive(l.proxy) {
+		if !arktoslab.Alive(l.proxy) {
 			return fmt.Errorf("kube-proxy exited")
 		}
-		resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz))
+		resp, err := arktoslab.HTTPClient.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz))
 		if err != nil {
 			return err
 		}
@@ -335,66 +334,33 @@ func (l *lab) startProxy() {
 		return nil
 	})
 	if err != nil {
-		l.t.Fatalf("kube-proxy is not serving /healthz: %v\n%s", err, tail(log, 30))
+		l.t.Fatalf("kube-proxy is not serving /healthz: %v\n%s", err, arktoslab.Tail(log, 30))
 	}
-}
-
-// alive says whether cmd's process still runs.
-func alive(cmd *exec.Cmd) bool {
-	return cmd != nil && cmd.Process != nil && syscall.Kill(cmd.Process.Pid, 0) == nil
-}
-
-// tail is the last n lines of a log, to show why a program stopped.
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // spawn starts an Arktos program with its output in log; it dies with the
 // test binary (Pdeathsig) and in teardown.
 func (l *lab) spawn(log, name string, args ...string) *exec.Cmd {
-	f, err := os.Create(log)
+	cmd, err := arktoslab.Spawn(log, filepath.Join(l.bin, name), args...)
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(l.bin, name), args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		l.t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() { _ = cmd.Wait(); f.Close() }()
 	fmt.Printf("== started %s (pid %d), log %s\n", name, cmd.Process.Pid, log)
 	return cmd
-}
-
-func stop(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	for i := 0; i < 100 && syscall.Kill(cmd.Process.Pid, 0) == nil; i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // podsRunning: every pod Running, as its own TP reports it.
 func (l *lab) podsRunning() error {
 	return poll(90*time.Second, func() error {
-		if !alive(l.node) {
-			return fmt.Errorf("hollow-node exited:\n%s", tail(l.nodeLog[len(l.nodeLog)-1], 30))
+		if !arktoslab.Alive(l.node) {
+			return fmt.Errorf("hollow-node exited:\n%s", arktoslab.Tail(l.nodeLog[len(l.nodeLog)-1], 30))
 		}
 		for _, p := range pods {
 			obj, err := l.get(p.tp, podPath(p.tenant, p.namespace, p.name))
 			if err != nil {
 				return err
 			}
-			if phase := str(obj, "status", "phase"); phase != "Running" {
+			if phase := arktoslab.Str(obj, "status", "phase"); phase != "Running" {
 				return fmt.Errorf("%s/%s/%s in tp%d is %q, want Running", p.tenant, p.namespace, p.name, p.tp+1, phase)
 			}
 		}
@@ -411,7 +377,7 @@ func (l *lab) secretFiles() error {
 		if err != nil {
 			return err
 		}
-		uid := str(obj, "metadata", "uid")
+		uid := arktoslab.Str(obj, "metadata", "uid")
 		var got string
 		err = poll(20*time.Second, func() error {
 			files, _ := filepath.Glob(filepath.Join(hollowTemp, "hollow-kubelet.*", "pods", uid, "volumes", "kubernetes.io~secret", "creds", secretKey))
@@ -512,8 +478,8 @@ func (l *lab) sandboxDNSOf(log string, a, b [2]string) (sandboxDNS, sandboxDNS, 
 // local-up-cluster) and named the TPs after the files; the pods of both
 // TPs ran (pods-running-in-own-tp), so the names held.
 func (l *lab) sameContextNames() error {
-	if !alive(l.node) || !alive(l.proxy) {
-		return fmt.Errorf("with every TP kubeconfig's context %s: hollow-node alive %v, kube-proxy alive %v", workerKubeconfigContext, alive(l.node), alive(l.proxy))
+	if !arktoslab.Alive(l.node) || !arktoslab.Alive(l.proxy) {
+		return fmt.Errorf("with every TP kubeconfig's context %s: hollow-node alive %v, kube-proxy alive %v", workerKubeconfigContext, arktoslab.Alive(l.node), arktoslab.Alive(l.proxy))
 	}
 	if l.stock {
 		// Stock Arktos names no TPs (its client manager keeps indexes in
@@ -597,7 +563,7 @@ func (l *lab) kubeDNSRules() error {
 		if err != nil {
 			return err
 		}
-		ips[i] = str(obj, "spec", "clusterIP")
+		ips[i] = arktoslab.Str(obj, "spec", "clusterIP")
 	}
 	if ips[0] == ips[1] {
 		return fmt.Errorf("both kube-dns services have cluster IP %s; the lab needs different ones", ips[0])
@@ -617,7 +583,7 @@ func (l *lab) tenantServiceRules() error {
 	if err != nil {
 		return err
 	}
-	return waitDNAT(10*time.Second, "acme/web/app", str(obj, "spec", "clusterIP"), "tcp", 80, "10.244.9.9:8080")
+	return waitDNAT(10*time.Second, "acme/web/app", arktoslab.Str(obj, "spec", "clusterIP"), "tcp", 80, "10.244.9.9:8080")
 }
 
 // tpDownKeepsRules: with tp1's API server stopped, tp1's rules stay and a
@@ -633,7 +599,7 @@ func (l *lab) tpDownKeepsRules() error {
 		return err
 	}
 	created := time.Now()
-	ip := str(svc, "spec", "clusterIP")
+	ip := arktoslab.Str(svc, "spec", "clusterIP")
 	if err := waitDNAT(2*time.Second, "tp2's new service acme/web/late", ip, "tcp", 81, "10.244.9.10:8081"); err != nil {
 		return err
 	}
@@ -644,7 +610,7 @@ func (l *lab) tpDownKeepsRules() error {
 // restartDeletes: the node restarts while tp1 is down; tp2's agent pod,
 // deleted meanwhile, is removed from tp2 by the restarted kubelet.
 func (l *lab) restartDeletes() error {
-	stop(l.node)
+	arktoslab.Stop(l.node)
 	path := podPath("system", "kube-system", "agent")
 	if _, err := l.write(1, "DELETE", path, ""); err != nil {
 		return err
@@ -664,7 +630,7 @@ func (l *lab) restartDeletes() error {
 	return poll(60*time.Second, func() error {
 		if _, err := l.get(1, path); err == nil {
 			return fmt.Errorf("tp2's agent, deleted while the node was down, is still in tp2 60s after the node restarted")
-		} else if !isNotFound(err) {
+		} else if !arktoslab.IsNotFound(err) {
 			return err
 		}
 		return nil
@@ -678,7 +644,7 @@ func (l *lab) restartDeletes() error {
 // (--tenant-partition-state-dir): tp1's kube-dns DNATs to its endpoint
 // although tp1 has not answered since the restart.
 func (l *lab) proxyStartsWithTPDown() error {
-	stop(l.proxy)
+	arktoslab.Stop(l.proxy)
 	// A stopped kube-proxy leaves its rules; the node restarts without them
 	// (the namespace's own nat table), so what follows is the new one's.
 	for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "nat", "-X"}} {
@@ -789,7 +755,7 @@ func argValue(cmd *exec.Cmd, flag string) (string, error) {
 // scrape reads a Prometheus text exposition: series (name{labels} as
 // printed) -> value.
 func scrape(url string) (map[string]float64, error) {
-	resp, err := httpClient.Get(url)
+	resp, err := arktoslab.HTTPClient.Get(url)
 	if err != nil {
 		return nil, err
 	}
@@ -854,7 +820,7 @@ func (l *lab) count(i int, path string) (int, error) {
 // connection reaches either forwarder, a service created afterwards in each
 // TP is programmed with its own endpoint, and no client was reset.
 func (l *lab) noCrossTPRedirect() error {
-	if !alive(l.proxy) {
+	if !arktoslab.Alive(l.proxy) {
 		return fmt.Errorf("kube-proxy is not running")
 	}
 	// A manager applies no update until 30 s after it first read its
@@ -887,23 +853,26 @@ func (l *lab) noCrossTPRedirect() error {
 			if err != nil {
 				continue
 			}
-			saved[i]["metadata"].(map[string]any)["resourceVersion"] = str(cur, "metadata", "resourceVersion")
+			saved[i]["metadata"].(map[string]any)["resourceVersion"] = arktoslab.Str(cur, "metadata", "resourceVersion")
 			b, _ := json.Marshal(saved[i])
 			_, _ = l.write(i, "PUT", path, string(b))
 		}
 	}()
-	var fwd [2]*forwarder
+	if os.Getenv("ADVERTISE") == "" {
+		return fmt.Errorf("no ADVERTISE address for the forwarders (run.sh sets it)")
+	}
+	var fwd [2]*arktoslab.Forwarder
 	for i := range l.tps {
 		other := strings.TrimPrefix(l.tps[1-i], "http://")
-		f, err := newForwarder(os.Getenv("ADVERTISE"), other)
+		f, err := arktoslab.Forward(os.Getenv("ADVERTISE"), other)
 		if err != nil {
 			return err
 		}
-		defer f.close()
+		defer f.Close()
 		fwd[i] = f
 	}
 	for i := range l.tps {
-		port := fwd[i].port
+		port := fwd[i].Port()
 		ep := saved[i]
 		group := ""
 		if subsets, _ := ep["subsets"].([]any); len(subsets) > 0 {
@@ -913,13 +882,13 @@ func (l *lab) noCrossTPRedirect() error {
 		}
 		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"kubernetes","resourceVersion":%q},`+
 			`"subsets":[{"serviceGroupId":%q,"addresses":[{"ip":%q}],"ports":[{"name":"http","port":%d,"protocol":"TCP"}]}]}`,
-			str(ep, "metadata", "resourceVersion"), group, os.Getenv("ADVERTISE"), port)
+			arktoslab.Str(ep, "metadata", "resourceVersion"), group, os.Getenv("ADVERTISE"), port)
 		if _, err := l.write(i, "PUT", path, body); err != nil {
 			return fmt.Errorf("pointing tp%d's kubernetes Endpoints at tp%d: %v", i+1, 2-i, err)
 		}
 	}
 	fmt.Printf("      tp1's kubernetes Endpoints point at tp2's API server (%s via %s:%d) and tp2's at tp1's (%s via %s:%d)\n",
-		l.tps[1], os.Getenv("ADVERTISE"), fwd[0].port, l.tps[0], os.Getenv("ADVERTISE"), fwd[1].port)
+		l.tps[1], os.Getenv("ADVERTISE"), fwd[0].Port(), l.tps[0], os.Getenv("ADVERTISE"), fwd[1].Port())
 	time.Sleep(5 * time.Second) // a manager's update is applied at once after its first 30 s
 	for i := range l.tps {
 		sys := "/api/v1/tenants/system/namespaces/default"
@@ -933,12 +902,12 @@ func (l *lab) noCrossTPRedirect() error {
 		if _, err := l.write(i, "POST", sys+"/endpoints", endpointsJSON("probe", "p", ip, 8082, "TCP")); err != nil {
 			return err
 		}
-		if err := waitDNAT(15*time.Second, fmt.Sprintf("tp%d's new service default/probe", i+1), str(svc, "spec", "clusterIP"), "tcp", port, ip+":8082"); err != nil {
+		if err := waitDNAT(15*time.Second, fmt.Sprintf("tp%d's new service default/probe", i+1), arktoslab.Str(svc, "spec", "clusterIP"), "tcp", port, ip+":8082"); err != nil {
 			return err
 		}
 	}
 	for i := range fwd {
-		if n := fwd[i].conns.Load(); n > 0 {
+		if n := fwd[i].Conns(); n > 0 {
 			return fmt.Errorf("%d connections reached tp%d's API server through tp%d's kubernetes Endpoints", n, 2-i, i+1)
 		}
 	}
@@ -956,47 +925,6 @@ func (l *lab) noCrossTPRedirect() error {
 	fmt.Printf("      no connection reached another TP; services created in each TP afterwards are programmed with their own endpoints; no client was reset\n")
 	return nil
 }
-
-// forwarder accepts TCP connections on an address an Endpoints may hold
-// and forwards them to target (a TP's loopback API server), counting them.
-type forwarder struct {
-	ln    net.Listener
-	port  int
-	conns atomic.Int64
-}
-
-func newForwarder(host, target string) (*forwarder, error) {
-	if host == "" {
-		return nil, fmt.Errorf("no ADVERTISE address for the forwarder")
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return nil, err
-	}
-	f := &forwarder{ln: ln, port: ln.Addr().(*net.TCPAddr).Port}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			f.conns.Add(1)
-			go func() {
-				defer c.Close()
-				t, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer t.Close()
-				go func() { _, _ = io.Copy(t, c) }()
-				_, _ = io.Copy(c, t)
-			}()
-		}
-	}()
-	return f, nil
-}
-
-func (f *forwarder) close() { _ = f.ln.Close() }
 
 // managerFirstUpdate is the last time before which datapartition's manager
 // applies no update, as log says ("Set first update api server to time
@@ -1146,8 +1074,8 @@ func (l *lab) startTP(i int) {
 // teardown stops the node's programs and the API servers, and removes the
 // hollow kubelet's folders (after unmounting what it mounted there).
 func (l *lab) teardown() {
-	stop(l.proxy)
-	stop(l.node)
+	arktoslab.Stop(l.proxy)
+	arktoslab.Stop(l.node)
 	for i := range l.tpPID {
 		_ = syscall.Kill(l.tpPID[i], syscall.SIGKILL)
 	}
@@ -1267,27 +1195,6 @@ func (n natTable) dnat(ip, proto string, port int) []string {
 
 // The TPs' REST API: plain JSON over the insecure port.
 
-type apiError struct {
-	code int
-	body string
-}
-
-// Error is the Status message the API server answered, else the body.
-func (e *apiError) Error() string {
-	var st struct{ Message string }
-	if json.Unmarshal([]byte(e.body), &st) == nil && st.Message != "" {
-		return fmt.Sprintf("HTTP %d: %s", e.code, st.Message)
-	}
-	return fmt.Sprintf("HTTP %d: %s", e.code, e.body)
-}
-
-func isNotFound(err error) bool {
-	e, ok := err.(*apiError)
-	return ok && e.code == http.StatusNotFound
-}
-
-var httpClient = &http.Client{Timeout: 10 * time.Second}
-
 func (l *lab) get(i int, path string) (map[string]any, error) { return l.write(i, "GET", path, "") }
 
 func (l *lab) write(i int, method, path, body string) (map[string]any, error) {
@@ -1296,40 +1203,13 @@ func (l *lab) write(i int, method, path, body string) (map[string]any, error) {
 	if path == "/healthz" {
 		out = nil
 	}
-	if err := request(method, l.tps[i]+path, body, out); err != nil {
-		if _, ok := err.(*apiError); ok {
+	if err := arktoslab.Request(method, l.tps[i]+path, body, out); err != nil {
+		if _, ok := err.(*arktoslab.APIError); ok {
 			return nil, err
 		}
 		return nil, fmt.Errorf("tp%d %s %s: %v", i+1, method, path, err)
 	}
 	return obj, nil
-}
-
-// request sends method to url with a JSON body ("" for none) and decodes a
-// 2xx answer into out (nil: not decoded); another status is an *apiError.
-func request(method, url, body string, out any) error {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return &apiError{code: resp.StatusCode, body: strings.TrimSpace(string(b))}
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
 }
 
 func (l *lab) mustWrite(i int, method, path, body string) map[string]any {
@@ -1364,26 +1244,13 @@ func runningSince(obj map[string]any) time.Time {
 	cs, _ := st["containerStatuses"].([]any)
 	for _, c := range cs {
 		m, _ := c.(map[string]any)
-		if s := str(m, "state", "running", "startedAt"); s != "" {
+		if s := arktoslab.Str(m, "state", "running", "startedAt"); s != "" {
 			if ts, err := time.Parse(time.RFC3339, s); err == nil {
 				return ts
 			}
 		}
 	}
 	return time.Time{}
-}
-
-func str(obj map[string]any, path ...string) string {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return ""
-		}
-		cur = m[p]
-	}
-	s, _ := cur.(string)
-	return s
 }
 
 func contains(list []string, s string) bool {
@@ -1397,24 +1264,14 @@ func contains(list []string, s string) bool {
 
 // poll retries fn every 100 ms until it succeeds or d has passed, and
 // returns its last error.
-func poll(d time.Duration, fn func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+func poll(d time.Duration, fn func() error) error { return arktoslab.Poll(d, 100*time.Millisecond, fn) }
 
 func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := arktoslab.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func readTrim(t *testing.T, path string) string {
@@ -1436,7 +1293,7 @@ func (l *lab) eventsInOwnTP() error {
 		if err != nil {
 			return err
 		}
-		uids[str(obj, "metadata", "uid")] = fmt.Sprintf("%s/%s/%s of tp%d", p.tenant, p.namespace, p.name, p.tp+1)
+		uids[arktoslab.Str(obj, "metadata", "uid")] = fmt.Sprintf("%s/%s/%s of tp%d", p.tenant, p.namespace, p.name, p.tp+1)
 	}
 	var summary []string
 	err := poll(60*time.Second, func() error {
@@ -1497,8 +1354,8 @@ func (l *lab) events(base, path string) ([]labEvent, error) {
 			InvolvedObject struct{ Kind, Name, UID string }
 		}
 	}
-	if err := request("GET", base+path, "", &list); err != nil {
-		if _, ok := err.(*apiError); ok {
+	if err := arktoslab.Request("GET", base+path, "", &list); err != nil {
+		if _, ok := err.(*arktoslab.APIError); ok {
 			return nil, err
 		}
 		return nil, fmt.Errorf("GET %s%s: %v", base, path, err)
@@ -1525,7 +1382,7 @@ func (l *lab) authzAsksPodTP() error {
 	if err != nil {
 		return err
 	}
-	agent1UID := str(agent1, "metadata", "uid")
+	agent1UID := arktoslab.Str(agent1, "metadata", "uid")
 	// tp1's API server with RBAC: the other checks are done, and every
 	// client of the lab uses the insecure port, which RBAC does not guard.
 	rbac := append([]string{}, l.tpArgs[0]...)
@@ -1540,14 +1397,14 @@ func (l *lab) authzAsksPodTP() error {
 	l.startTP(0)
 	l.tpArgs[0] = saved
 
-	stop(l.node)
+	arktoslab.Stop(l.node)
 	if err := os.RemoveAll(dockershimState); err != nil {
 		return err
 	}
 	port := l.startNode(false, "--kubelet-authorization-mode=Webhook")
 	log := l.nodeLog[len(l.nodeLog)-1]
 	kubelet := func(path string) (int, string, error) {
-		resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		resp, err := arktoslab.HTTPClient.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
 		if err != nil {
 			return 0, "", err
 		}
@@ -1561,8 +1418,8 @@ func (l *lab) authzAsksPodTP() error {
 	var code int
 	var body string
 	err = poll(60*time.Second, func() error {
-		if !alive(l.node) {
-			return fmt.Errorf("hollow-node exited:\n%s", tail(log, 30))
+		if !arktoslab.Alive(l.node) {
+			return fmt.Errorf("hollow-node exited:\n%s", arktoslab.Tail(log, 30))
 		}
 		code, body, err = kubelet(app)
 		if err != nil {

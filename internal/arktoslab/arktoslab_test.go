@@ -1,0 +1,176 @@
+package arktoslab
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, `{"method":%q,"body":%q,"type":%q}`, r.Method, b, r.Header.Get("Content-Type"))
+		case "/missing":
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"kind":"Status","message":"pods \"x\" not found"}`)
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, "boom\n")
+		}
+	}))
+	defer srv.Close()
+
+	var got map[string]interface{}
+	if err := Request("POST", srv.URL+"/ok", `{"a":1}`, &got); err != nil {
+		t.Fatal(err)
+	}
+	if Str(got, "method") != "POST" || Str(got, "body") != `{"a":1}` || Str(got, "type") != "application/json" {
+		t.Errorf("server saw %v", got)
+	}
+	if err := Request("GET", srv.URL+"/ok", "", nil); err != nil {
+		t.Errorf("undecoded 2xx: %v", err)
+	}
+	err := Request("GET", srv.URL+"/missing", "", &got)
+	if !IsNotFound(err) || err.Error() != `HTTP 404: pods "x" not found` {
+		t.Errorf("404: %v (IsNotFound %v)", err, IsNotFound(err))
+	}
+	err = Request("GET", srv.URL+"/other", "", nil)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || IsNotFound(err) || err.Error() != "HTTP 500: boom" {
+		t.Errorf("500: %v", err)
+	}
+}
+
+func TestStr(t *testing.T) {
+	obj := map[string]interface{}{"status": map[string]interface{}{"phase": "Running", "n": 3.0}}
+	for _, c := range []struct {
+		path []string
+		want string
+	}{
+		{[]string{"status", "phase"}, "Running"},
+		{[]string{"status", "n"}, ""},
+		{[]string{"status", "phase", "deeper"}, ""},
+		{[]string{"spec"}, ""},
+	} {
+		if got := Str(obj, c.path...); got != c.want {
+			t.Errorf("Str(%v) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
+func TestForward(t *testing.T) {
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	f, err := Forward("127.0.0.1", target.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", f.Port()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := fmt.Sprintf("hello %d\n", i)
+		if _, err := io.WriteString(c, msg); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
+			t.Errorf("echo through the forwarder: %q, %v", buf, err)
+		}
+		c.Close()
+	}
+	if f.Conns() != 2 {
+		t.Errorf("Conns = %d, want 2", f.Conns())
+	}
+	f.Close()
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", f.Port())); err == nil {
+		c.Close()
+		t.Error("a closed forwarder still accepts")
+	}
+}
+
+func TestSpawnStopTail(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "prog.log")
+	cmd, err := Spawn(log, "/bin/sh", "-c", `echo one; echo two; echo "aws=$AWS_EC2_METADATA_DISABLED"; exec sleep 60`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Alive(cmd) {
+		t.Fatal("not alive after Spawn")
+	}
+	err = Poll(5*time.Second, 10*time.Millisecond, func() error {
+		if got := Tail(log, 2); got != "two\naws=true" {
+			return fmt.Errorf("Tail = %q", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	Stop(cmd)
+	if Alive(cmd) {
+		t.Error("alive after Stop")
+	}
+	if _, err := Spawn(log, "/nonexistent/prog"); err == nil || !strings.Contains(err.Error(), "/nonexistent/prog") {
+		t.Errorf("Spawn of a missing program: %v", err)
+	}
+	if Tail(filepath.Join(t.TempDir(), "none"), 3) != "" {
+		t.Error("Tail of a missing file is not empty")
+	}
+	if _, err := os.Stat(log); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestPoll(t *testing.T) {
+	n := 0
+	if err := Poll(time.Second, time.Millisecond, func() error {
+		n++
+		if n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}); err != nil || n != 3 {
+		t.Errorf("Poll: %v after %d calls", err, n)
+	}
+	err := Poll(0, time.Millisecond, func() error { return errors.New("never") })
+	if err == nil || err.Error() != "never" {
+		t.Errorf("Poll past its deadline: %v", err)
+	}
+}
+
+func TestFreePort(t *testing.T) {
+	p, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+	if err != nil {
+		t.Fatalf("port %d is not free: %v", p, err)
+	}
+	ln.Close()
+}
