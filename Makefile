@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-arktos-cluster check-deploy demo fuzz clean
 
 all: build
 
@@ -162,6 +162,14 @@ arktos-patch:
 check-arktos-node:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch (or a stock Arktos build)"; exit 2; }
 	./test/arktos-node/run.sh $(abspath $(ARKTOS_BIN))
+
+# The cluster lab (test/arktos-cluster), as root, in namespaces of its own:
+# the patched kubelet on a real container runtime (dockerd), kube-proxy, each
+# TP's controllers and scheduler, and partition-dns deployed from deploy/.
+# ARKTOS_BIN is WORK/bin of make arktos-patch, IMAGE_DIR that of make images.
+check-arktos-cluster:
+	@test -n "$(ARKTOS_BIN)" -a -n "$(IMAGE_DIR)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch and IMAGE_DIR to the folder of make images"; exit 2; }
+	./test/arktos-cluster/run.sh $(abspath $(ARKTOS_BIN)) $(abspath $(IMAGE_DIR))
 
 # Every kustomization under deploy/ (and rbac-per-tp.yaml) through kubectl
 # apply --dry-run=server against one real Arktos TP (ARKTOS_BIN: its

@@ -23,9 +23,18 @@ declare -A pkg=(
   [newuidmap]=uidmap
   [python3]=python3
   [kubectl]=kubernetes-client # the kubectl compatibility tests (pkg/faketp, test/multi-tp)
+  # the cluster lab (test/arktos-cluster): a real container runtime for Arktos's kubelet
+  [dockerd]=docker.io
+  [skopeo]=skopeo
+  [cni-bridge]=containernetworking-plugins
+)
+# Tools that are not commands on PATH: where they are installed.
+declare -A file=(
+  [cni-bridge]=/usr/lib/cni/bridge
 )
 # have CMD: CMD is on PATH, or (goX.Y) Debian's golang-X.Y-go is installed.
 have() {
+  [[ -n ${file[$1]:-} ]] && { [[ -x ${file[$1]} ]]; return; }
   command -v "$1" >/dev/null 2>&1 && return 0
   [[ $1 == go1.* ]] && [[ -x /usr/lib/go-${1#go}/bin/go ]]
 }

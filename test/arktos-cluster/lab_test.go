@@ -1,0 +1,594 @@
+//go:build arktoscluster
+
+package arktoscluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpkit-dev/tpkit/internal/arktoslab"
+)
+
+// The lab's fixed values. The node's name is in the lab's /etc/hosts
+// (run.sh), so the API servers reach its kubelet by name.
+const (
+	advertise     = "10.254.0.1"
+	clusterDomain = "cluster.local"
+	// clusterDNS is the partition-dns Service's cluster IP: deploy's
+	// README step 3, "give the Service the IP your clusters already use",
+	// here the first of tp1's service range (lab.sh gives tpN
+	// 10.(95+N).0.0/16).
+	clusterDNS = "10.96.0.10"
+	podCIDR    = "10.88.0.0/16"
+	// gates are lab.sh's feature gates, which the controllers and
+	// schedulers get too.
+	gates = "AllAlpha=false,WorkloadInfoDefaulting=true,QPSDoubleGCController=true,QPSDoubleRSController=true,MandatoryArktosNetwork=true"
+)
+
+type lab struct {
+	t                           *testing.T
+	bin, dir, node, labSh       string
+	cgroupRoot, dnsImage, pause string
+	deploy                      string
+	rpKC                        string
+	tpKC, tpURL                 []string // the TPs' loopback kubeconfigs and URLs
+	podKC                       []string // kubeconfigs that pods use (through the forwarders)
+	kubelet, proxy              *exec.Cmd
+	kubeletLog                  string
+	procs                       []*exec.Cmd
+	forwarders                  []*arktoslab.Forwarder
+	results                     []result
+	systemStart                 func() error // system-pod-first-lookups, from system-pod-resolves-own-tp's pod
+	tcpAnswer                   string       // service-tcp-through-proxy, from tenant-pod-resolves's pod
+	start                       time.Time
+}
+
+type result struct {
+	name string
+	err  error
+}
+
+// check runs one named check and prints its verdict.
+func (l *lab) check(name string, fn func() error) {
+	start := time.Now()
+	err := fn()
+	l.results = append(l.results, result{name, err})
+	if err != nil {
+		fmt.Printf("CHECK %-28s FAIL (%s): %v\n", name, time.Since(start).Round(100*time.Millisecond), err)
+		return
+	}
+	fmt.Printf("CHECK %-28s PASS (%s)\n", name, time.Since(start).Round(100*time.Millisecond))
+}
+
+func env(t *testing.T, name string) string {
+	v := os.Getenv(name)
+	if v == "" {
+		t.Fatalf("%s is not set: run the lab with run.sh (make check-arktos-cluster)", name)
+	}
+	return v
+}
+
+func TestArktosCluster(t *testing.T) {
+	l := &lab{t: t, bin: env(t, "ARKTOS_BIN"), dir: env(t, "LAB_DIR"), node: env(t, "NODE_NAME"),
+		labSh: env(t, "LAB_SH"), cgroupRoot: env(t, "CGROUP_ROOT"), dnsImage: env(t, "PARTITION_DNS_IMAGE"),
+		pause: env(t, "PAUSE_IMAGE"), deploy: env(t, "DEPLOY_DIR"), start: time.Now()}
+	defer l.teardown()
+	l.up()
+	l.check("node-ready", l.nodeReady)
+	l.check("partition-dns-deployed", l.deployPartitionDNS)
+	if l.results[len(l.results)-1].err == nil {
+		l.seed()
+		l.check("tenant-pod-resolves", l.tenantPodResolves)
+		l.check("service-tcp-through-proxy", l.serviceTCP)
+		l.check("system-pod-resolves-own-tp", l.systemPodResolvesOwnTP)
+		l.check("system-pod-first-lookups", l.systemPodFirstLookups)
+	}
+
+	var failed []string
+	for _, r := range l.results {
+		if r.err != nil {
+			failed = append(failed, r.name)
+		}
+	}
+	fmt.Printf("== %d checks in %s, failed: %v\n", len(l.results), time.Since(l.start).Round(time.Second), failed)
+	if len(failed) > 0 {
+		t.Fail()
+	}
+}
+
+// up starts the resource partition and two TPs (lab.sh: etcd and the
+// patched kube-apiserver each), each TP's kube-controller-manager and
+// scheduler as Arktos's scale-out scripts run them (hack/lib/common.sh:
+// --resource-providers names the resource partition, whose nodes they
+// place pods on), the forwarders that let pods reach the TPs, the patched
+// kubelet on dockerd, and the patched kube-proxy.
+func (l *lab) up() {
+	for _, part := range []struct {
+		n   int
+		dir string
+	}{{1, "rp"}, {2, "tps"}} {
+		cmd := exec.Command("bash", l.labSh, "up", fmt.Sprint(part.n), filepath.Join(l.dir, part.dir))
+		cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin, "ADVERTISE="+advertise)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			l.t.Fatalf("lab.sh up %d %s: %v\n%s", part.n, part.dir, err, out)
+		}
+	}
+	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")
+	for i := 1; i <= 2; i++ {
+		l.tpKC = append(l.tpKC, filepath.Join(l.dir, "tps", "kc", fmt.Sprintf("tp%d.kubeconfig", i)))
+		u := readTrim(l.t, filepath.Join(l.dir, "tps", fmt.Sprintf("tp%d", i), "url"))
+		l.tpURL = append(l.tpURL, u)
+		f, err := arktoslab.Forward(advertise, strings.TrimPrefix(u, "http://"))
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		l.forwarders = append(l.forwarders, f)
+		kc := filepath.Join(l.dir, "pod-kc", fmt.Sprintf("tp%d.kubeconfig", i))
+		writeKubeconfig(l.t, kc, fmt.Sprintf("http://%s:%d", advertise, f.Port()), fmt.Sprintf("tp%d", i))
+		l.podKC = append(l.podKC, kc)
+	}
+	// The resource partition's controllers (hack/lib/common.sh): node
+	// lifecycle takes the not-ready taint off the node once it is Ready.
+	l.spawn("kcm.rp.log", "kube-controller-manager", "--kubeconfig="+l.rpKC,
+		"--tenant-server-kubeconfig="+strings.Join(l.tpKC, ","), "--controllers=nodelifecycle,ttl",
+		"--leader-elect=false", "--port=0", "--secure-port=0", "--feature-gates="+gates, "--v=2")
+	for i, kc := range l.tpKC {
+		l.spawn(fmt.Sprintf("kcm.tp%d.log", i+1), "kube-controller-manager", "--kubeconfig="+kc,
+			"--resource-providers="+l.rpKC, "--controllers=*,-nodelifecycle,-nodeipam,-ttl,-serviceaccount-token",
+			"--leader-elect=false", "--port=0", "--secure-port=0", "--feature-gates="+gates, "--v=2")
+		l.spawn(fmt.Sprintf("scheduler.tp%d.log", i+1), "kube-scheduler", "--kubeconfig="+kc,
+			"--resource-providers="+l.rpKC, "--leader-elect=false", "--port=0", "--secure-port=0",
+			"--feature-gates="+gates, "--v=2")
+	}
+	l.startKubelet()
+	healthz, metrics := l.freePort(), l.freePort()
+	l.proxy = l.spawn("kube-proxy.log", "kube-proxy", "--proxy-mode=iptables", "--kubeconfig="+l.rpKC,
+		"--tenant-server-kubeconfig="+strings.Join(l.tpKC, ","), "--hostname-override="+l.node,
+		"--cluster-cidr="+podCIDR, "--bind-address=127.0.0.1",
+		"--healthz-bind-address=127.0.0.1", fmt.Sprintf("--healthz-port=%d", healthz),
+		"--metrics-bind-address=127.0.0.1", fmt.Sprintf("--metrics-port=%d", metrics),
+		"--conntrack-max-per-core=0", "--conntrack-min=0",
+		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
+		"--tenant-partition-state-dir="+filepath.Join(l.dir, "kube-proxy-state"), "--v=2")
+	err := arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+		if !arktoslab.Alive(l.proxy) {
+			return fmt.Errorf("kube-proxy exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, "kube-proxy.log"), 20))
+		}
+		return arktoslab.Request("GET", fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz), "", nil)
+	})
+	if err != nil {
+		l.t.Fatalf("kube-proxy does not serve /healthz: %v", err)
+	}
+}
+
+func (l *lab) freePort() int {
+	p, err := arktoslab.FreePort()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return p
+}
+
+// startKubelet starts the patched kubelet: dockershim on the lab's dockerd,
+// the CNI bridge, every cgroup under the lab's root, the TPs by
+// --tenant-server-kubeconfig and partition-dns as cluster DNS with the
+// tenant search path on.
+func (l *lab) startKubelet() {
+	cni := filepath.Join(l.dir, "cni")
+	for _, d := range []string{"bin", "net.d", "cache", "ipam"} {
+		if err := os.MkdirAll(filepath.Join(cni, d), 0o755); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback"} {
+		b, err := os.ReadFile(filepath.Join("/usr/lib/cni", p))
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cni, "bin", p), b, 0o755); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	conf := fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "tpkit-lab", "plugins": [{"type": "bridge", "bridge": "tpkit0",
+  "isGateway": true, "ipMasq": false, "hairpinMode": true,
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/24", "gateway": "10.88.0.1"}]],
+           "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}}]}`, filepath.Join(cni, "ipam"))
+	if err := os.WriteFile(filepath.Join(cni, "net.d", "10-tpkit-lab.conflist"), []byte(conf), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	k := filepath.Join(l.dir, "kubelet")
+	l.kubeletLog = "kubelet.log"
+	l.kubelet = l.spawn(l.kubeletLog, "kubelet", "--kubeconfig="+l.rpKC,
+		"--tenant-server-kubeconfig="+strings.Join(l.tpKC, ","),
+		"--hostname-override="+l.node, "--node-ip="+advertise,
+		"--root-dir="+k, "--cert-dir="+filepath.Join(k, "pki"), "--seccomp-profile-root="+filepath.Join(k, "seccomp"),
+		"--volume-plugin-dir="+filepath.Join(l.dir, "kubelet-plugins"),
+		"--cgroup-driver=cgroupfs", "--cgroups-per-qos=true", "--cgroup-root="+l.cgroupRoot, "--enforce-node-allocatable=",
+		"--fail-swap-on=false", "--resolv-conf="+filepath.Join(l.dir, "resolv.conf"),
+		"--read-only-port=0", "--healthz-bind-address=127.0.0.1",
+		"--image-gc-high-threshold=100", "--image-gc-low-threshold=99",
+		"--container-runtime=docker", "--docker-endpoint=unix://"+filepath.Join(l.dir, "docker.sock"),
+		"--pod-infra-container-image="+l.pause,
+		"--network-plugin=cni", "--cni-conf-dir="+filepath.Join(cni, "net.d"), "--cni-bin-dir="+filepath.Join(cni, "bin"),
+		"--cni-cache-dir="+filepath.Join(cni, "cache"), "--hairpin-mode=hairpin-veth",
+		"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain,
+		"--feature-gates=TenantDNSSearch=true", "--v=2")
+}
+
+func (l *lab) spawn(log, name string, args ...string) *exec.Cmd {
+	cmd, err := arktoslab.Spawn(filepath.Join(l.dir, log), filepath.Join(l.bin, name), args...)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	fmt.Printf("== started %s (pid %d), log %s\n", name, cmd.Process.Pid, filepath.Join(l.dir, log))
+	l.procs = append(l.procs, cmd)
+	return cmd
+}
+
+func (l *lab) teardown() {
+	// The kubelet first: nothing may restart a container run.sh removes.
+	arktoslab.Stop(l.kubelet)
+	for _, p := range l.procs {
+		arktoslab.Stop(p)
+	}
+	for _, f := range l.forwarders {
+		f.Close()
+	}
+	_ = exec.Command("bash", l.labSh, "down", filepath.Join(l.dir, "tps")).Run()
+	_ = exec.Command("bash", l.labSh, "down", filepath.Join(l.dir, "rp")).Run()
+}
+
+// nodeReady: the node registers in the resource partition and is Ready.
+func (l *lab) nodeReady() error {
+	return arktoslab.Poll(90*time.Second, 200*time.Millisecond, func() error {
+		if !arktoslab.Alive(l.kubelet) {
+			return fmt.Errorf("the kubelet exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, l.kubeletLog), 30))
+		}
+		out, err := l.kubectl(l.rpKC, "get", "node", l.node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+		if err != nil {
+			return err
+		}
+		if out != "True" {
+			return fmt.Errorf("node %s Ready=%q", l.node, out)
+		}
+		return nil
+	})
+}
+
+// kubectl runs Debian's kubectl against a kubeconfig, with its cache in the
+// lab's folder.
+func (l *lab) kubectl(kc string, args ...string) (string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig=" + kc, "--cache-dir=" + filepath.Join(l.dir, "kcache")}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// deployPartitionDNS does what deploy/partition-dns/README.md asks of an
+// admin, in tp1's system tenant: the RBAC in every TP, the TPs'
+// kubeconfigs as the Secret, the image tag and the Service's IP set in a
+// copy of the kustomization, kubectl apply -k. Then the Deployment's pods,
+// placed by tp1's scheduler on the node and run by the kubelet, must be
+// ready by their own probes.
+func (l *lab) deployPartitionDNS() error {
+	for _, kc := range l.tpKC {
+		if _, err := l.kubectl(kc, "apply", "-f", filepath.Join(l.deploy, "partition-dns", "rbac-per-tp.yaml")); err != nil {
+			return err
+		}
+	}
+	args := []string{"-n", "kube-system", "create", "secret", "generic", "partition-dns-kubeconfigs"}
+	for _, kc := range l.podKC {
+		args = append(args, "--from-file="+kc)
+	}
+	if _, err := l.kubectl(l.tpKC[0], args...); err != nil {
+		return err
+	}
+	dir := filepath.Join(l.dir, "deploy", "partition-dns")
+	if err := copyDir(filepath.Join(l.deploy, "partition-dns"), dir); err != nil {
+		return err
+	}
+	tag := l.dnsImage[strings.LastIndex(l.dnsImage, ":")+1:]
+	if err := edit(filepath.Join(dir, "kustomization.yaml"), `newTag: .*`, "newTag: "+tag); err != nil {
+		return err
+	}
+	if err := edit(filepath.Join(dir, "service.yaml"), `# clusterIP: .*`, "clusterIP: "+clusterDNS); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
+		return err
+	}
+	err := arktoslab.Poll(90*time.Second, time.Second, func() error {
+		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=partition-dns",
+			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if out == "" || len(lines) < 2 {
+			return fmt.Errorf("partition-dns pods: %q", out)
+		}
+		for _, line := range lines {
+			f := strings.Fields(line)
+			if len(f) != 4 || f[1] != l.node || f[2] != "Running" || f[3] != "True" {
+				return fmt.Errorf("partition-dns pod not running and ready on %s: %q", l.node, line)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      partition-dns: 2 pods ready %s after kubectl apply -k\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// seed makes the names the pods look up: tenant acme in tp2 and tenant
+// beta in tp1, each with a Service app in namespace web (the same name in
+// both), and a kube-dns Service in each TP's system tenant.
+func (l *lab) seed() {
+	l.mustWrite(1, "POST", "/api/v1/tenants", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"acme"},"spec":{"storageClusterId":"0"}}`)
+	l.mustWrite(0, "POST", "/api/v1/tenants", `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"beta"},"spec":{"storageClusterId":"0"}}`)
+	for _, p := range []struct {
+		tp     int
+		tenant string
+	}{{1, "acme"}, {0, "beta"}} {
+		l.mustWrite(p.tp, "POST", "/api/v1/tenants/"+p.tenant+"/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"web"}}`)
+		l.mustWrite(p.tp, "POST", "/api/v1/tenants/"+p.tenant+"/namespaces/web/services",
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"app"},"spec":{"ports":[{"name":"http","port":80,"protocol":"TCP"}]}}`)
+	}
+	for i := range l.tpURL {
+		l.mustWrite(i, "POST", "/api/v1/tenants/system/namespaces/kube-system/services",
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"kube-dns"},"spec":{"ports":[{"name":"dns","port":53,"protocol":"UDP"}]}}`)
+	}
+}
+
+func (l *lab) mustWrite(i int, method, path, body string) map[string]interface{} {
+	obj := map[string]interface{}{}
+	if err := arktoslab.Request(method, l.tpURL[i]+path, body, &obj); err != nil {
+		l.t.Fatalf("tp%d %s %s: %v", i+1, method, path, err)
+	}
+	return obj
+}
+
+func (l *lab) get(i int, path string) (map[string]interface{}, error) {
+	obj := map[string]interface{}{}
+	return obj, arktoslab.Request("GET", l.tpURL[i]+path, "", &obj)
+}
+
+func (l *lab) serviceIP(i int, tenant, ns, name string) (string, error) {
+	obj, err := l.get(i, "/api/v1/tenants/"+tenant+"/namespaces/"+ns+"/services/"+name)
+	if err != nil {
+		return "", err
+	}
+	return arktoslab.Str(obj, "spec", "clusterIP"), nil
+}
+
+// lookups runs a pod in TP i (tenant/ns) whose one container looks names
+// up with getent (the partition-dns image has it, from Debian's libc-bin)
+// through the resolv.conf the kubelet gave it: once as it starts, then again
+// once names[0] resolves to want (tried every 0.1 s, for at most 10 s: the
+// time partition-dns takes to learn the pod's address from its TP, which it
+// prints). Its termination message, which the kubelet reports in the pod's
+// status in its own TP, has "start NAME ADDRESS" and "known NAME ADDRESS"
+// lines (ADDRESS "-" when a name does not resolve), then what the shell
+// commands in extra print as "# ..." lines.
+func (l *lab) lookups(i int, tenant, ns, pod, want string, names []string, extra string) (start, known map[string]string, err error) {
+	var script strings.Builder
+	script.WriteString("{ sed 's/^/# /' /etc/resolv.conf; ")
+	look := func(when string) {
+		for _, n := range names {
+			fmt.Fprintf(&script, "a=$(getent hosts %s | awk '{print $1; exit}'); echo \"%s %s ${a:--}\"; ", n, when, n)
+		}
+	}
+	look("start")
+	fmt.Fprintf(&script, "t0=$(date +%%s%%N); n=0; until [ \"$(getent hosts %s | awk '{print $1; exit}')\" = %s ] || [ $n -ge 100 ]; do n=$((n+1)); sleep 0.1; done; ", names[0], want)
+	fmt.Fprintf(&script, "echo \"# %s answered %s after $n more tries, $(( ($(date +%%s%%N) - t0) / 1000000 )) ms\"; ", names[0], want)
+	look("known")
+	script.WriteString(extra)
+	script.WriteString("} > /dev/termination-log")
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},"spec":{"restartPolicy":"Never",
+"terminationGracePeriodSeconds":1,"automountServiceAccountToken":false,
+"containers":[{"name":"lookup","image":%q,"imagePullPolicy":"Never","command":["/bin/sh","-c",%q]}]}}`, pod, l.dnsImage, script.String())
+	path := "/api/v1/tenants/" + tenant + "/namespaces/" + ns + "/pods"
+	if err := arktoslab.Request("POST", l.tpURL[i]+path, body, nil); err != nil {
+		return nil, nil, err
+	}
+	var msg string
+	err = arktoslab.Poll(90*time.Second, 500*time.Millisecond, func() error {
+		obj, err := l.get(i, path+"/"+pod)
+		if err != nil {
+			return err
+		}
+		phase := arktoslab.Str(obj, "status", "phase")
+		if phase != "Succeeded" && phase != "Failed" {
+			return fmt.Errorf("pod %s/%s/%s in tp%d is %q", tenant, ns, pod, i+1, phase)
+		}
+		st, _ := obj["status"].(map[string]interface{})
+		cs, _ := st["containerStatuses"].([]interface{})
+		if len(cs) != 1 {
+			return fmt.Errorf("pod %s: %d container statuses", pod, len(cs))
+		}
+		c, _ := cs[0].(map[string]interface{})
+		msg = arktoslab.Str(c, "state", "terminated", "message")
+		if phase == "Failed" {
+			return fmt.Errorf("pod %s failed: %s", pod, msg)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	start, known = map[string]string{}, map[string]string{}
+	for _, line := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(line, "# tcp ") {
+			l.tcpAnswer = strings.TrimPrefix(line, "# tcp ")
+		}
+		if strings.HasPrefix(line, "# ") {
+			fmt.Printf("      %s/%s/%s (tp%d): %s\n", tenant, ns, pod, i+1, strings.TrimPrefix(line, "# "))
+			continue
+		}
+		if f := strings.Fields(line); len(f) == 3 {
+			switch f[0] {
+			case "start":
+				start[f[1]] = f[2]
+			case "known":
+				known[f[1]] = f[2]
+			}
+		}
+	}
+	return start, known, nil
+}
+
+// tenantPodResolves: a pod of tenant acme in tp2 finds its own Service app
+// by its short name, by app.web and by its full name, all at tp2's
+// address; tenant beta's Service app (tp1) never answers for it.
+func (l *lab) tenantPodResolves() error {
+	own, err := l.serviceIP(1, "acme", "web", "app")
+	if err != nil {
+		return err
+	}
+	other, err := l.serviceIP(0, "beta", "web", "app")
+	if err != nil {
+		return err
+	}
+	names := []string{"app", "app.web", "app.web.acme.svc." + clusterDomain}
+	// kube-proxy's DNAT, over TCP too: an HTTP request to partition-dns's
+	// metrics port through the Service's cluster IP (bash's /dev/tcp).
+	tcp := fmt.Sprintf(`echo "# tcp $(timeout 5 bash -c 'exec 3<>/dev/tcp/%s/9153 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && head -1 <&3' 2>&1 | tr -d '\r')"; `, clusterDNS)
+	start, known, err := l.lookups(1, "acme", "web", "lookup", own, names, tcp)
+	if err != nil {
+		return err
+	}
+	if err := expect("at start", start, names, own, other); err != nil {
+		return err
+	}
+	return expect("once known", known, names, own, other)
+}
+
+// serviceTCP: the tenant pod in tp2 reached partition-dns (tp1's system
+// tenant) over TCP through the Service's cluster IP: kube-proxy programs
+// every TP's Services on the node.
+func (l *lab) serviceTCP() error {
+	if !strings.HasPrefix(l.tcpAnswer, "HTTP/1.0 200") && !strings.HasPrefix(l.tcpAnswer, "HTTP/1.1 200") {
+		return fmt.Errorf("GET http://%s:9153/metrics from acme/web/lookup answered %q", clusterDNS, l.tcpAnswer)
+	}
+	return nil
+}
+
+// systemPodResolvesOwnTP: a system pod in tp2 finds kube-dns.kube-system at
+// tp2's Service, not tp1's of the same name.
+func (l *lab) systemPodResolvesOwnTP() error {
+	own, err := l.serviceIP(1, "system", "kube-system", "kube-dns")
+	if err != nil {
+		return err
+	}
+	other, err := l.serviceIP(0, "system", "kube-system", "kube-dns")
+	if err != nil {
+		return err
+	}
+	names := []string{"kube-dns.kube-system", "kube-dns.kube-system.svc." + clusterDomain}
+	start, known, err := l.lookups(1, "system", "kube-system", "lookup", own, names, "")
+	if err != nil {
+		return err
+	}
+	l.systemStart = func() error { return expect("at start", start, names, own, other) }
+	return expect("once known", known, names, own, other)
+}
+
+// systemPodFirstLookups: the same system pod's lookups as its container
+// starts, before partition-dns has seen the pod's address in tp2 (the
+// kubelet reports it in the pod's status while the container already
+// runs): an unknown source's system names are answered from
+// --system-partition (tp1), the other TP's kube-dns.
+func (l *lab) systemPodFirstLookups() error {
+	if l.systemStart == nil {
+		return fmt.Errorf("system-pod-resolves-own-tp did not run its pod")
+	}
+	return l.systemStart()
+}
+
+// expect: every name resolved to want, none to notWant.
+func expect(when string, got map[string]string, names []string, want, notWant string) error {
+	var bad []string
+	for _, n := range names {
+		fmt.Printf("      %s: %s -> %s\n", when, n, got[n])
+		switch got[n] {
+		case want:
+		case notWant:
+			bad = append(bad, fmt.Sprintf("%s %s resolved to the other TP's %s", when, n, notWant))
+		default:
+			bad = append(bad, fmt.Sprintf("%s %s resolved to %q, want %s", when, n, got[n], want))
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func writeKubeconfig(t *testing.T, path, server, name string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- cluster: {server: %q}\n  name: %s\nusers:\n- name: admin\n  user: {}\ncontexts:\n- context: {cluster: %s, user: admin}\n  name: %s\ncurrent-context: %s\n", server, name, name, name, name)
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// copyDir copies the files of one folder (no subfolders).
+func copyDir(from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(from, "*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// edit replaces the first match of the regular expression re in a file,
+// which must match.
+func edit(path, re, with string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	r := regexp.MustCompile(re)
+	loc := r.FindIndex(b)
+	if loc == nil {
+		return fmt.Errorf("%s: no %q to replace", path, re)
+	}
+	return os.WriteFile(path, append(append(append([]byte{}, b[:loc[0]]...), with...), b[loc[1]:]...), 0o644)
+}
