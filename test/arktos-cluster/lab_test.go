@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ type lab struct {
 	podKC                       []string // kubeconfigs that pods use (through the forwarders)
 	kubelet, proxy              *exec.Cmd
 	kubeletLog                  string
+	kubeletArgs                 []string
+	kubeletStarts               int
 	procs                       []*exec.Cmd
 	forwarders                  []*arktoslab.Forwarder
 	results                     []result
@@ -89,6 +92,8 @@ func TestArktosCluster(t *testing.T) {
 		l.check("service-tcp-through-proxy", l.serviceTCP)
 		l.check("system-pod-resolves-own-tp", l.systemPodResolvesOwnTP)
 		l.check("system-pod-first-lookups", l.systemPodFirstLookups)
+		l.check("daemonset-refused-in-tenant", l.daemonSetRefused)
+		l.check("kubelet-restart", l.kubeletRestart)
 	}
 
 	var failed []string
@@ -204,22 +209,29 @@ func (l *lab) startKubelet() {
 		l.t.Fatal(err)
 	}
 	k := filepath.Join(l.dir, "kubelet")
-	l.kubeletLog = "kubelet.log"
-	l.kubelet = l.spawn(l.kubeletLog, "kubelet", "--kubeconfig="+l.rpKC,
-		"--tenant-server-kubeconfig="+strings.Join(l.tpKC, ","),
-		"--hostname-override="+l.node, "--node-ip="+advertise,
-		"--root-dir="+k, "--cert-dir="+filepath.Join(k, "pki"), "--seccomp-profile-root="+filepath.Join(k, "seccomp"),
-		"--volume-plugin-dir="+filepath.Join(l.dir, "kubelet-plugins"),
-		"--cgroup-driver=cgroupfs", "--cgroups-per-qos=true", "--cgroup-root="+l.cgroupRoot, "--enforce-node-allocatable=",
-		"--fail-swap-on=false", "--resolv-conf="+filepath.Join(l.dir, "resolv.conf"),
+	l.kubeletArgs = []string{"--kubeconfig=" + l.rpKC,
+		"--tenant-server-kubeconfig=" + strings.Join(l.tpKC, ","),
+		"--hostname-override=" + l.node, "--node-ip=" + advertise,
+		"--root-dir=" + k, "--cert-dir=" + filepath.Join(k, "pki"), "--seccomp-profile-root=" + filepath.Join(k, "seccomp"),
+		"--volume-plugin-dir=" + filepath.Join(l.dir, "kubelet-plugins"),
+		"--cgroup-driver=cgroupfs", "--cgroups-per-qos=true", "--cgroup-root=" + l.cgroupRoot, "--enforce-node-allocatable=",
+		"--fail-swap-on=false", "--resolv-conf=" + filepath.Join(l.dir, "resolv.conf"),
 		"--read-only-port=0", "--healthz-bind-address=127.0.0.1",
 		"--image-gc-high-threshold=100", "--image-gc-low-threshold=99",
-		"--container-runtime=docker", "--docker-endpoint=unix://"+filepath.Join(l.dir, "docker.sock"),
-		"--pod-infra-container-image="+l.pause,
-		"--network-plugin=cni", "--cni-conf-dir="+filepath.Join(cni, "net.d"), "--cni-bin-dir="+filepath.Join(cni, "bin"),
-		"--cni-cache-dir="+filepath.Join(cni, "cache"), "--hairpin-mode=hairpin-veth",
-		"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain,
-		"--feature-gates=TenantDNSSearch=true", "--v=2")
+		"--container-runtime=docker", "--docker-endpoint=unix://" + filepath.Join(l.dir, "docker.sock"),
+		"--pod-infra-container-image=" + l.pause,
+		"--network-plugin=cni", "--cni-conf-dir=" + filepath.Join(cni, "net.d"), "--cni-bin-dir=" + filepath.Join(cni, "bin"),
+		"--cni-cache-dir=" + filepath.Join(cni, "cache"), "--hairpin-mode=hairpin-veth",
+		"--cluster-dns=" + clusterDNS, "--cluster-domain=" + clusterDomain,
+		"--feature-gates=TenantDNSSearch=true", "--v=2"}
+	l.runKubelet()
+}
+
+// runKubelet starts the kubelet with its flags, a new log for each start.
+func (l *lab) runKubelet() {
+	l.kubeletStarts++
+	l.kubeletLog = fmt.Sprintf("kubelet.%d.log", l.kubeletStarts)
+	l.kubelet = l.spawn(l.kubeletLog, "kubelet", l.kubeletArgs...)
 }
 
 func (l *lab) spawn(log, name string, args ...string) *exec.Cmd {
@@ -307,9 +319,21 @@ func (l *lab) deployPartitionDNS() error {
 	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
 		return err
 	}
-	err := arktoslab.Poll(90*time.Second, time.Second, func() error {
+	err := l.partitionDNSReady(90*time.Second, time.Time{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      partition-dns: 2 pods ready %s after kubectl apply -k\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// partitionDNSReady waits until partition-dns's two pods in tp1 run on the
+// node and are ready by their own probes, and became ready at since or
+// later (the zero time: whenever).
+func (l *lab) partitionDNSReady(d time.Duration, since time.Time) error {
+	return arktoslab.Poll(d, 500*time.Millisecond, func() error {
 		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=partition-dns",
-			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\n"}{end}`)
 		if err != nil {
 			return err
 		}
@@ -319,17 +343,15 @@ func (l *lab) deployPartitionDNS() error {
 		}
 		for _, line := range lines {
 			f := strings.Fields(line)
-			if len(f) != 4 || f[1] != l.node || f[2] != "Running" || f[3] != "True" {
+			if len(f) != 5 || f[1] != l.node || f[2] != "Running" || f[3] != "True" {
 				return fmt.Errorf("partition-dns pod not running and ready on %s: %q", l.node, line)
+			}
+			if t, err := time.Parse(time.RFC3339, f[4]); err != nil || t.Before(since.Truncate(time.Second)) {
+				return fmt.Errorf("partition-dns pod %s: ready since %s, not again after %s", f[0], f[4], since.UTC().Format(time.RFC3339))
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("      partition-dns: 2 pods ready %s after kubectl apply -k\n", time.Since(start).Round(100*time.Millisecond))
-	return nil
 }
 
 // seed makes the names the pods look up: tenant acme in tp2 and tenant
@@ -517,6 +539,113 @@ func (l *lab) systemPodFirstLookups() error {
 	return l.systemStart()
 }
 
+// daemonSetRefused: the patched API server (SystemDaemonSet, tpkit's
+// pkg/admission/daemonset) refuses a DaemonSet in regular tenant acme of
+// tp2 with Arktos's own message, and takes one in the system tenant.
+func (l *lab) daemonSetRefused() error {
+	ds := `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"ds"},"spec":{"selector":{"matchLabels":{"app":"ds"}},` +
+		`"template":{"metadata":{"labels":{"app":"ds"}},"spec":{"nodeSelector":{"no-node":"here"},"containers":[{"name":"c","image":"` + l.pause + `"}]}}}}`
+	want := `daemonsets.apps "ds" is forbidden: only system tenant is allowed to have DaemonSet`
+	err := arktoslab.Request("POST", l.tpURL[1]+"/apis/apps/v1/tenants/acme/namespaces/web/daemonsets", ds, nil)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		return fmt.Errorf("a DaemonSet in tenant acme: got %v, want %q", err, want)
+	}
+	if err := arktoslab.Request("POST", l.tpURL[1]+"/apis/apps/v1/tenants/system/namespaces/default/daemonsets", ds, nil); err != nil {
+		return fmt.Errorf("a DaemonSet in the system tenant: %v", err)
+	}
+	fmt.Printf("      tenant acme: %s\n", want)
+	return nil
+}
+
+// kubeletRestart: the kubelet stopped and started again with the same
+// flags (the same root dir, so the same TP origin file). partition-dns's
+// containers keep running (same container IDs, no restart), the node is
+// Ready again, and a new pod of tenant acme runs and reports its status in
+// tp2.
+func (l *lab) kubeletRestart() error {
+	before, err := l.partitionDNSContainers()
+	if err != nil {
+		return err
+	}
+	_ = syscall.Kill(l.kubelet.Process.Pid, syscall.SIGTERM)
+	if err := arktoslab.Poll(30*time.Second, 100*time.Millisecond, func() error {
+		if arktoslab.Alive(l.kubelet) {
+			return fmt.Errorf("the kubelet did not exit on SIGTERM")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	start := time.Now()
+	l.runKubelet()
+	// Ready as the new kubelet reports it: a heartbeat after its start.
+	err = arktoslab.Poll(90*time.Second, 200*time.Millisecond, func() error {
+		out, err := l.kubectl(l.rpKC, "get", "node", l.node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}`)
+		if err != nil {
+			return err
+		}
+		f := strings.Fields(out)
+		if len(f) != 2 {
+			return fmt.Errorf("node %s: Ready condition %q", l.node, out)
+		}
+		beat, err := time.Parse(time.RFC3339, f[1])
+		if err != nil {
+			return err
+		}
+		if f[0] != "True" || beat.Before(start.Truncate(time.Second)) {
+			return fmt.Errorf("node %s: Ready=%s, last heartbeat %s (the kubelet restarted at %s)", l.node, f[0], f[1], start.UTC().Format(time.RFC3339))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      node Ready (a new heartbeat) %s after the kubelet's restart\n", time.Since(start).Round(100*time.Millisecond))
+	// A restarted kubelet (Kubernetes 1.18's) forgets its probes' results:
+	// the pods are unready, and their Service without endpoints, until a
+	// readiness probe passes again.
+	if err := l.partitionDNSReady(60*time.Second, start); err != nil {
+		return err
+	}
+	fmt.Printf("      partition-dns ready again %s after the kubelet's restart\n", time.Since(start).Round(100*time.Millisecond))
+	own, err := l.serviceIP(1, "acme", "web", "app")
+	if err != nil {
+		return err
+	}
+	names := []string{"app.web"}
+	start2, _, err := l.lookups(1, "acme", "web", "after-restart", own, names, "")
+	if err != nil {
+		return err
+	}
+	if err := expect("after the restart", start2, names, own, ""); err != nil {
+		return err
+	}
+	after, err := l.partitionDNSContainers()
+	if err != nil {
+		return err
+	}
+	if strings.Join(after, ",") != strings.Join(before, ",") {
+		return fmt.Errorf("partition-dns's containers changed across the kubelet's restart: %v, then %v", before, after)
+	}
+	return nil
+}
+
+// partitionDNSContainers lists "pod=containerID/restarts" of partition-dns's
+// running pods in tp1.
+func (l *lab) partitionDNSContainers() ([]string, error) {
+	out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=partition-dns",
+		"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.containerStatuses[0].containerID}/{.status.containerStatuses[0].restartCount}{"\n"}{end}`)
+	if err != nil {
+		return nil, err
+	}
+	list := strings.Fields(out)
+	sort.Strings(list)
+	if len(list) != 2 {
+		return nil, fmt.Errorf("partition-dns pods: %v", list)
+	}
+	return list, nil
+}
+
 // expect: every name resolved to want, none to notWant.
 func expect(when string, got map[string]string, names []string, want, notWant string) error {
 	var bad []string
@@ -524,6 +653,8 @@ func expect(when string, got map[string]string, names []string, want, notWant st
 		fmt.Printf("      %s: %s -> %s\n", when, n, got[n])
 		switch got[n] {
 		case want:
+		case "":
+			bad = append(bad, fmt.Sprintf("%s %s: no lookup", when, n))
 		case notWant:
 			bad = append(bad, fmt.Sprintf("%s %s resolved to the other TP's %s", when, n, notWant))
 		default:
