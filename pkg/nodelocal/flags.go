@@ -15,14 +15,18 @@ import (
 const LinkLocalIP = "169.254.20.10"
 
 // DefaultLocalIPs is the --local-ip default: the link-local IP plus the
-// kube-dns service IP, read from KUBE_DNS_SERVICE_HOST (the variable
-// Kubernetes sets in pods of kube-system for the kube-dns service) when set.
+// cluster DNS Service's IP, from the variables Kubernetes sets in
+// kube-system's pods: PARTITION_DNS_SERVICE_HOST (deploy/partition-dns's
+// Service, which the kubelets' --cluster-dns names where tpkit is the
+// cluster DNS), else KUBE_DNS_SERVICE_HOST.
 func DefaultLocalIPs(getenv func(string) string) string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if ip := strings.TrimSpace(getenv("KUBE_DNS_SERVICE_HOST")); ip != "" {
-		return LinkLocalIP + "," + ip
+	for _, v := range [...]string{"PARTITION_DNS_SERVICE_HOST", "KUBE_DNS_SERVICE_HOST"} {
+		if ip := strings.TrimSpace(getenv(v)); ip != "" {
+			return LinkLocalIP + "," + ip
+		}
 	}
 	return LinkLocalIP
 }

@@ -81,6 +81,24 @@ func FuzzParseServerList(f *testing.F) {
 	})
 }
 
+func TestDefaultLocalIPs(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "169.254.20.10"},
+		{map[string]string{"KUBE_DNS_SERVICE_HOST": "10.0.0.10"}, "169.254.20.10,10.0.0.10"},
+		{map[string]string{"PARTITION_DNS_SERVICE_HOST": "10.96.0.10"}, "169.254.20.10,10.96.0.10"},
+		// tpkit's cluster DNS wins over an Arktos kube-dns in the same namespace
+		{map[string]string{"PARTITION_DNS_SERVICE_HOST": "10.96.0.10", "KUBE_DNS_SERVICE_HOST": "10.0.0.10"}, "169.254.20.10,10.96.0.10"},
+		{map[string]string{"PARTITION_DNS_SERVICE_HOST": " ", "KUBE_DNS_SERVICE_HOST": "10.0.0.10"}, "169.254.20.10,10.0.0.10"},
+	} {
+		if got := DefaultLocalIPs(env(tc.env)); got != tc.want {
+			t.Errorf("DefaultLocalIPs(%v) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
+
 func TestParseCacheFlags(t *testing.T) {
 	e := env(map[string]string{"KUBE_DNS_SERVICE_HOST": "10.0.0.10", "NODE_LOCAL_UPSTREAM_SERVICE_HOST": "10.0.0.50"})
 	o, err := ParseCacheFlags([]string{"--upstream-servers=192.0.2.53"}, e)

@@ -38,7 +38,7 @@ func TestDaemonSetManifest(t *testing.T) {
 	if lock == "" {
 		t.Error("no xtables lock hostPath volume")
 	}
-	env := env(map[string]string{"KUBE_DNS_SERVICE_HOST": "10.0.0.10", "NODE_LOCAL_UPSTREAM_SERVICE_HOST": "10.0.0.50"})
+	env := env(map[string]string{"PARTITION_DNS_SERVICE_HOST": "10.0.0.10", "NODE_LOCAL_UPSTREAM_SERVICE_HOST": "10.0.0.50"})
 	modes := map[string]bool{}
 	for _, c := range spec.Containers {
 		if len(c.Args) == 0 {
@@ -86,8 +86,23 @@ func TestDaemonSetManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var s corev1.Service
-	if err := yaml.UnmarshalStrict(svc, &s); err != nil || s.Name != "node-local-upstream" || s.Spec.Selector["k8s-app"] != "kube-dns" {
-		t.Errorf("service.yaml: %v %+v", err, s.ObjectMeta)
+	if err := yaml.UnmarshalStrict(svc, &s); err != nil || s.Name != "node-local-upstream" || len(s.Spec.Selector) == 0 {
+		t.Fatalf("service.yaml: %v %+v", err, s.ObjectMeta)
+	}
+	// node-local-upstream must select partition-dns's pods, as
+	// deploy/partition-dns runs them.
+	dep, err := os.ReadFile("../../deploy/partition-dns/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(dep, &d); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range s.Spec.Selector {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("node-local-upstream selects %s=%s; partition-dns's pods have %v", k, v, d.Spec.Template.Labels)
+		}
 	}
 }
 

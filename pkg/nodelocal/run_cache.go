@@ -72,9 +72,9 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 	def := upstream.DefaultConfig()
 	host, _ := os.Hostname()
 	var (
-		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "Comma-separated IPs to listen on and put on the interface: the link-local IP and the kube-dns service IP. Default: 169.254.20.10 plus $KUBE_DNS_SERVICE_HOST when set.")
+		localIPs     = fs.String("local-ip", DefaultLocalIPs(getenv), "Comma-separated IPs to listen on and put on the interface: the link-local IP and the cluster DNS service IP. Default: 169.254.20.10 plus $PARTITION_DNS_SERVICE_HOST, else $KUBE_DNS_SERVICE_HOST, when set.")
 		dnsPort      = fs.Int("dns-port", 53, "DNS port to listen on (UDP and TCP).")
-		upSvc        = fs.String("upstream-svc-ip", getenv("NODE_LOCAL_UPSTREAM_SERVICE_HOST"), "IP of the node-local-upstream service (same endpoints as kube-dns); cluster zones are forwarded to it over TCP. Default: $NODE_LOCAL_UPSTREAM_SERVICE_HOST.")
+		upSvc        = fs.String("upstream-svc-ip", getenv("NODE_LOCAL_UPSTREAM_SERVICE_HOST"), "IP of the node-local-upstream service (the cluster DNS pods under a second service IP); cluster zones are forwarded to it over TCP. Default: $NODE_LOCAL_UPSTREAM_SERVICE_HOST.")
 		upSvcPort    = fs.Int("upstream-svc-port", 53, "Port of the node-local-upstream service.")
 		zones        = fs.String("cluster-zones", "cluster.local,in-addr.arpa,ip6.arpa", "Comma-separated zones forwarded to --upstream-svc-ip; every other name goes to the host's resolvers.")
 		servers      = fs.String("upstream-servers", "", "Comma-separated host resolvers (IP[:port]) for names outside the cluster zones. Default: the nameservers of --resolv-conf.")
