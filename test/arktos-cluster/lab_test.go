@@ -4,15 +4,20 @@ package arktoscluster
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/internal/arktoslab"
 )
@@ -28,6 +33,9 @@ const (
 	// 10.(95+N).0.0/16).
 	clusterDNS = "10.96.0.10"
 	podCIDR    = "10.88.0.0/16"
+	// nodeAddrs are the node's addresses partition-dns sees a node cache
+	// ask from: the bridge's (the pod network's gateway) and lab0's.
+	nodeAddrs = "10.88.0.1/32,10.254.0.1/32"
 	// gates are lab.sh's feature gates, which the controllers and
 	// schedulers get too.
 	gates = "AllAlpha=false,WorkloadInfoDefaulting=true,QPSDoubleGCController=true,QPSDoubleRSController=true,MandatoryArktosNetwork=true"
@@ -49,6 +57,7 @@ type lab struct {
 	forwarders                  []*arktoslab.Forwarder
 	results                     []result
 	systemStart                 func() error // system-pod-first-lookups, from system-pod-resolves-own-tp's pod
+	notrackOn                   int          // NOTRACK rules for the cluster DNS IP with the node cache's switch on
 	tcpAnswer                   string       // service-tcp-through-proxy, from tenant-pod-resolves's pod
 	start                       time.Time
 }
@@ -92,6 +101,12 @@ func TestArktosCluster(t *testing.T) {
 		l.check("service-tcp-through-proxy", l.serviceTCP)
 		l.check("system-pod-resolves-own-tp", l.systemPodResolvesOwnTP)
 		l.check("system-pod-first-lookups", l.systemPodFirstLookups)
+		l.check("nodelocal-deployed", l.deployNodeLocal)
+		if l.results[len(l.results)-1].err == nil {
+			l.check("tenant-through-node-cache", l.tenantThroughNodeCache)
+			l.check("system-through-node-cache", l.systemThroughNodeCache)
+			l.check("node-cache-killed", l.nodeCacheKilled)
+		}
 		l.check("daemonset-refused-in-tenant", l.daemonSetRefused)
 		l.check("kubelet-restart", l.kubeletRestart)
 	}
@@ -313,6 +328,11 @@ func (l *lab) deployPartitionDNS() error {
 		return err
 	}
 	if err := edit(filepath.Join(dir, "service.yaml"), `# clusterIP: .*`, "clusterIP: "+clusterDNS); err != nil {
+		return err
+	}
+	// The node caches' EDNS Client Subnet is trusted from the node's
+	// addresses (deploy/nodelocal/README.md): on the pod network, and lab0.
+	if err := edit(filepath.Join(dir, "deployment.yaml"), `# - --trusted-forwarders=.*`, "- --trusted-forwarders="+nodeAddrs); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -537,6 +557,277 @@ func (l *lab) systemPodFirstLookups() error {
 		return fmt.Errorf("system-pod-resolves-own-tp did not run its pod")
 	}
 	return l.systemStart()
+}
+
+// deployNodeLocal follows deploy/nodelocal/README.md in tp1's system
+// tenant (after deploy/partition-dns): the image's tag in a copy of the
+// kustomization, kubectl apply -k. tp1's DaemonSet controller makes the
+// node's pod, which must be ready, and its watcher must have put the NOTRACK
+// rules for the cluster DNS IP in the node's raw table (the switch is on).
+func (l *lab) deployNodeLocal() error {
+	dir := filepath.Join(l.dir, "deploy", "nodelocal")
+	if err := copyDir(filepath.Join(l.deploy, "nodelocal"), dir); err != nil {
+		return err
+	}
+	tag := l.dnsImage[strings.LastIndex(l.dnsImage, ":")+1:]
+	if err := edit(filepath.Join(dir, "kustomization.yaml"), `newTag: .*`, "newTag: "+tag); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
+		return err
+	}
+	err := arktoslab.Poll(90*time.Second, 500*time.Millisecond, func() error {
+		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "k8s-app=node-local-dns",
+			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil {
+			return err
+		}
+		f := strings.Fields(out)
+		if len(f) != 4 || f[1] != l.node || f[2] != "Running" || f[3] != "True" {
+			return fmt.Errorf("node-local-dns pods: %q", out)
+		}
+		n, err := notrack()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no NOTRACK rule for %s in the raw table: the switch is off", clusterDNS)
+		}
+		l.notrackOn = n
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v\n%s", err, l.containerLogs("node-local-dns"))
+	}
+	fmt.Printf("      node-local-dns: ready, switch on, %s after kubectl apply -k\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// containerLogs is the last lines of the logs of every container (dockerd's
+// names: k8s_<container>_<pod>_...) whose name has substr, to say why a
+// pod misbehaves: the TPs' API servers cannot reach the kubelet for
+// kubectl logs here.
+func (l *lab) containerLogs(substr string) string {
+	docker := []string{"-H", "unix://" + filepath.Join(l.dir, "docker.sock")}
+	out, err := exec.Command("docker", append(docker, "ps", "-a", "--format", "{{.Names}}")...).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("docker ps: %v: %s", err, out)
+	}
+	var b strings.Builder
+	for _, name := range strings.Fields(string(out)) {
+		if !strings.Contains(name, substr) || strings.HasPrefix(name, "k8s_POD_") {
+			continue
+		}
+		logs, _ := exec.Command("docker", append(docker, "logs", "--tail", "15", name)...).CombinedOutput()
+		fmt.Fprintf(&b, "--- %s\n%s", name, logs)
+	}
+	return b.String()
+}
+
+// notrack counts the NOTRACK rules for the cluster DNS IP in the node's raw
+// table: the watcher's always-on rules plus, while the switch is on (the
+// cache answers), those that keep the queries from kube-proxy's DNAT.
+func notrack() (int, error) {
+	out, err := exec.Command("iptables-save", "-t", "raw").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("iptables-save -t raw: %v: %s", err, out)
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, clusterDNS) && strings.Contains(line, "NOTRACK") {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// cacheAnswers is the node cache's hits plus misses (its /metrics).
+func cacheAnswers() (float64, error) {
+	resp, err := arktoslab.HTTPClient.Get("http://127.0.0.1:9253/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "tpkit_nodelocal_cache_hits_total") || strings.HasPrefix(line, "tpkit_nodelocal_cache_misses_total") {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				return 0, fmt.Errorf("%q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n, nil
+}
+
+// tenantThroughNodeCache: with the switch on, the tenant pod's names come
+// through the node cache (its answer counters grow) and from the pod's own
+// TP.
+func (l *lab) tenantThroughNodeCache() error {
+	before, err := cacheAnswers()
+	if err != nil {
+		return err
+	}
+	own, err := l.serviceIP(1, "acme", "web", "app")
+	if err != nil {
+		return err
+	}
+	other, err := l.serviceIP(0, "beta", "web", "app")
+	if err != nil {
+		return err
+	}
+	names := []string{"app", "app.web", "app.web.acme.svc." + clusterDomain}
+	start, known, err := l.lookups(1, "acme", "web", "lookup-nc", own, names, "")
+	if err != nil {
+		return err
+	}
+	if err := expect("at start, through the cache", start, names, own, other); err != nil {
+		return err
+	}
+	if err := expect("through the cache", known, names, own, other); err != nil {
+		return err
+	}
+	after, err := cacheAnswers()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      the node cache answered %.0f queries meanwhile\n", after-before)
+	if after <= before {
+		return fmt.Errorf("the node cache answered nothing (hits+misses %.0f, then %.0f): the pod's queries went around it", before, after)
+	}
+	return nil
+}
+
+// systemThroughNodeCache: a new system pod in tp2 resolves kube-dns through
+// the node cache to tp2's Service within the 10 s lookups allows: the cache
+// passes the pod's address on as EDNS Client Subnet, which partition-dns
+// trusts from the node. (Today the pod's first answer, tp1's from the
+// start-up window, is cached for that pod for partition-dns's TTL, 30 s in
+// deploy/partition-dns.)
+func (l *lab) systemThroughNodeCache() error {
+	own, err := l.serviceIP(1, "system", "kube-system", "kube-dns")
+	if err != nil {
+		return err
+	}
+	other, err := l.serviceIP(0, "system", "kube-system", "kube-dns")
+	if err != nil {
+		return err
+	}
+	names := []string{"kube-dns.kube-system"}
+	_, known, err := l.lookups(1, "system", "kube-system", "lookup-nc", own, names, "")
+	if err != nil {
+		return err
+	}
+	return expect("through the cache", known, names, own, other)
+}
+
+// nodeCacheKilled: SIGKILL to the node cache while the lab asks the cluster
+// DNS IP for acme's Service every 50 ms; the watcher takes the NOTRACK
+// rules away (kube-proxy's DNAT to partition-dns answers), the kubelet
+// restarts the cache, the watcher puts them back. Answers must resume
+// within 3 s and be right throughout.
+func (l *lab) nodeCacheKilled() error {
+	own, err := l.serviceIP(1, "acme", "web", "app")
+	if err != nil {
+		return err
+	}
+	pid, err := nodeCachePID()
+	if err != nil {
+		return err
+	}
+	name := "app.web.acme.svc." + clusterDomain + "."
+	c := &dns.Client{Timeout: 200 * time.Millisecond}
+	ask := func() (string, error) {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		r, _, err := c.Exchange(m, net.JoinHostPort(clusterDNS, "53"))
+		if err != nil {
+			return "", err
+		}
+		for _, rr := range r.Answer {
+			if a, ok := rr.(*dns.A); ok {
+				return a.A.String(), nil
+			}
+		}
+		return "", fmt.Errorf("%s", dns.RcodeToString[r.Rcode])
+	}
+	if got, err := ask(); err != nil || got != own {
+		return fmt.Errorf("before the kill: %s -> %q, %v", name, got, err)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	var failed, asked int
+	var lastFail time.Time
+	switchedOff := false
+	for time.Since(killed) < 8*time.Second {
+		asked++
+		got, err := ask()
+		if err != nil || got != own {
+			if err == nil && got != own {
+				return fmt.Errorf("%s -> %s after the kill, want %s", name, got, own)
+			}
+			failed++
+			lastFail = time.Now()
+		}
+		if n, err := notrack(); !switchedOff && err == nil && n < l.notrackOn {
+			switchedOff = true
+			fmt.Printf("      the watcher took the NOTRACK rules away %s after the kill\n", time.Since(killed).Round(10*time.Millisecond))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	gap := time.Duration(0)
+	if failed > 0 {
+		gap = lastFail.Sub(killed)
+	}
+	fmt.Printf("      %d of %d queries failed; the last failure %s after the kill\n", failed, asked, gap.Round(10*time.Millisecond))
+	if !switchedOff {
+		return fmt.Errorf("the watcher never took the NOTRACK rules away")
+	}
+	if gap > 3*time.Second {
+		return fmt.Errorf("queries failed until %s after the kill", gap.Round(10*time.Millisecond))
+	}
+	// The kubelet restarts the cache; the watcher switches back.
+	return arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+		n, err := notrack()
+		if err == nil && n < l.notrackOn {
+			err = fmt.Errorf("%d NOTRACK rules for %s, %d with the switch on: the switch stays off", n, clusterDNS, l.notrackOn)
+		}
+		return err
+	})
+}
+
+// nodeCachePID finds the node cache's process (partition-dns node-cache,
+// not its watcher) among the lab's.
+func nodeCachePID() (int, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && strings.HasSuffix(args[0], "partition-dns") && args[1] == "node-cache" {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("node-cache processes: %v", found)
+	}
+	return found[0], nil
 }
 
 // daemonSetRefused: the patched API server (SystemDaemonSet, tpkit's
