@@ -21,20 +21,21 @@ func TestRecords(t *testing.T) {
 	h := newHandler(t, b, Options{Pods: PodsInsecure})
 	serial := b.Current().Serial
 	cases := []dnsCase{
-		// ClusterIP service, legacy system name, unknown source → first TP.
-		{Qname: kdns, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.0.0.10"}},
-		{Qname: kdns, Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess},
-		{Qname: kdns, Qtype: dns.TypeMX, Rcode: dns.RcodeSuccess},
-		{Qname: kdns, Qtype: dns.TypeTXT, Rcode: dns.RcodeSuccess},
-		{Qname: kdns, Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess},
-		{Qname: kdns, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
+		// ClusterIP service, legacy system name, asked by a tp1 pod (tp2 has a
+		// kube-dns too: TestUnknownQuerierGetsTTLZero has the unknown source).
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.0.0.10"}},
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess},
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypeMX, Rcode: dns.RcodeSuccess},
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypeTXT, Rcode: dns.RcodeSuccess},
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypePTR, Rcode: dns.RcodeSuccess},
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
 			Answer: []string{kdns + " 5 IN SRV 0 33 53 " + kdns, kdns + " 5 IN SRV 0 33 9153 " + kdns},
 			Extra:  []string{kdns + " 5 IN A 10.0.0.10"}},
-		{Qname: "_dns._udp." + kdns, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
+		{Qname: "_dns._udp." + kdns, From: "127.0.0.2", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
 			Answer: []string{"_dns._udp." + kdns + " 5 IN SRV 0 100 53 " + kdns},
 			Extra:  []string{kdns + " 5 IN A 10.0.0.10"}},
-		{Qname: "_dns._udp." + kdns, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"_dns._udp." + kdns + " 5 IN A 10.0.0.10"}},
-		{Qname: "_http._tcp." + kdns, Qtype: dns.TypeSRV, Rcode: dns.RcodeNameError},
+		{Qname: "_dns._udp." + kdns, From: "127.0.0.2", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"_dns._udp." + kdns + " 5 IN A 10.0.0.10"}},
+		{Qname: "_http._tcp." + kdns, From: "127.0.0.2", Qtype: dns.TypeSRV, Rcode: dns.RcodeNameError},
 		{Qname: "nope.kube-system.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
 		{Qname: "kube-system.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess},
 		{Qname: "nons.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
@@ -83,7 +84,7 @@ func TestRecords(t *testing.T) {
 		{Qname: "_http._tcp.api.web.beta.svc.cluster.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
 			Answer: []string{"_http._tcp.api.web.beta.svc.cluster.local. 5 IN SRV 0 100 80 api.web.beta.svc.cluster.local."},
 			Extra:  []string{"api.web.beta.svc.cluster.local. 5 IN A 10.1.1.1"}},
-		{Qname: "kube-dns.kube-system.system.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"kube-dns.kube-system.system.svc.cluster.local. 5 IN A 10.0.0.10"}},
+		{Qname: "kube-dns.kube-system.system.svc.cluster.local.", From: "127.0.0.2", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{"kube-dns.kube-system.system.svc.cluster.local. 5 IN A 10.0.0.10"}},
 		{Qname: "alpha.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess},
 		{Qname: "web.alpha.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess},
 		{Qname: "nope.web.alpha.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
@@ -126,8 +127,11 @@ func testRecordsOverSockets(t *testing.T, batch int) {
 	s := startServer(t, b, Options{Pods: PodsInsecure, UDPBatch: batch})
 	serial := b.Current().Serial
 	for _, c := range []dnsCase{
-		{Qname: kdns, Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.0.0.10"}},
-		{Qname: "_dns._udp." + kdns, Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
+		{Qname: kdns, From: "127.0.0.2", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.0.0.10"}},
+		{Qname: kdns, From: "127.0.0.3", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 5 IN A 10.1.0.10"}},
+		// An unknown source: tp1's, not to be cached (TTL 0), on the fast path too.
+		{Qname: kdns, From: "127.0.0.99", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Answer: []string{kdns + " 0 IN A 10.0.0.10"}},
+		{Qname: "_dns._udp." + kdns, From: "127.0.0.2", Qtype: dns.TypeSRV, Rcode: dns.RcodeSuccess,
 			Answer: []string{"_dns._udp." + kdns + " 5 IN SRV 0 100 53 " + kdns},
 			Extra:  []string{kdns + " 5 IN A 10.0.0.10"}},
 		{Qname: "nope.kube-system.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError},
@@ -183,6 +187,38 @@ func TestSystemServiceAnsweredFromSourcePartition(t *testing.T) {
 	r = askDirect(t, h, false, "127.0.0.3", "kubernetes.default.svc.cluster.local.", dns.TypeA)
 	if len(r.Answer) != 1 {
 		t.Errorf("kubernetes from tp2: %v", r)
+	}
+}
+
+// A system name that several partitions have, answered to an unknown
+// querier (a pod not reported yet) from the system partition, has TTL 0: no
+// cache may keep that answer for the pod. Known queriers, names only one
+// partition has, tenants' names and names nobody has keep the configured
+// TTL.
+func TestUnknownQuerierGetsTTLZero(t *testing.T) {
+	h := newHandler(t, fixture(t), Options{SystemPartition: 0, TTL: 30})
+	for _, c := range []struct {
+		from, name string
+		want       uint32
+	}{
+		{"127.0.0.99", kdns, 0},                                // unknown, system name in two TPs
+		{"127.0.0.3", kdns, 30},                                // a tp2 pod
+		{"127.0.0.2", kdns, 30},                                // a tp1 pod
+		{"127.0.0.99", "api.web.alpha.svc.cluster.local.", 30}, // a tenant's name does not depend on who asks
+		{"127.0.0.99", "nosuch.kube-system.svc.cluster.local.", 30},
+		{"127.0.0.99", "kubernetes.default.svc.cluster.local.", 30}, // tp1's alone
+	} {
+		r := askDirect(t, h, false, c.from, c.name, dns.TypeA)
+		rrs := append(append([]dns.RR{}, r.Answer...), r.Ns...)
+		if len(rrs) == 0 {
+			t.Errorf("%s from %s: no records (%s)", c.name, c.from, dns.RcodeToString[r.Rcode])
+			continue
+		}
+		for _, rr := range rrs {
+			if rr.Header().Ttl != c.want {
+				t.Errorf("%s from %s: %v has TTL %d, want %d", c.name, c.from, rr, rr.Header().Ttl, c.want)
+			}
+		}
 	}
 }
 

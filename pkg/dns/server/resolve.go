@@ -43,7 +43,7 @@ func (h *Handler) resolve(st *state, z *zone, qtype, qclass uint16, src netip.Ad
 	// fast path about 5%.
 	res := &st.res
 	res.outcome, res.zone, res.records, res.upstream = answered, z, st.recs[:0], ""
-	res.tp, res.fromTP, res.identity = 0, false, false
+	res.tp, res.fromTP, res.identity, res.unsure = 0, false, false, false
 	st.who.addr, st.who.looked = src, false
 	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR || qclass != dns.ClassINET {
 		res.outcome = refused
@@ -64,6 +64,17 @@ func (h *Handler) resolve(st *state, z *zone, qtype, qclass uint16, src netip.Ad
 		h.resolveReverse(st, z, qtype)
 	default:
 		h.resolveName(st, z, qtype)
+	}
+	// A system name that several TPs have, answered from the system
+	// partition to a querier the index does not know (a new pod whose
+	// address its TP has not reported yet, or a host-network client), has
+	// TTL 0: a cache in front (node-cache, a client's own) must not keep
+	// that answer for a pod that is known, in another TP, a moment later
+	// (docs/dns.md, "The system tenant").
+	if res.unsure {
+		for i := range res.records {
+			res.records[i].ttl = 0
+		}
 	}
 	st.recs = res.records // keep the grown scratch space
 	return res
@@ -383,7 +394,24 @@ func (h *Handler) find(st *state, rd *names.Reading, f *found) bool {
 		}
 		// The service exists here: this partition answers, records or not.
 		f.svc = svc
+		if system && !st.who.known && ntp > 1 && serviceElsewhere(snap, tenant, rd, tp) {
+			st.res.unsure = true
+		}
 		return hasRecords(svc, rd)
+	}
+	return false
+}
+
+// serviceElsewhere reports whether a partition other than tp has the
+// service rd names: then a known querier there would get another answer.
+func serviceElsewhere(snap *index.Snapshot, tenant []byte, rd *names.Reading, tp int) bool {
+	for other := range snap.TPs {
+		if other == tp {
+			continue
+		}
+		if ns := snap.Namespace(other, tenant, rd.Namespace); ns.Exists() && ns.ServiceBytes(rd.Service) != nil {
+			return true
+		}
 	}
 	return false
 }

@@ -64,6 +64,10 @@ type result struct {
 	// consulted in a way that can change the result: another querier may
 	// get another answer to the same question.
 	identity bool
+	// unsure reports that the querier is unknown and the answer is the
+	// system partition's for a system name other partitions have too: the
+	// querier, once known, may be due another answer (TTL 0).
+	unsure bool
 }
 
 // answers reports whether the result has records in the answer section.
