@@ -407,6 +407,17 @@ func (l *lab) get(i int, path string) (map[string]interface{}, error) {
 	return obj, arktoslab.Request("GET", l.tpURL[i]+path, "", &obj)
 }
 
+// ips is the cluster IP of Service ns/name of tenant a in TP i, which a
+// pod must get, and that of tenant b's Service of the same name in TP j,
+// which it must not.
+func (l *lab) ips(i int, a string, j int, b, ns, name string) (own, other string, err error) {
+	if own, err = l.serviceIP(i, a, ns, name); err != nil {
+		return "", "", err
+	}
+	other, err = l.serviceIP(j, b, ns, name)
+	return own, other, err
+}
+
 func (l *lab) serviceIP(i int, tenant, ns, name string) (string, error) {
 	obj, err := l.get(i, "/api/v1/tenants/"+tenant+"/namespaces/"+ns+"/services/"+name)
 	if err != nil {
@@ -495,11 +506,7 @@ func (l *lab) lookups(i int, tenant, ns, pod, want string, names []string, extra
 // by its short name, by app.web and by its full name, all at tp2's
 // address; tenant beta's Service app (tp1) never answers for it.
 func (l *lab) tenantPodResolves() error {
-	own, err := l.serviceIP(1, "acme", "web", "app")
-	if err != nil {
-		return err
-	}
-	other, err := l.serviceIP(0, "beta", "web", "app")
+	own, other, err := l.ips(1, "acme", 0, "beta", "web", "app")
 	if err != nil {
 		return err
 	}
@@ -530,11 +537,7 @@ func (l *lab) serviceTCP() error {
 // systemPodResolvesOwnTP: a system pod in tp2 finds kube-dns.kube-system at
 // tp2's Service, not tp1's of the same name.
 func (l *lab) systemPodResolvesOwnTP() error {
-	own, err := l.serviceIP(1, "system", "kube-system", "kube-dns")
-	if err != nil {
-		return err
-	}
-	other, err := l.serviceIP(0, "system", "kube-system", "kube-dns")
+	own, other, err := l.ips(1, "system", 0, "system", "kube-system", "kube-dns")
 	if err != nil {
 		return err
 	}
@@ -675,11 +678,7 @@ func (l *lab) tenantThroughNodeCache() error {
 	if err != nil {
 		return err
 	}
-	own, err := l.serviceIP(1, "acme", "web", "app")
-	if err != nil {
-		return err
-	}
-	other, err := l.serviceIP(0, "beta", "web", "app")
+	own, other, err := l.ips(1, "acme", 0, "beta", "web", "app")
 	if err != nil {
 		return err
 	}
@@ -708,15 +707,10 @@ func (l *lab) tenantThroughNodeCache() error {
 // systemThroughNodeCache: a new system pod in tp2 resolves kube-dns through
 // the node cache to tp2's Service within the 10 s lookups allows: the cache
 // passes the pod's address on as EDNS Client Subnet, which partition-dns
-// trusts from the node. (Today the pod's first answer, tp1's from the
-// start-up window, is cached for that pod for partition-dns's TTL, 30 s in
-// deploy/partition-dns.)
+// trusts from the node; and the start-up window's answer (tp1's, TTL 0)
+// is not kept by the cache.
 func (l *lab) systemThroughNodeCache() error {
-	own, err := l.serviceIP(1, "system", "kube-system", "kube-dns")
-	if err != nil {
-		return err
-	}
-	other, err := l.serviceIP(0, "system", "kube-system", "kube-dns")
+	own, other, err := l.ips(1, "system", 0, "system", "kube-system", "kube-dns")
 	if err != nil {
 		return err
 	}
