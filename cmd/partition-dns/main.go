@@ -86,6 +86,9 @@ type config struct {
 	recursionCIDRs   []netip.Prefix
 	trustedFwd       listFlag
 	trustedCIDRs     []netip.Prefix
+	podCIDR          listFlag
+	podCIDRs         []netip.Prefix
+	unknownPodWait   time.Duration
 	profiling        bool
 	gcPercent        int
 	memoryLimit      string
@@ -131,6 +134,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Float64Var(&c.forwardsPerSrc, "forwards-per-source", server.DefaultForwardsPerSource, "Queries a second for names outside the zones that one source address may have forwarded (bursts of twice as many) once half of --max-concurrent-forwards wait upstream; more from that source are dropped, so one client's flood cannot take the forwarding slots of others.")
 	c.allowRecursion = listFlag{vals: prefixStrings(server.DefaultAllowRecursion)}
 	fs.Var(&c.allowRecursion, "allow-recursion", "CIDRs whose queries for names outside the zones are forwarded; others get REFUSED. Names in the zones are answered to anyone. Repeatable or comma-separated; the first use replaces the default (loopback, RFC 1918, RFC 6598, link-local, IPv6 ULA).")
+	fs.Var(&c.podCIDR, "pod-cidr", "CIDRs of the pods' addresses. A querier there that no TP has reported yet is a new pod (the kubelet reports its address after the pod's containers start): its question for a system name several TPs have waits up to --unknown-pod-wait for the pod's TP to be known, rather than get --system-partition's answer. Repeatable or comma-separated. Empty: no query waits.")
+	fs.DurationVar(&c.unknownPodWait, "unknown-pod-wait", 2*time.Second, "Longest a question from an unknown address in --pod-cidr waits for its pod (see --pod-cidr); 0 waits never.")
 	fs.Var(&c.trustedFwd, "trusted-forwarders", "CIDRs of node-local caches (partition-dns node-cache) whose EDNS Client Subnet option names the asking pod: from them, a /32 or /128 ECS address is the querier's identity (its partition and tenant), and answers carry the scope they depended on. Set to the node CIDRs. Repeatable or comma-separated. Empty: ECS is ignored.")
 	fs.StringVar(&c.memoryLimit, "memory-limit", "auto", "Soft memory limit of the Go runtime (GOMEMLIMIT): a quantity such as 150Mi, none, or auto for 85% of the container's (cgroup's) memory limit but at least 32Mi below it (for the program's own code pages). Near it the collector runs more often, so a start's peak stays inside the container's limit instead of ending in an OOM kill.")
 	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default. While the first lists load under a memory limit (--memory-limit), the collector runs at 100 at least: the limit bounds that peak.")
@@ -151,6 +156,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	// Empty, not nil: --allow-recursion= allows none.
 	if c.recursionCIDRs, err = parseCIDRs("--allow-recursion", c.allowRecursion.vals, "10.0.0.0/8"); err != nil {
 		return nil, err
+	}
+	if c.podCIDRs, err = parseCIDRs("--pod-cidr", c.podCIDR.vals, "10.244.0.0/16"); err != nil {
+		return nil, err
+	}
+	if c.unknownPodWait < 0 {
+		return nil, fmt.Errorf("--unknown-pod-wait %s: must not be negative", c.unknownPodWait)
 	}
 	if c.trustedCIDRs, err = parseCIDRs("--trusted-forwarders", c.trustedFwd.vals, "10.0.0.0/16"); err != nil {
 		return nil, err
@@ -457,7 +468,7 @@ func run(ctx context.Context, c *config) error {
 		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
 		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
 		Forwarder: fwd, Metrics: server.NewMetrics(reg),
-		MaxConcurrentForwards: c.maxForwards, ForwardsPerSource: c.forwardsPerSrc, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs, UDPBatch: c.udpBatch,
+		MaxConcurrentForwards: c.maxForwards, ForwardsPerSource: c.forwardsPerSrc, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs, PodCIDRs: c.podCIDRs, UnknownPodWait: c.unknownPodWait, UDPBatch: c.udpBatch,
 	})
 	if err != nil {
 		return err

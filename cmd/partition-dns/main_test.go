@@ -61,6 +61,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--udp-sockets", "0"}, "--udp-sockets"},
 		{[]string{"--allow-recursion", "10.0.0.0/33"}, "--allow-recursion"},
 		{[]string{"--trusted-forwarders", "10.0.0.1"}, "--trusted-forwarders"},
+		{[]string{"--pod-cidr", "10.244.0.1"}, "--pod-cidr"},
+		{[]string{"--unknown-pod-wait", "-1s"}, "--unknown-pod-wait"},
 		{[]string{"--list-page-size", "0"}, "--list-page-size"},
 		{[]string{"--udp-batch", "0"}, "--udp-batch"},
 		{[]string{"--memory-limit", "lots"}, "--memory-limit"},
@@ -75,6 +77,13 @@ func TestFlags(t *testing.T) {
 		"--upstream", "8.8.8.8", "--upstream", "[2001:db8::1]:53", "--upstream", "dns.example:5353"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.unknownPodWait != 2*time.Second || len(c.podCIDRs) != 0 {
+		t.Errorf("defaults: --unknown-pod-wait %s, --pod-cidr %v", c.unknownPodWait, c.podCIDRs)
+	}
+	if p, err := parseFlags([]string{"--pod-cidr", "10.244.0.0/16,10.245.1.2/16", "--unknown-pod-wait", "500ms"}, io.Discard); err != nil ||
+		strings.Join(prefixStrings(p.podCIDRs), " ") != "10.244.0.0/16 10.245.0.0/16" || p.unknownPodWait != 500*time.Millisecond {
+		t.Errorf("--pod-cidr and --unknown-pod-wait: %v, %v", p, err)
 	}
 	if strings.Join(c.zones.vals, " ") != "cluster.local in-addr.arpa ip6.arpa" || strings.Join(c.dnsNamespaces.vals, " ") != "a b" {
 		t.Fatalf("zones %v namespaces %v", c.zones.vals, c.dnsNamespaces.vals)

@@ -43,11 +43,51 @@ type Handler struct {
 	// contended: from then on each source keeps to its budget.
 	contended int
 	budget    *sourceBudget
+	// waiting is how many queries wait for the index to learn their pod
+	// (awaitSource).
+	waiting atomic.Int64
 }
 
 // slowPathSpare is how many UDP packets may be on the slow path besides
 // those waiting upstream.
 const slowPathSpare = 64
+
+// learnPoll is how often a query from an unknown pod looks for its pod in
+// the index's newest snapshot (Options.UnknownPodWait).
+const learnPoll = 20 * time.Millisecond
+
+// mayLearn reports whether a query from the unknown querier a may wait for
+// the index to learn it: a is in Options.PodCIDRs and waiting is on.
+func (h *Handler) mayLearn(a netip.Addr) bool {
+	if h.opts.UnknownPodWait <= 0 {
+		return false
+	}
+	for _, p := range h.opts.PodCIDRs {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitSource waits until the index knows the querier at a, or
+// Options.UnknownPodWait has passed, and reports whether it knows it.
+func (h *Handler) awaitSource(a netip.Addr) bool {
+	h.waiting.Add(1)
+	defer h.waiting.Add(-1)
+	deadline := time.Now().Add(h.opts.UnknownPodWait)
+	for {
+		if _, ok := h.snaps.Current().Source(a); ok {
+			h.opts.Metrics.unknownPodWait(true)
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			h.opts.Metrics.unknownPodWait(false)
+			return false
+		}
+		time.Sleep(learnPoll)
+	}
+}
 
 // New returns a Handler reading snapshots from snaps.
 func New(snaps Snapshots, o Options) (*Handler, error) {
@@ -281,6 +321,16 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 	default:
 		who, fromECS := h.querierAddr(src, &q.ecs)
 		res = h.resolve(st, z, q.qtype, q.qclass, who)
+		if res.unsure && h.mayLearn(who) {
+			if !st.mayBlock {
+				// The fast path must not wait: neither an answer nor a
+				// forward sends the query to the slow path, which may.
+				return true
+			}
+			if h.awaitSource(who) {
+				res = h.resolve(st, z, q.qtype, q.qclass, who)
+			}
+		}
 		if fromECS && res.identity {
 			rep.scope = q.ecs.source // the answer is this client's alone
 		}

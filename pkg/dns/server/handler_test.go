@@ -3,9 +3,12 @@ package server
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 )
@@ -412,4 +415,74 @@ func mustHandler(t *testing.T) *Handler {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// askFrom is ask for another goroutine: it returns the error.
+func askFrom(addr, network, from, name string) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	c := &dns.Client{Net: network, Dialer: &net.Dialer{}, Timeout: 20 * time.Second}
+	if network == "tcp" {
+		c.Dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	} else {
+		c.Dialer.LocalAddr = &net.UDPAddr{IP: net.ParseIP(from)}
+	}
+	r, _, err := c.Exchange(m, addr)
+	return r, err
+}
+
+// A new pod's question for a system name several TPs have waits, over UDP
+// (the fast path hands it to the slow path) and TCP, until the index learns
+// the pod: then it gets its own TP's answer, cacheable. An address outside
+// --pod-cidr, and a pod never learned (after --unknown-pod-wait), get the
+// system partition's at TTL 0.
+func TestUnknownPodWaitsForItsTP(t *testing.T) {
+	b := fixture(t)
+	met := NewMetrics(nil)
+	s := startServer(t, b, Options{PodCIDRs: prefixes("127.0.0.0/25"), UnknownPodWait: 20 * time.Second, Metrics: met})
+	for i, network := range []string{"udp", "tcp"} {
+		from := fmt.Sprintf("127.0.0.%d", 50+i)
+		type answer struct {
+			r   *dns.Msg
+			err error
+		}
+		done := make(chan answer, 1)
+		go func() { r, err := askFrom(s.addr, network, from, kdns); done <- answer{r, err} }()
+		// The question is waiting before the pod is published.
+		deadline := time.Now().Add(10 * time.Second)
+		for s.h.waiting.Load() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s from %s: the question never waited", network, from)
+			}
+			runtime.Gosched()
+		}
+		b.SetPod(1, &index.Pod{Tenant: "system", Namespace: "kube-system", Name: "new-" + network, IPs: ips(from)})
+		b.Publish()
+		a := <-done
+		if a.err != nil {
+			t.Fatalf("%s from %s: %v", network, from, a.err)
+		}
+		if got := rrStrings(t, a.r.Answer); len(got) != 1 || got[0] != kdns+"\t5\tIN\tA\t10.1.0.10" {
+			t.Errorf("%s from %s, once tp2 has it: %v, want tp2's kube-dns at TTL 5", network, from, got)
+		}
+	}
+	if n := testutil.ToFloat64(met.unknownPodWaits[1]); n != 2 {
+		t.Errorf("learned waits: %v, want 2", n)
+	}
+
+	// Outside --pod-cidr: no wait. A pod never learned: the wait ends.
+	s2 := startServer(t, b, Options{PodCIDRs: prefixes("127.0.0.0/25"), UnknownPodWait: 50 * time.Millisecond, Metrics: met})
+	for _, from := range []string{"127.0.0.200", "127.0.0.60"} {
+		start := time.Now()
+		r := ask(t, s2.addr, "udp", from, kdns, dns.TypeA, 0)
+		if got := rrStrings(t, r.Answer); len(got) != 1 || got[0] != kdns+"\t0\tIN\tA\t10.0.0.10" {
+			t.Errorf("from %s: %v, want tp1's kube-dns at TTL 0", from, got)
+		}
+		if from == "127.0.0.60" && time.Since(start) < 50*time.Millisecond {
+			t.Errorf("from %s: answered after %s, before the wait ended", from, time.Since(start))
+		}
+	}
+	if n := testutil.ToFloat64(met.unknownPodWaits[0]); n != 1 {
+		t.Errorf("waits in vain: %v, want 1 (127.0.0.60 alone)", n)
+	}
 }

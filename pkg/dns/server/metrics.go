@@ -19,6 +19,9 @@ type Metrics struct {
 	// by reason.
 	forwardsRejected prometheus.Counter
 	forwardsDropped  [numDropReasons]prometheus.Counter
+	// unknownPodWaits counts the queries from an unknown pod that waited
+	// for the index to learn it: [0] in vain, [1] learned.
+	unknownPodWaits [2]prometheus.Counter
 
 	// cache of resolved counters: [zone slot][type slot][rcode slot].
 	counters [maxZoneSlots][len(typeSlots) + 1][maxRcode + 2]atomic.Pointer[prometheus.Counter]
@@ -50,8 +53,9 @@ var typeSlots = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypePTR, d
 
 // NewMetrics registers tpkit_dns_requests_total{zone,type,rcode},
 // tpkit_dns_request_duration_seconds{zone},
-// tpkit_dns_forward_rejected_total and
-// tpkit_dns_forward_dropped_total{reason} on reg.
+// tpkit_dns_forward_rejected_total,
+// tpkit_dns_forward_dropped_total{reason} and
+// tpkit_dns_unknown_pod_waits_total{outcome} on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -75,10 +79,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for r, name := range dropReasonNames {
 		m.forwardsDropped[r] = dropped.WithLabelValues(name)
 	}
+	waits := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tpkit_dns_unknown_pod_waits_total",
+		Help: "Queries from an address in --pod-cidr that no TP has reported yet, for a system name several TPs have, that waited (--unknown-pod-wait) for the index to learn the pod: outcome learned, or timeout (answered from --system-partition, TTL 0).",
+	}, []string{"outcome"})
+	m.unknownPodWaits[0], m.unknownPodWaits[1] = waits.WithLabelValues("timeout"), waits.WithLabelValues("learned")
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.forwardsRejected, dropped)
+		reg.MustRegister(m.requests, m.duration, m.forwardsRejected, dropped, waits)
 	}
 	return m
+}
+
+// unknownPodWait counts one wait for an unknown pod; a nil m counts nothing.
+func (m *Metrics) unknownPodWait(learned bool) {
+	if m == nil {
+		return
+	}
+	i := 0
+	if learned {
+		i = 1
+	}
+	m.unknownPodWaits[i].Inc()
 }
 
 func typeSlot(t uint16) (int, string) {

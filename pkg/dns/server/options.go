@@ -139,6 +139,17 @@ type Options struct {
 	// option from any other source is ignored for identity. Nil trusts no
 	// one.
 	TrustedForwarders []netip.Prefix
+	// PodCIDRs are the pods' address ranges. A querier inside them that
+	// the index does not know is a pod whose address its TP has not
+	// reported yet (the kubelet reports it after the pod's containers
+	// start): its question for a system name several TPs have waits, up to
+	// UnknownPodWait, for the index to learn which TP the pod is in, rather
+	// than get the system partition's answer. Other unknown queriers (on a
+	// node's address: host-network pods, untrusted caches) never wait.
+	PodCIDRs []netip.Prefix
+	// UnknownPodWait bounds that wait; zero (or no PodCIDRs) waits never.
+	// A waiting UDP query holds one of the slow path's places.
+	UnknownPodWait time.Duration
 	// UDPBatch, above 1, is how many packets one read (recvmmsg) and one
 	// write (sendmmsg) move on each UDP socket, with one goroutine per
 	// socket (Linux; elsewhere, and at 0 or 1, each socket has GOMAXPROCS
