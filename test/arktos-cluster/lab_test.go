@@ -335,6 +335,9 @@ func (l *lab) deployPartitionDNS() error {
 	if err := edit(filepath.Join(dir, "deployment.yaml"), `# - --trusted-forwarders=.*`, "- --trusted-forwarders="+nodeAddrs); err != nil {
 		return err
 	}
+	if err := edit(filepath.Join(dir, "deployment.yaml"), `# - --pod-cidr=.*`, "- --pod-cidr="+podCIDR); err != nil {
+		return err
+	}
 	start := time.Now()
 	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
 		return err
