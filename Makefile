@@ -54,7 +54,9 @@ vet:
 # make test vets through go test -vet=all, on the race build it needs anyway
 # (a separate go vet compiles every dependency a second time, a third of a
 # cold run); go test does not vet packages without tests, so they get go vet,
-# on the race build too, so that what it compiles serves the tests.
+# on the race build too, after the tests: run first, the cold go vet used
+# about 1.2 of the 2 cores for 218 s; after them it finds their packages
+# built and takes about 20 s.
 vet-untested:
 	@pkgs=$$($(GO) list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' $(PKGS)); \
 	if [ -n "$$pkgs" ]; then echo "go vet -race $$pkgs"; $(GO) vet -race $$pkgs; fi
@@ -81,7 +83,7 @@ TEST_TOOLS := iptables ip dig dnsperf go1.19 podman runc buildah mmdebstrap newu
 test-tools:
 	./hack/ensure-tools.sh $(TEST_TOOLS)
 
-test: test-tools fmt-check vet-untested unit
+test: test-tools fmt-check unit vet-untested
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)

@@ -246,8 +246,10 @@ func newStdChecker(t *testing.T, root string, api *stdAPI, pkgs ...string) *stdC
 	c := &stdChecker{api: api, fset: token.NewFileSet(), export: map[string]string{},
 		objs: map[types.Object]stdSym{}, walked: map[*types.Package]bool{}}
 	// One go list for every package and its dependencies: it builds what
-	// is not in the build cache and names each export data file.
-	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, pkgs...)
+	// is not in the build cache and names each export data file. -race is
+	// make test's build setting, so the export data is already there; the
+	// exported API is the same (about 26 s of a cold make test saved).
+	args := append([]string{"list", "-race", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	out, err := cmd.Output()
