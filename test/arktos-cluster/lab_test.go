@@ -319,12 +319,8 @@ func (l *lab) deployPartitionDNS() error {
 	if _, err := l.kubectl(l.tpKC[0], args...); err != nil {
 		return err
 	}
-	dir := filepath.Join(l.dir, "deploy", "partition-dns")
-	if err := copyDir(filepath.Join(l.deploy, "partition-dns"), dir); err != nil {
-		return err
-	}
-	tag := l.dnsImage[strings.LastIndex(l.dnsImage, ":")+1:]
-	if err := edit(filepath.Join(dir, "kustomization.yaml"), `newTag: .*`, "newTag: "+tag); err != nil {
+	dir, err := l.kustomization("partition-dns")
+	if err != nil {
 		return err
 	}
 	if err := edit(filepath.Join(dir, "service.yaml"), `# clusterIP: .*`, "clusterIP: "+clusterDNS); err != nil {
@@ -342,7 +338,7 @@ func (l *lab) deployPartitionDNS() error {
 	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
 		return err
 	}
-	err := l.partitionDNSReady(90*time.Second, time.Time{})
+	err = l.partitionDNSReady(90*time.Second, time.Time{})
 	if err != nil {
 		return err
 	}
@@ -571,19 +567,15 @@ func (l *lab) systemPodFirstLookups() error {
 // node's pod, which must be ready, and its watcher must have put the NOTRACK
 // rules for the cluster DNS IP in the node's raw table (the switch is on).
 func (l *lab) deployNodeLocal() error {
-	dir := filepath.Join(l.dir, "deploy", "nodelocal")
-	if err := copyDir(filepath.Join(l.deploy, "nodelocal"), dir); err != nil {
-		return err
-	}
-	tag := l.dnsImage[strings.LastIndex(l.dnsImage, ":")+1:]
-	if err := edit(filepath.Join(dir, "kustomization.yaml"), `newTag: .*`, "newTag: "+tag); err != nil {
+	dir, err := l.kustomization("nodelocal")
+	if err != nil {
 		return err
 	}
 	start := time.Now()
 	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
 		return err
 	}
-	err := arktoslab.Poll(90*time.Second, 500*time.Millisecond, func() error {
+	err = arktoslab.Poll(90*time.Second, 500*time.Millisecond, func() error {
 		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "k8s-app=node-local-dns",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		if err != nil {
@@ -974,6 +966,17 @@ func readTrim(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// kustomization copies deploy/NAME into the lab's folder with the image's
+// tag set, as its README asks of an admin, and returns the copy's folder.
+func (l *lab) kustomization(name string) (string, error) {
+	dir := filepath.Join(l.dir, "deploy", name)
+	if err := copyDir(filepath.Join(l.deploy, name), dir); err != nil {
+		return "", err
+	}
+	tag := l.dnsImage[strings.LastIndex(l.dnsImage, ":")+1:]
+	return dir, edit(filepath.Join(dir, "kustomization.yaml"), `newTag: .*`, "newTag: "+tag)
 }
 
 // copyDir copies the files of one folder (no subfolders).
