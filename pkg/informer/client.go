@@ -99,3 +99,8 @@ var scheme = sync.OnceValue(func() *runtime.Scheme {
 var codecs = sync.OnceValue(func() serializer.CodecFactory { return serializer.NewCodecFactory(scheme()) })
 
 var parameterCodec = sync.OnceValue(func() runtime.ParameterCodec { return runtime.NewParameterCodec(scheme()) })
+
+// ParameterCodec encodes list, get, create, update, delete and patch
+// options as query parameters of the Clients' two groups, as client-go's
+// typed clients do with their scheme's.
+func ParameterCodec() runtime.ParameterCodec { return parameterCodec() }
