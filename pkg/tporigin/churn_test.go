@@ -3,8 +3,12 @@ package tporigin
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -46,7 +50,7 @@ func TestFileBoundedUnderChurn(t *testing.T) {
 			var live []Observation
 			n := 0
 			add := func() {
-				o := Observation{UID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Kind: KindPod, Partition: fmt.Sprintf("tp%d", n%2), Tenant: "tenant-a"}
+				o := Observation{UID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Kind: KindPod, Partition: fmt.Sprintf("tp%d", n%2), Tenant: fmt.Sprintf("tenant-%d", n%2)}
 				n++
 				if _, err := tr.Record(ctx, o); err != nil {
 					t.Fatal(err)
@@ -66,7 +70,7 @@ func TestFileBoundedUnderChurn(t *testing.T) {
 				add()
 			}
 			replace(warmup)
-			start := measureFileUse(t, tr.db)
+			start := mustUsage(t, tr.db)
 			if tc.holdReader {
 				rtx, err := tr.db.Begin(false)
 				if err != nil {
@@ -75,8 +79,8 @@ func TestFileBoundedUnderChurn(t *testing.T) {
 				defer rtx.Rollback()
 			}
 			replace(tc.replacements)
-			end := measureFileUse(t, tr.db)
-			t.Logf("after %d replacements: %v; after %d more: %v", warmup, start, tc.replacements, end)
+			end := mustUsage(t, tr.db)
+			t.Logf("after %d replacements: %+v; after %d more: %+v", warmup, start, tc.replacements, end)
 			if got := tr.Len(); got != pods {
 				t.Fatalf("the tracker holds %d origins, want %d", got, pods)
 			}
@@ -85,35 +89,169 @@ func TestFileBoundedUnderChurn(t *testing.T) {
 			// it was after the warm-up.
 			bounded := end.highWater <= 2*start.highWater && end.highWater <= 4*end.live
 			if bounded != tc.wantBounded {
-				t.Errorf("file bounded = %v, want %v: after %d replacements %v, after %d more %v",
+				t.Errorf("file bounded = %v, want %v: after %d replacements %+v, after %d more %+v",
 					bounded, tc.wantBounded, warmup, start, tc.replacements, end)
 			}
 		})
 	}
 }
 
-// fileUse is what a bbolt file holds, in pages.
-type fileUse struct {
-	highWater int // pages in use or free: what the file must hold
-	live      int // pages the buckets hold, and the meta, root and freelist pages
+// TestOpenCompactsAShrunkFile: bbolt never gives pages back, so a file that
+// once held 10,000 origins and now holds 110 (writeShrunkFile) keeps its
+// size until Open rewrites it; a file the size its data needs is left alone (same inode),
+// and a copy left by an interrupted compaction is removed.
+func TestOpenCompactsAShrunkFile(t *testing.T) {
+	const kept = 110
+	opts := writeShrunkFile(t, kept)
+	path := opts.Path
+	// A leftover of a compaction that a crash interrupted: garbage.
+	if err := os.WriteFile(path+compactSuffix, []byte("half a copy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, inode := usageOfFile(t, path)
+	tr, logs := openLogged(t, opts)
+	if got := tr.Len(); got != kept {
+		t.Errorf("after compaction the tracker holds %d origins, want %d", got, kept)
+	}
+	for i := 0; i < kept; i++ {
+		if p, ok := tr.OriginOf(shrinkUID(i)); !ok || p != shrinkTP(i) {
+			t.Fatalf("after compaction OriginOf(%s) = %q, %v; want %q", shrinkUID(i), p, ok, shrinkTP(i))
+		}
+	}
+	// The reopened file takes writes.
+	if _, err := tr.Record(context.Background(), Observation{UID: shrinkUID(kept), Kind: KindPod, Partition: "tp0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, compactedInode := usageOfFile(t, path)
+	t.Logf("before: %+v; after: %+v; log: %q", before, after, *logs)
+	if after.highWater > compactMinSize || after.highWater > compactRatio*after.live {
+		t.Errorf("Open did not compact the file: %d bytes for %d of data, before %d", after.highWater, after.live, before.highWater)
+	}
+	if _, err := os.Stat(path + compactSuffix); !os.IsNotExist(err) {
+		t.Errorf("the interrupted compaction's copy is still there: %v", err)
+	}
+	if !strings.Contains(strings.Join(*logs, "\n"), "Compacted TP-origin database") {
+		t.Errorf("the compaction was not logged: %q", *logs)
+	}
+
+	// Compact already: Open leaves it alone.
+	tr, _ = openLogged(t, opts)
+	if got := tr.Len(); got != kept+1 {
+		t.Errorf("reopened tracker holds %d origins, want %d", got, kept+1)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ino := usageOfFile(t, path); ino != compactedInode {
+		t.Errorf("Open rewrote a file that was compact already")
+	}
+	if inode == compactedInode {
+		t.Errorf("the compacted file has the inode of the original")
+	}
 }
 
-func (u fileUse) String() string {
-	return fmt.Sprintf("%d pages (%d live)", u.highWater, u.live)
+// TestOpenGoesOnWhenCompactionFails: compaction only saves space, so a
+// copy that cannot be written (its name is taken by a directory) is logged
+// and Open goes on with the file as it is.
+func TestOpenGoesOnWhenCompactionFails(t *testing.T) {
+	const kept = 110
+	opts := writeShrunkFile(t, kept)
+	path := opts.Path
+	if err := os.MkdirAll(filepath.Join(path+compactSuffix, "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before, inode := usageOfFile(t, path)
+	tr, logs := openLogged(t, opts)
+	if got := tr.Len(); got != kept {
+		t.Errorf("the tracker holds %d origins, want %d", got, kept)
+	}
+	if _, err := tr.Record(context.Background(), Observation{UID: shrinkUID(kept), Kind: KindPod, Partition: "tp0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, ino := usageOfFile(t, path)
+	if ino != inode || after.highWater != before.highWater {
+		t.Errorf("the file changed although compaction could not run: %+v -> %+v", before, after)
+	}
+	if !strings.Contains(strings.Join(*logs, "\n"), "Compacting TP-origin database") {
+		t.Errorf("the failed compaction was not logged: %q", *logs)
+	}
 }
 
-func measureFileUse(t *testing.T, db *bolt.DB) fileUse {
+func shrinkUID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+func shrinkTP(i int) string  { return fmt.Sprintf("tp%d", i%2) }
+
+// openLogged opens a tracker that keeps its log lines.
+func openLogged(t *testing.T, opts Options) (*Tracker, *[]string) {
 	t.Helper()
-	var u fileUse
-	err := db.View(func(tx *bolt.Tx) error {
-		u.highWater = int(tx.Size() / int64(db.Info().PageSize))
-		u.live = 4
-		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
-			s := b.Stats()
-			u.live += s.BranchPageN + s.LeafPageN + s.BranchOverflowN + s.LeafOverflowN
-			return nil
-		})
-	})
+	logs := new([]string)
+	opts.Logf = func(format string, args ...interface{}) { *logs = append(*logs, fmt.Sprintf(format, args...)) }
+	tr, err := Open(opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return tr, logs
+}
+
+// writeShrunkFile leaves in a temp dir a file that held 10,000 pod origins
+// and now holds kept of them (shrinkUID(0..kept-1)), checks that bbolt kept
+// its peak size (above compactMinSize and compactRatio times its data), and
+// returns the options to open it with.
+func writeShrunkFile(t *testing.T, kept int) Options {
+	t.Helper()
+	const peak = 10000
+	opts := Options{Path: filepath.Join(t.TempDir(), "origins.db"), Partitions: []string{"tp0", "tp1"}}
+	tr, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.db.NoSync = true
+	for i := 0; i < peak; i++ {
+		if _, err := tr.Observe(Observation{UID: shrinkUID(i), Kind: KindPod, Partition: shrinkTP(i), Tenant: "tenant-" + shrinkTP(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := kept; i < peak; i++ {
+		if _, err := tr.Forget(shrinkUID(i), shrinkTP(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := usageOfFile(t, opts.Path); u.highWater <= compactMinSize || u.highWater <= compactRatio*u.live {
+		t.Fatalf("the shrunk file is not sparse enough to test: %+v", u)
+	}
+	return opts
+}
+
+// usageOfFile opens a closed file with bbolt and says how much of it is used,
+// and its inode.
+func usageOfFile(t *testing.T, path string) (fileUsage, uint64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return mustUsage(t, db), fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func mustUsage(t *testing.T, db *bolt.DB) fileUsage {
+	t.Helper()
+	u, err := usageOf(db)
 	if err != nil {
 		t.Fatal(err)
 	}
