@@ -22,6 +22,10 @@
 //     and the free pages in it, and the live data (the pages the buckets
 //     hold), and the replacement rate.
 //
+// --batch-delay sets the tracker's BatchDelay, which the kubelet leaves at
+// zero: with it, Run waits before committing a Forget, and the Flush that
+// follows commits both in one.
+//
 // It exits 1 when the file's high-water mark after the unpaced phase is more
 // than --max-growth times the live data (and more than 1 MiB): an unbounded
 // file.
@@ -35,6 +39,7 @@ import (
 	"fmt"
 	"io/ioutil"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"syscall"
@@ -52,20 +57,25 @@ func main() {
 	rate := flag.Float64("rate", 10, "Replacements per second in the paced phase.")
 	duration := flag.Duration("duration", 60*time.Second, "Length of the paced phase; 0 skips it.")
 	replacements := flag.Int("replacements", 36000, "Replacements in the unpaced phase (36,000: an hour at 10/s); 0 skips it.")
+	batchDelay := flag.Duration("batch-delay", 0, "The tracker's BatchDelay: how long Run waits after a change before committing it (the kubelet sets none).")
 	maxGrowth := flag.Float64("max-growth", 4, "Fail when the file's high-water mark exceeds this many times the live data (and 1 MiB).")
 	flag.Parse()
-	if *pods < 1 || *tps < 1 || *rate <= 0 || *duration < 0 || *replacements < 0 || *maxGrowth <= 1 {
-		fail(fmt.Errorf("--pods and --partitions must be at least 1, --rate above 0, --duration and --replacements at least 0, --max-growth above 1"))
+	if *pods < 1 || *tps < 1 || *rate <= 0 || *duration < 0 || *replacements < 0 || *maxGrowth <= 1 || *batchDelay < 0 {
+		fail(fmt.Errorf("--pods and --partitions must be at least 1, --rate above 0, --duration, --replacements and --batch-delay at least 0, --max-growth above 1"))
 	}
-	fmt.Printf("filesystem of %s: %s\n", *dir, fsType(*dir))
+	c := config{pods: *pods, partitions: *tps, batchDelay: *batchDelay}
+	// Interrupted, the phases stop and remove their temp dirs.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("filesystem of %s: %s; batch delay %v\n", *dir, fsType(*dir), *batchDelay)
 	ok := true
 	if *duration > 0 {
-		if err := paced(*dir, *pods, *tps, *rate, *duration); err != nil {
+		if err := paced(ctx, *dir, c, *rate, *duration); err != nil {
 			fail(err)
 		}
 	}
 	if *replacements > 0 {
-		bounded, err := unpaced(*dir, *pods, *tps, *replacements, *maxGrowth)
+		bounded, err := unpaced(ctx, *dir, c, *replacements, *maxGrowth)
 		if err != nil {
 			fail(err)
 		}
@@ -81,8 +91,15 @@ func fail(err error) {
 	os.Exit(2)
 }
 
+// config is the node's shape.
+type config struct {
+	pods, partitions int
+	batchDelay       time.Duration
+}
+
 // node is a kubelet's tracker with its pods and Run loop.
 type node struct {
+	c       config
 	path    string
 	tracker *tporigin.Tracker
 	chooser *tporigin.ClientChooser
@@ -94,18 +111,18 @@ type node struct {
 }
 
 // open opens the tracker as the kubelet does (patch 0002: names per TP,
-// Rebuild, no batch delay) and starts its Run loop.
-func open(path string, partitions int) (*node, error) {
-	names := make([]string, partitions)
+// Rebuild, no batch delay unless c says) and starts its Run loop.
+func open(path string, c config) (*node, error) {
+	names := make([]string, c.partitions)
 	for i := range names {
 		names[i] = fmt.Sprintf("tp%d", i)
 	}
-	t, err := tporigin.Open(tporigin.Options{Path: path, Partitions: names, Rebuild: true})
+	t, err := tporigin.Open(tporigin.Options{Path: path, Partitions: names, Rebuild: true, BatchDelay: c.batchDelay})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{path: path, tracker: t, chooser: tporigin.NewClientChooser(t), stop: cancel, done: make(chan struct{})}
+	n := &node{c: c, path: path, tracker: t, chooser: tporigin.NewClientChooser(t), stop: cancel, done: make(chan struct{})}
 	go func() {
 		t.Run(ctx)
 		close(n.done)
@@ -121,8 +138,8 @@ func (n *node) close() error {
 
 // add records a new pod from the next TP in turn, as podStorage.merge does
 // for an ADD, and returns how long the Flush that Merge then waits for took.
-func (n *node) add(partitions int) (time.Duration, error) {
-	tp := n.next % partitions
+func (n *node) add() (time.Duration, error) {
+	tp := n.next % n.c.partitions
 	n.next++
 	pod := tporigin.PodRef{UID: newUID(), Tenant: fmt.Sprintf("tenant-%d", tp), Namespace: "default", Name: fmt.Sprintf("pod-%d", n.next)}
 	if _, err := n.chooser.Record(pod, tp); err != nil {
@@ -140,7 +157,7 @@ func (n *node) add(partitions int) (time.Duration, error) {
 
 // replace forgets the oldest pod (HandlePodRemoves, committed by Run) and
 // adds a new one; it returns the new pod's Flush time.
-func (n *node) replace(partitions int) (time.Duration, error) {
+func (n *node) replace() (time.Duration, error) {
 	removed, err := n.chooser.Forget(n.pods[0], n.tps[0])
 	if err != nil {
 		return 0, err
@@ -149,12 +166,12 @@ func (n *node) replace(partitions int) (time.Duration, error) {
 		return 0, fmt.Errorf("pod %s was not forgotten", n.pods[0])
 	}
 	n.pods, n.tps = n.pods[1:], n.tps[1:]
-	return n.add(partitions)
+	return n.add()
 }
 
-func (n *node) fill(pods, partitions int) error {
-	for len(n.pods) < pods {
-		if _, err := n.add(partitions); err != nil {
+func (n *node) fill() error {
+	for len(n.pods) < n.c.pods {
+		if _, err := n.add(); err != nil {
 			return err
 		}
 	}
@@ -180,18 +197,18 @@ func tempFile(dir string) (string, func(), error) {
 	return filepath.Join(d, "tporigin.db"), func() { os.RemoveAll(d) }, nil
 }
 
-func paced(dir string, pods, partitions int, rate float64, duration time.Duration) error {
+func paced(ctx context.Context, dir string, c config, rate float64, duration time.Duration) error {
 	path, cleanup, err := tempFile(dir)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	n, err := open(path, partitions)
+	n, err := open(path, c)
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	if err := n.fill(pods, partitions); err != nil {
+	if err := n.fill(); err != nil {
 		return err
 	}
 	before := n.tracker.Stats().Commits
@@ -205,11 +222,15 @@ func paced(dir string, pods, partitions int, rate float64, duration time.Duratio
 			break
 		}
 		if wait := time.Until(due); wait > 0 {
-			time.Sleep(wait)
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		} else if -wait > interval {
 			late++ // the previous replacement overran its slot
 		}
-		d, err := n.replace(partitions)
+		d, err := n.replace()
 		if err != nil {
 			return err
 		}
@@ -217,21 +238,21 @@ func paced(dir string, pods, partitions int, rate float64, duration time.Duratio
 	}
 	st := n.tracker.Stats()
 	fmt.Printf("paced: %d pods, %d replacements at %g/s over %v: Flush p50 %v p99 %v max %v; %d commits (%.2f per replacement); %d replacements started late\n",
-		pods, len(lat), rate, duration, pct(lat, 50), pct(lat, 99), pct(lat, 100), st.Commits-before, float64(st.Commits-before)/float64(len(lat)), late)
+		c.pods, len(lat), rate, duration, pct(lat, 50), pct(lat, 99), pct(lat, 100), st.Commits-before, float64(st.Commits-before)/float64(len(lat)), late)
 	return nil
 }
 
-func unpaced(dir string, pods, partitions, count int, maxGrowth float64) (bool, error) {
+func unpaced(ctx context.Context, dir string, c config, count int, maxGrowth float64) (bool, error) {
 	path, cleanup, err := tempFile(dir)
 	if err != nil {
 		return false, err
 	}
 	defer cleanup()
-	n, err := open(path, partitions)
+	n, err := open(path, c)
 	if err != nil {
 		return false, err
 	}
-	if err := n.fill(pods, partitions); err != nil {
+	if err := n.fill(); err != nil {
 		return false, err
 	}
 	if err := n.close(); err != nil {
@@ -241,14 +262,18 @@ func unpaced(dir string, pods, partitions, count int, maxGrowth float64) (bool, 
 	if err != nil {
 		return false, err
 	}
-	fmt.Printf("unpaced: before, %d pods:            %v\n", pods, before)
-	if err := n.reopen(partitions); err != nil {
+	fmt.Printf("unpaced: before, %d pods:            %v\n", c.pods, before)
+	if err := n.reopen(); err != nil {
 		return false, err
 	}
 	var lat []time.Duration
 	start := time.Now()
 	for i := 0; i < count; i++ {
-		d, err := n.replace(partitions)
+		if err := ctx.Err(); err != nil {
+			n.close()
+			return false, err
+		}
+		d, err := n.replace()
 		if err != nil {
 			return false, err
 		}
@@ -271,12 +296,12 @@ func unpaced(dir string, pods, partitions, count int, maxGrowth float64) (bool, 
 		return false, err
 	}
 	fmt.Printf("unpaced: after, closed:             %v\n", after)
-	if n, err = open(path, partitions); err != nil {
+	if n, err = open(path, c); err != nil {
 		return false, err
 	}
-	if got := n.tracker.Len(); got != pods {
+	if got := n.tracker.Len(); got != c.pods {
 		n.close()
-		return false, fmt.Errorf("reopened file holds %d origins, want %d", got, pods)
+		return false, fmt.Errorf("reopened file holds %d origins, want %d", got, c.pods)
 	}
 	if err := n.close(); err != nil {
 		return false, err
@@ -295,8 +320,8 @@ func unpaced(dir string, pods, partitions, count int, maxGrowth float64) (bool, 
 
 // reopen opens the closed file again, keeping the node's pods: a kubelet
 // restart, whose origins come back from the file.
-func (n *node) reopen(partitions int) error {
-	m, err := open(n.path, partitions)
+func (n *node) reopen() error {
+	m, err := open(n.path, n.c)
 	if err != nil {
 		return err
 	}
