@@ -183,6 +183,54 @@ func TestOpenGoesOnWhenCompactionFails(t *testing.T) {
 	}
 }
 
+// TestCopyOriginsInBatches: the compaction's copy, in transactions of a few
+// keys, holds every record unchanged and nothing else.
+func TestCopyOriginsInBatches(t *testing.T) {
+	dir := t.TempDir()
+	db, err := openFile(filepath.Join(dir, "origins.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.NoSync = true
+	want := make(map[string][]byte)
+	for i := 0; i < 110; i++ {
+		want[shrinkUID(i)] = encodeRecord(record{kind: KindPod, partition: shrinkTP(i), tenant: "tenant-" + shrinkTP(i)})
+	}
+	if err := writeBatch(db, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []int{7, 110, 1000} {
+		tmp := filepath.Join(dir, fmt.Sprintf("copy-%d.db", batch))
+		if err := copyOrigins(db, tmp, time.Second, batch); err != nil {
+			t.Fatalf("batch %d: %v", batch, err)
+		}
+		out, err := openFile(tmp, time.Second)
+		if err != nil {
+			t.Fatalf("batch %d: the copy does not open: %v", batch, err)
+		}
+		got := make(map[string][]byte)
+		err = out.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketOrigins).ForEach(func(k, v []byte) error {
+				got[string(k)] = append([]byte(nil), v...)
+				return nil
+			})
+		})
+		out.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("batch %d: the copy holds %d records, want %d", batch, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Errorf("batch %d: record %s = %q, want %q", batch, k, got[k], v)
+			}
+		}
+	}
+}
+
 func shrinkUID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
 func shrinkTP(i int) string  { return fmt.Sprintf("tp%d", i%2) }
 

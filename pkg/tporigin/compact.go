@@ -36,6 +36,9 @@ import (
 const (
 	compactMinSize = 1 << 20
 	compactRatio   = 4
+	// compactBatch is the keys per transaction of the copy: about 9 MB of
+	// pages, whatever the file's size.
+	compactBatch = 1 << 16
 	// compactSuffix names the copy being written; a crash may leave one,
 	// which the next Open removes. The file itself is never in doubt: the
 	// copy replaces it by rename only once it is complete and synced.
@@ -87,7 +90,7 @@ func (t *Tracker) compactIfSparse(db *bolt.DB) (*bolt.DB, error) {
 		return db, nil
 	}
 	start := time.Now()
-	if err := copyOrigins(db, tmp, t.opts.LockTimeout); err != nil {
+	if err := copyOrigins(db, tmp, t.opts.LockTimeout, compactBatch); err != nil {
 		_ = os.Remove(tmp)
 		t.logf("Compacting TP-origin database %s (%d bytes for %d of data) failed; going on with it as it is: %v", path, u.highWater, u.live, err)
 		return db, nil
@@ -115,23 +118,38 @@ func (t *Tracker) compactIfSparse(db *bolt.DB) (*bolt.DB, error) {
 	return ndb, nil
 }
 
-// copyOrigins writes db's origins to a new file at tmp, in one transaction,
-// synced at commit.
-func copyOrigins(db *bolt.DB, tmp string, lockTimeout time.Duration) error {
+// copyOrigins writes db's origins to a new file at tmp, batch keys per
+// transaction, so that a large file's copy does not sit in memory whole;
+// each commit is synced.
+func copyOrigins(db *bolt.DB, tmp string, lockTimeout time.Duration, batch int) error {
 	out, err := openFile(tmp, lockTimeout) // a new file with our metadata
 	if err != nil {
 		return err
 	}
 	err = db.View(func(src *bolt.Tx) error {
-		return out.Update(func(dst *bolt.Tx) error {
-			to := dst.Bucket(bucketOrigins)
-			// Keys arrive in order: full pages, as a fresh load would
-			// leave them. Later inserts split them as usual.
-			to.FillPercent = 1
-			return src.Bucket(bucketOrigins).ForEach(func(k, v []byte) error {
-				return to.Put(k, v)
+		c := src.Bucket(bucketOrigins).Cursor()
+		// k and v stay valid while src is open: they outlive each
+		// destination transaction, which keeps them until its commit.
+		k, v := c.First()
+		for k != nil {
+			err := out.Update(func(dst *bolt.Tx) error {
+				to := dst.Bucket(bucketOrigins)
+				// Keys arrive in order: full pages, as a fresh load
+				// would leave them. Later inserts split them as usual.
+				to.FillPercent = 1
+				for n := 0; k != nil && n < batch; n++ {
+					if err := to.Put(k, v); err != nil {
+						return err
+					}
+					k, v = c.Next()
+				}
+				return nil
 			})
-		})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if cerr := out.Close(); err == nil {
 		err = cerr
