@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-arktos-cluster check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover bench-origin check-arktos arktos-patch check-arktos-node check-arktos-cluster check-deploy demo fuzz clean
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
 	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
+	@echo "make bench-origin  the kubelet's TP-origin file under pod churn: Flush p50/p99/max at 10 replacements/s, file size after 36,000 (DIRS, DURATION, REPLACEMENTS)"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
@@ -130,6 +131,19 @@ SOAK_WARMUP ?= 5m
 soak:
 	./hack/ensure-tools.sh dnsperf curl
 	SOAK=$(SOAK) SOAK_WARMUP=$(SOAK_WARMUP) ./test/bench/soak/run.sh
+
+# The kubelet's TP-origin file (pkg/tporigin) under pod churn, on each of
+# DIRS' filesystems with real fsyncs: Flush latency at 10 replacements/s
+# for DURATION, then the file's size after REPLACEMENTS (36,000: an hour
+# at 10/s) (docs/benchmarks.md, "TP-origin file under churn"). Fails when
+# the file grows past 4x its live data.
+DIRS ?= /tmp /var/tmp /dev/shm
+bench-origin:
+	$(GO) build -o $(BIN)/bench-origin ./test/bench/origin
+	set -e; for d in $(DIRS); do \
+	  test -d $$d || continue; \
+	  $(BIN)/bench-origin --dir $$d --duration $${DURATION:-60s} --replacements $${REPLACEMENTS:-36000}; \
+	done
 
 # The NodeLocal HA switch in a network namespace, three runs (docs/benchmarks.md, "nodelocal").
 bench-failover:

@@ -77,14 +77,21 @@ limitations under the License.
 //     Stats.Pruned: that TP was removed. A renamed TP is a removed one plus
 //     a new one, whose origins are learned from it again. A stored name that
 //     is not a valid TP name is a *CorruptError.
+//   - The file stays the size its origins need. bbolt reuses the pages a
+//     commit frees (nothing here holds a read transaction open), so pod
+//     churn does not grow it (make bench-origin: 36,000 replacements of a
+//     node's 110 pods leave it at 14 pages); but bbolt never gives pages
+//     back, so Open rewrites a file that once held far more than it does
+//     now (above 1 MiB and 4 times its data) into a copy, synced, renamed
+//     over it (compact.go). A failed copy is logged and the file kept.
 //   - One process owns the file (bbolt's flock); a second waits
 //     Options.LockTimeout and fails with an error naming the file.
 //
 // The files, by job: tracker.go opens a tracker and answers lookups;
 // reconcile.go applies what the TPs report (Observe, Forget, Prune, the
 // conflicts and tenant answers); index.go and table.go are the lock-free
-// UID table; store.go is the bbolt file and commit.go the group commits to
-// it; stats.go the counters; kubelet.go the kubelet's entry points.
+// UID table; store.go is the bbolt file, compact.go its compaction at
+// Open and commit.go the group commits to it; stats.go the counters; kubelet.go the kubelet's entry points.
 //
 // Concurrency: OriginOf (and so PickClient) takes no lock for UUID-shaped
 // UIDs (a seqlock over a table of atomic words; see uuidTable), Origin and

@@ -74,8 +74,9 @@ type Tracker struct {
 // A file that is damaged, foreign or of another schema version is a
 // *CorruptError naming the file; with o.Rebuild the file is moved aside
 // instead (its new name is logged) and the tracker starts empty, to be
-// refilled from the TPs. Open starts no goroutine: call Run for timed group
-// commits, and Close at the end.
+// refilled from the TPs. A file far larger than the origins it holds (it
+// once held many more) is rewritten compactly (compact.go). Open starts no
+// goroutine: call Run for timed group commits, and Close at the end.
 func Open(o Options) (*Tracker, error) {
 	o.setDefaults()
 	if err := o.Validate(); err != nil {
@@ -88,6 +89,9 @@ func Open(o Options) (*Tracker, error) {
 	start := time.Now()
 	db, err := t.openAndLoad()
 	if err != nil {
+		return nil, err
+	}
+	if db, err = t.compactIfSparse(db); err != nil {
 		return nil, err
 	}
 	t.db = db
