@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover check-arktos arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster check-deploy demo fuzz clean
 
 all: build
 
@@ -26,6 +26,7 @@ help:
 	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
+	@echo "make bench-generate  fake-tp --generate 125000 over 10 TPs (1.64M objects): time to ready, CPU, peak RSS"
 	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
@@ -88,6 +89,12 @@ test: test-tools fmt-check unit vet-untested
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+# fake-tp --generate at the scale benchmark's size: time to ready, CPU and
+# peak RSS (docs/benchmarks.md, "fake-tp --generate"); GENERATE, TPS and
+# FAKE_TP (a binary to measure instead of this checkout's) change it.
+bench-generate:
+	GENERATE=$${GENERATE:-125000} TPS=$${TPS:-10} ./test/bench/generate/run.sh $(FAKE_TP)
 
 # Whole-program load run (docs/benchmarks.md, "partition-dns").
 bench-dns:

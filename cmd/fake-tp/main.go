@@ -8,9 +8,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -160,6 +163,46 @@ func main() {
 	klog.Flush()
 }
 
+// generateGCPercent is the GC goal while generating: see generate.
+const generateGCPercent = 25
+
+// generate fills the TPs with their plans, as many TPs at a time as Go
+// runs threads (the TPs are independent; one TP's plan is generated in
+// order). TPs that started from their data file are left alone.
+func generate(tps []*faketp.TP, plan map[string][]faketp.GenerateOptions) error {
+	// Generating keeps nearly all it allocates, so Go's default GC goal
+	// (twice the live heap) lets the peak reach up to twice what the
+	// objects need. A tighter goal while generating bounds the peak (1.64M
+	// objects: 2.6 GB rather than 3.0 GB) for a few more GC cycles; a GOGC
+	// the user set is left alone.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(generateGCPercent))
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	errs := make([]error, len(tps))
+	var wg sync.WaitGroup
+	for i, tp := range tps {
+		if tp.Loaded() { // a previous run's state, changes included
+			klog.InfoS("Not generating objects in a tenant partition that started from its data file", "tp", tp.Name())
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			for _, o := range plan[tp.Name()] {
+				if err := tp.Generate(o); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
 	// Unready until the seed and the generated objects are in: a harness
@@ -187,17 +230,10 @@ func run(ctx context.Context, c *config) error {
 			names = append(names, tp.Name())
 		}
 		plan := faketp.GeneratePlan(names, c.generate, c.genTenants)
-		for _, tp := range cluster.TPs() {
-			if tp.Loaded() { // a previous run's state, changes included
-				klog.InfoS("Not generating objects in a tenant partition that started from its data file", "tp", tp.Name())
-				continue
-			}
-			for _, o := range plan[tp.Name()] {
-				if err := tp.Generate(o); err != nil {
-					return err
-				}
-			}
+		if err := generate(cluster.TPs(), plan); err != nil {
+			return err
 		}
+		debug.FreeOSMemory() // what generating left over, at once
 		klog.InfoS("Generated objects", "podsPerTP", c.generate, "regularTenants", c.genTenants, "took", time.Since(start))
 	}
 	cluster.DoneLoading()
