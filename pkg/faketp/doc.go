@@ -61,9 +61,10 @@
 //
 // Controllers (Options.Controllers; by default the tenant and endpoints
 // controllers of Arktos's controller manager) run synchronously after every
-// change (API writes, Seed, Generate), before the request that made it is
-// answered, so tests need no sleeps; each of their writes is a store write
-// of its own, without admission:
+// change (API writes, Seed), before the request that made it is answered,
+// so tests need no sleeps; each of their writes is a store write of its
+// own, without admission. Generate writes, in its batches, what they
+// would write for its pods and services (TestGenerateAsSeeded). They are:
 //   - tenant: the Tenant "system" exists (without it, GET is 404 as on a
 //     TP without a controller manager), and every new tenant gets the
 //     namespaces default, kube-system and kube-public;

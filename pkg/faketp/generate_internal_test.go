@@ -26,7 +26,7 @@ func TestGenerateAsSeeded(t *testing.T) {
 		{"controllers", nil, GenerateOptions{Namespaces: 3, Pods: 40, Services: 7, ConfigMaps: 5, Nodes: 4}},
 		{"regular tenant", nil, GenerateOptions{Tenant: "acme", Namespaces: 2, Pods: 30, Services: 4, ConfigMaps: 2}},
 		{"no endpoints controller", []string{TenantController}, Scaled(300)},
-		{"scaled", nil, Scaled(2000)}, // addresses whose order as strings is not their order as numbers
+		{"scaled", nil, Scaled(1000)}, // addresses whose order as strings is not their order as numbers
 		{"no namespaces", nil, GenerateOptions{Pods: 5, Services: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
