@@ -64,7 +64,7 @@ func (tp *TP) Generate(o GenerateOptions) error {
 		return fmt.Errorf("faketp %s: not started", tp.name)
 	}
 	g := &generator{tp: tp, tenant: tenant, nsCount: max(o.Namespaces, 1), nodes: o.Nodes, svcCount: max(o.Services, 1), pods: o.Pods,
-		labels: labelSets{}}
+		labels: labelSets{}, marks: chooseMarks(tenant)}
 	if g.nodes <= 0 {
 		g.nodes = 10
 	}
@@ -128,6 +128,7 @@ type generator struct {
 	nsCount, nodes, svcCount int
 	pods                     int
 	labels                   labelSets
+	marks                    marks // of its templates
 	nsNames                  []string
 	// podUIDs and podRVs are the generated pods' (the Endpoints' targetRefs).
 	podUIDs []string
@@ -166,7 +167,7 @@ func (g *generator) put(tpl *template, k store.Key, v slotValues, pod int) error
 	if pod >= 0 {
 		g.podUIDs[pod] = v.uid
 	}
-	meta := store.Meta{Labels: g.labels.get(tpl.labels, &v), Fields: store.Fields(fillString(string(tpl.fields), &v))}
+	meta := store.Meta{Labels: g.labels.get(tpl, &v), Fields: store.Fields(tpl.marks.fillString(string(tpl.fields), &v))}
 	if g.encode == nil {
 		g.encode = g.encodeNext // one func value for every put
 	}
@@ -236,7 +237,7 @@ func (g *generator) target(kind string) target {
 
 // template is the template of generated objects of kind.
 func (g *generator) template(kind string) (*template, error) {
-	m := slotMarker
+	m := g.marks.marker
 	var o obj
 	switch kind {
 	case "Pod":
@@ -248,14 +249,14 @@ func (g *generator) template(kind string) (*template, error) {
 	case "ConfigMap":
 		o = g.configMapObject(m(slotName), m(slotNamespace), m(slotValue))
 	}
-	return g.tp.makeTemplate(g.target(kind), o, writeOptions{seed: true, trusted: true}, nil)
+	return g.tp.makeTemplate(g.target(kind), o, writeOptions{seed: true, trusted: true}, g.marks, nil)
 }
 
 // endpointsTemplates are the templates of Endpoints as the endpoints
 // controller writes them for a generated service: the object, whose
 // addresses are one raw slot, and an address.
 func (g *generator) endpointsTemplates() (ep, addr *template, err error) {
-	m := slotMarker
+	m := g.marks.marker
 	a := obj{"ip": m(slotPodIP), "nodeName": m(slotNode), "targetRef": obj{
 		"kind": "Pod", "namespace": m(slotNamespace), "name": m(slotPodName), "uid": m(slotPodUID),
 		"resourceVersion": m(slotPodRV), "tenant": g.tenant,
@@ -265,10 +266,10 @@ func (g *generator) endpointsTemplates() (ep, addr *template, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if addr, err = newTemplate(ab, store.Meta{}); err != nil {
+	if addr, err = newTemplate(ab, store.Meta{}, g.marks); err != nil {
 		return nil, nil, err
 	}
-	ep, err = g.tp.makeTemplate(g.target("Endpoints"), o, writeOptions{user: controllerUser, controller: true, trusted: true}, func(b []byte) ([]byte, error) {
+	ep, err = g.tp.makeTemplate(g.target("Endpoints"), o, writeOptions{user: controllerUser, controller: true, trusted: true}, g.marks, func(b []byte) ([]byte, error) {
 		if bytes.Count(b, ab) != 1 {
 			return nil, fmt.Errorf("the address is not once in the Endpoints %s", b)
 		}

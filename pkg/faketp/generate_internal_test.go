@@ -28,6 +28,8 @@ func TestGenerateAsSeeded(t *testing.T) {
 		{"no endpoints controller", []string{TenantController}, Scaled(300)},
 		{"scaled", nil, Scaled(1000)}, // addresses whose order as strings is not their order as numbers
 		{"no namespaces", nil, GenerateOptions{Pods: 5, Services: 2}},
+		// A tenant whose name holds the first marks: the templates take others.
+		{"tenant like a marker", nil, GenerateOptions{Tenant: "q9qnq9q", Namespaces: 2, Pods: 20, Services: 2, ConfigMaps: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Two clusters: the TPs allocate cluster IPs from the same range.
@@ -147,5 +149,30 @@ func checkTargetRefs(t *testing.T, tp *TP) {
 				}
 			}
 		}
+	}
+}
+
+func TestMarks(t *testing.T) {
+	m := marks("q9q")
+	for _, tc := range []struct {
+		s    string
+		i    int
+		slot byte
+	}{
+		{"abc", -1, 0}, {"q9qnq9q", 0, 'n'}, {"xq9q-q9qnq9q", 5, 'n'}, {"q9q", -1, 0}, {"q9qnq9", -1, 0}, {"/q9qsq9q/q9qnq9q", 1, 's'},
+	} {
+		if i, c := m.next(tc.s); i != tc.i || c != tc.slot {
+			t.Errorf("next(%q) = %d %q, want %d %q", tc.s, i, c, tc.i, tc.slot)
+		}
+	}
+	if got := chooseMarks("system"); got != "q9q" {
+		t.Errorf("chooseMarks(system) = %q", got)
+	}
+	if got := chooseMarks("aq9qbq10q"); got != "q11q" {
+		t.Errorf("chooseMarks(aq9qbq10q) = %q", got)
+	}
+	v := &slotValues{name: "pod-1", namespace: "gen-0"}
+	if got := m.fillString("/ns/q9qsq9q/pods/q9qnq9q", v); got != "/ns/gen-0/pods/pod-1" {
+		t.Errorf("fillString = %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
@@ -19,10 +20,42 @@ import (
 // defaulting and encoding of every object (TestGenerateAsSeeded compares
 // the two).
 
-// slotMarker is the text that stands for slot c: valid in names, label
-// values and DNS labels, so that it passes the checks prepareCreate makes,
-// and found nowhere else in an object.
-func slotMarker(c byte) string { return "q9q" + string(c) + "q9q" }
+// marks is the text around a slot's letter that makes its marker (see
+// marker): valid in names, label values and DNS labels, so that it passes
+// the checks prepareCreate makes, and found nowhere else in the object
+// (chooseMarks).
+type marks string
+
+// marker is the text that stands for slot c.
+func (m marks) marker(c byte) string { return string(m) + string(c) + string(m) }
+
+// next finds the first marker in s (marks, a slot letter a-z, marks): its
+// index and slot, or -1.
+func (m marks) next(s string) (int, byte) {
+	for off := 0; ; {
+		i := strings.Index(s[off:], string(m))
+		if i < 0 {
+			return -1, 0
+		}
+		i += off
+		end := i + len(m) + 1
+		if end+len(m) <= len(s) && s[end:end+len(m)] == string(m) && s[end-1] >= 'a' && s[end-1] <= 'z' {
+			return i, s[i+len(m)]
+		}
+		off = i + 1
+	}
+}
+
+// chooseMarks picks marks that the text the generator puts into objects
+// as it is (the tenant name) does not contain.
+func chooseMarks(literal string) marks {
+	for n := 9; ; n++ {
+		m := marks("q" + strconv.Itoa(n) + "q")
+		if !strings.Contains(literal, string(m)) {
+			return m
+		}
+	}
+}
 
 // Slots: each is a value an object's JSON and index have in that place.
 // rawSlots are written without quotes (numbers); the others are in strings.
@@ -104,23 +137,21 @@ type template struct {
 	size   int
 	labels map[string]string
 	fields store.Fields
+	marks  marks
 }
 
-// newTemplate cuts b, an encoded object with markers, into a template.
-func newTemplate(b []byte, m store.Meta) (*template, error) {
-	t := &template{labels: m.Labels, fields: m.Fields}
+// newTemplate cuts b, an encoded object with the markers of m, into a
+// template.
+func newTemplate(b []byte, meta store.Meta, m marks) (*template, error) {
+	t := &template{labels: meta.Labels, fields: meta.Fields, marks: m}
 	s := string(b)
 	for {
-		i := strings.Index(s, "q9q")
-		if i < 0 || i+7 > len(s) || s[i+4:i+7] != "q9q" {
-			if strings.Contains(s, "q9q") {
-				return nil, fmt.Errorf("template: a stray marker in %q", s)
-			}
+		i, c := m.next(s)
+		if i < 0 {
 			t.parts = append(t.parts, s)
 			break
 		}
-		c := s[i+3]
-		head, rest := s[:i], s[i+7:]
+		head, rest := s[:i], s[i+2*len(m)+1:]
 		if rawSlots[c] {
 			if !strings.HasSuffix(head, `"`) || !strings.HasPrefix(rest, `"`) {
 				return nil, fmt.Errorf("template: slot %c is not a whole string", c)
@@ -148,31 +179,32 @@ func (t *template) fill(dst []byte, v *slotValues) []byte {
 
 // fillString replaces the markers of s with the values v, in a string of
 // its exact size (a pod's fields are kept for as long as the pod).
-func fillString(s string, v *slotValues) string {
-	n, rest := 0, s
+func (m marks) fillString(s string, v *slotValues) string {
+	n, rest, found := 0, s, false
 	for {
-		i := strings.Index(rest, "q9q")
-		if i < 0 || i+7 > len(rest) || rest[i+4:i+7] != "q9q" {
+		i, c := m.next(rest)
+		if i < 0 {
 			n += len(rest)
 			break
 		}
-		n += i + len(v.get(rest[i+3]))
-		rest = rest[i+7:]
+		found = true
+		n += i + len(v.get(c))
+		rest = rest[i+2*len(m)+1:]
 	}
-	if n == len(s) && !strings.Contains(s, "q9q") {
+	if !found {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(n)
 	for {
-		i := strings.Index(s, "q9q")
-		if i < 0 || i+7 > len(s) || s[i+4:i+7] != "q9q" {
+		i, c := m.next(s)
+		if i < 0 {
 			b.WriteString(s)
 			return b.String()
 		}
 		b.WriteString(s[:i])
-		b.WriteString(v.get(s[i+3]))
-		s = s[i+7:]
+		b.WriteString(v.get(c))
+		s = s[i+2*len(m)+1:]
 	}
 }
 
@@ -181,16 +213,16 @@ func fillString(s string, v *slotValues) string {
 // template; the metadata prepareCreate makes per object (uid, hashKey,
 // creationTimestamp) and the resourceVersion become slots. cut, if not
 // nil, may change the encoded object before it is cut into a template.
-func (tp *TP) makeTemplate(t target, o obj, wo writeOptions, cut func([]byte) ([]byte, error)) (*template, error) {
-	t.namespace = slotMarker(slotNamespace)
+func (tp *TP) makeTemplate(t target, o obj, wo writeOptions, m marks, cut func([]byte) ([]byte, error)) (*template, error) {
+	t.namespace = m.marker(slotNamespace)
 	if _, _, err := tp.prepareCreate(t, o, wo); err != nil {
 		return nil, err
 	}
 	md := child(o, "metadata")
-	md["uid"] = slotMarker(slotUID)
-	md["hashKey"] = slotMarker(slotHashKey)
-	md["creationTimestamp"] = slotMarker(slotCreated)
-	md["resourceVersion"] = slotMarker(slotRV)
+	md["uid"] = m.marker(slotUID)
+	md["hashKey"] = m.marker(slotHashKey)
+	md["creationTimestamp"] = m.marker(slotCreated)
+	md["resourceVersion"] = m.marker(slotRV)
 	meta := t.res.index(o)
 	// As encoder writes objects: without kind and apiVersion.
 	delete(o, "kind")
@@ -204,7 +236,7 @@ func (tp *TP) makeTemplate(t target, o obj, wo writeOptions, cut func([]byte) ([
 			return nil, err
 		}
 	}
-	return newTemplate(b, meta)
+	return newTemplate(b, meta, m)
 }
 
 // labelSets shares equal label maps between generated objects (a
@@ -213,7 +245,8 @@ func (tp *TP) makeTemplate(t target, o obj, wo writeOptions, cut func([]byte) ([
 type labelSets map[string]map[string]string
 
 // get is the label set of template labels filled with v.
-func (s labelSets) get(labels map[string]string, v *slotValues) map[string]string {
+func (s labelSets) get(t *template, v *slotValues) map[string]string {
+	labels := t.labels
 	if len(labels) == 0 {
 		return nil
 	}
@@ -221,7 +254,7 @@ func (s labelSets) get(labels map[string]string, v *slotValues) map[string]strin
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		b.WriteString(k)
 		b.WriteByte(0)
-		b.WriteString(fillString(labels[k], v))
+		b.WriteString(t.marks.fillString(labels[k], v))
 		b.WriteByte(0)
 	}
 	if shared, ok := s[b.String()]; ok {
@@ -229,7 +262,7 @@ func (s labelSets) get(labels map[string]string, v *slotValues) map[string]strin
 	}
 	m := make(map[string]string, len(labels))
 	for k, l := range labels {
-		m[k] = fillString(l, v)
+		m[k] = t.marks.fillString(l, v)
 	}
 	s[b.String()] = m
 	return m
