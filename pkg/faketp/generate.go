@@ -142,6 +142,7 @@ type generator struct {
 	encoded int
 	encode  store.Encode
 	arena   arena
+	strs    stringArena // names and fields
 	// epTpl and addrTpl make the controller's Endpoints; addrs is their
 	// buffer of addresses.
 	epTpl, addrTpl *template
@@ -167,7 +168,7 @@ func (g *generator) put(tpl *template, k store.Key, v slotValues, pod int) error
 	if pod >= 0 {
 		g.podUIDs[pod] = v.uid
 	}
-	meta := store.Meta{Labels: g.labels.get(tpl, &v), Fields: store.Fields(tpl.marks.fillString(string(tpl.fields), &v))}
+	meta := store.Meta{Labels: g.labels.get(tpl, &v), Fields: store.Fields(tpl.marks.fillString(string(tpl.fields), &v, &g.strs))}
 	if g.encode == nil {
 		g.encode = g.encodeNext // one func value for every put
 	}
@@ -295,13 +296,14 @@ func (g *generator) controllerEndpoints(name string, addrs []obj, trigger string
 }
 
 func (g *generator) addPod(tpl *template, i int) error {
-	v := slotValues{name: "pod-" + strconv.Itoa(i), namespace: g.ns(i), app: "svc-" + strconv.Itoa(i%g.svcCount),
+	v := slotValues{name: g.strs.concat("pod-", i), namespace: g.ns(i), app: "svc-" + strconv.Itoa(i%g.svcCount),
 		node: g.node(i), podIP: podIP(i)}
 	return g.put(tpl, store.Key{Resource: "pods", Tenant: g.tenant, Namespace: v.namespace, Name: v.name}, v, i)
 }
 
 func (g *generator) addService(tpl *template, i int) error {
-	v := slotValues{name: "svc-" + strconv.Itoa(i), namespace: g.ns(i), app: "svc-" + strconv.Itoa(i)}
+	v := slotValues{name: g.strs.concat("svc-", i), namespace: g.ns(i)}
+	v.app = v.name
 	spec := obj{}
 	if err := g.tp.clusterIPOnCreate(spec, false); err != nil {
 		return err
@@ -313,7 +315,7 @@ func (g *generator) addService(tpl *template, i int) error {
 }
 
 func (g *generator) addConfigMap(tpl *template, i int) error {
-	v := slotValues{name: "cm-" + strconv.Itoa(i), namespace: g.ns(i), value: "value-" + strconv.Itoa(i)}
+	v := slotValues{name: g.strs.concat("cm-", i), namespace: g.ns(i), value: "value-" + strconv.Itoa(i)}
 	return g.put(tpl, store.Key{Resource: "configmaps", Tenant: g.tenant, Namespace: v.namespace, Name: v.name}, v, -1)
 }
 
@@ -324,7 +326,7 @@ func (g *generator) addConfigMap(tpl *template, i int) error {
 // addresses in order, names only).
 func (g *generator) addEndpoints(i int) error {
 	t := g.target("Endpoints")
-	name := "svc-" + strconv.Itoa(i)
+	name := g.strs.concat("svc-", i)
 	t.namespace = g.ns(i)
 	pods := g.podsOf(i)
 	if g.tp.runs(EndpointsController) && len(pods) > 0 {

@@ -172,7 +172,12 @@ func TestMarks(t *testing.T) {
 		t.Errorf("chooseMarks(aq9qbq10q) = %q", got)
 	}
 	v := &slotValues{name: "pod-1", namespace: "gen-0"}
-	if got := m.fillString("/ns/q9qsq9q/pods/q9qnq9q", v); got != "/ns/gen-0/pods/pod-1" {
+	if got := m.fillString("/ns/q9qsq9q/pods/q9qnq9q", v, nil); got != "/ns/gen-0/pods/pod-1" {
 		t.Errorf("fillString = %q", got)
+	}
+	var a stringArena
+	x, y := a.concat("pod-", 12), m.fillString("q9qnq9q.q9qsq9q", v, &a)
+	if z := a.concat("cm-", 0); x != "pod-12" || y != "pod-1.gen-0" || z != "cm-0" {
+		t.Errorf("in the arena: %q %q %q", x, y, z)
 	}
 }

@@ -177,9 +177,9 @@ func (t *template) fill(dst []byte, v *slotValues) []byte {
 	return append(dst, t.parts[len(t.parts)-1]...)
 }
 
-// fillString replaces the markers of s with the values v, in a string of
-// its exact size (a pod's fields are kept for as long as the pod).
-func (m marks) fillString(s string, v *slotValues) string {
+// fillString replaces the markers of s with the values v; into, when not
+// nil, holds the result (a pod's fields are kept for as long as the pod).
+func (m marks) fillString(s string, v *slotValues, into *stringArena) string {
 	n, rest, found := 0, s, false
 	for {
 		i, c := m.next(rest)
@@ -194,18 +194,57 @@ func (m marks) fillString(s string, v *slotValues) string {
 	if !found {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(n)
+	a := into
+	if a == nil {
+		a = &stringArena{}
+		a.b.Grow(n)
+	}
+	a.start(n)
 	for {
 		i, c := m.next(s)
 		if i < 0 {
-			b.WriteString(s)
-			return b.String()
+			a.b.WriteString(s)
+			return a.end()
 		}
-		b.WriteString(s[:i])
-		b.WriteString(v.get(c))
+		a.b.WriteString(s[:i])
+		a.b.WriteString(v.get(c))
 		s = s[i+2*len(m)+1:]
 	}
+}
+
+// stringArena holds the strings of generated objects that the store keeps
+// (names, fields) in large blocks: millions of small strings are as many
+// objects for the allocator and for every GC cycle to mark; a block is one.
+// A string written is never changed; a block is freed once no string in it
+// is kept.
+type stringArena struct {
+	b    strings.Builder
+	from int
+}
+
+// stringBlock is the size of a block.
+const stringBlock = 64 << 10
+
+// start begins a string of n bytes, written to a.b, ended by end.
+func (a *stringArena) start(n int) {
+	if a.b.Cap()-a.b.Len() < n {
+		a.b = strings.Builder{}
+		a.b.Grow(max(n, stringBlock))
+	}
+	a.from = a.b.Len()
+}
+
+// end returns the string written since start.
+func (a *stringArena) end() string { return a.b.String()[a.from:] }
+
+// concat is prefix followed by the decimal n, in the arena.
+func (a *stringArena) concat(prefix string, n int) string {
+	var buf [20]byte
+	d := strconv.AppendInt(buf[:0], int64(n), 10)
+	a.start(len(prefix) + len(d))
+	a.b.WriteString(prefix)
+	a.b.Write(d)
+	return a.end()
 }
 
 // makeTemplate prepares o (an object of t's resource, with markers) as
@@ -254,7 +293,7 @@ func (s labelSets) get(t *template, v *slotValues) map[string]string {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		b.WriteString(k)
 		b.WriteByte(0)
-		b.WriteString(t.marks.fillString(labels[k], v))
+		b.WriteString(t.marks.fillString(labels[k], v, nil))
 		b.WriteByte(0)
 	}
 	if shared, ok := s[b.String()]; ok {
@@ -262,7 +301,7 @@ func (s labelSets) get(t *template, v *slotValues) map[string]string {
 	}
 	m := make(map[string]string, len(labels))
 	for k, l := range labels {
-		m[k] = t.marks.fillString(l, v)
+		m[k] = t.marks.fillString(l, v, nil)
 	}
 	s[b.String()] = m
 	return m
