@@ -61,9 +61,10 @@
 //
 // Controllers (Options.Controllers; by default the tenant and endpoints
 // controllers of Arktos's controller manager) run synchronously after every
-// change (API writes, Seed, Generate), before the request that made it is
-// answered, so tests need no sleeps; each of their writes is a store write
-// of its own, without admission:
+// change (API writes, Seed), before the request that made it is answered,
+// so tests need no sleeps; each of their writes is a store write of its
+// own, without admission. Generate writes, in its batches, what they
+// would write for its pods and services (TestGenerateAsSeeded). They are:
 //   - tenant: the Tenant "system" exists (without it, GET is 404 as on a
 //     TP without a controller manager), and every new tenant gets the
 //     namespaces default, kube-system and kube-public;
@@ -148,10 +149,21 @@
 // Faults for tests, per TP, from Go (TP.SetOutage, CloseWatches, SetLatency,
 // Compact) and over HTTP (AdminHandler).
 //
+// Master service: every TP serves the Service and Endpoints
+// default/kubernetes of the system tenant, as every Arktos API server
+// writes them (samples 34, 37; Arktos's kube-proxy waits for these
+// Endpoints at start): cluster IP the first address of the TP's range,
+// port 443 named https to the TP's own port, Endpoints with one subset
+// (serviceGroupId "0") at the TP's address (Options.AdvertiseAddress,
+// else the listen host, else the host's default address) and port. They
+// are reconciled at every start, written only when they differ (a data
+// file loaded on another port moves them, keeping their uids), and count
+// in every list of services and endpoints as they do against Arktos.
+//
 // Differences from Arktos on purpose (TestArktosReplay replays the recorded
-// Arktos TPs of ../shared/arktos and lists them): no master service
-// default/kubernetes, no service accounts, live watch events carry
-// metadata.selfLink, and a bound pod is deleted at once (no kubelet).
+// Arktos TPs of ../shared/arktos and lists them): no service accounts, live
+// watch events carry metadata.selfLink, and a bound pod is deleted at once
+// (no kubelet).
 //
 // Invariants: input never panics the server and never gets a 500: malformed
 // paths and bodies get a metav1.Status with a 4xx code and the reason

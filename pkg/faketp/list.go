@@ -95,7 +95,7 @@ func (f objFields) Get(k string) string {
 	case "metadata.tenant":
 		return f.o.Tenant
 	}
-	return f.o.Fields[k]
+	return f.o.Fields.Get(k)
 }
 
 // continueToken is the opaque continue value of a paged list: the version of

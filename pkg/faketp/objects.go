@@ -116,14 +116,16 @@ func (r *resource) index(o obj) store.Meta {
 	if md := child(o, "metadata"); md != nil {
 		m.Labels = stringMap(md, "labels")
 	}
+	var fields map[string]string
 	for f, path := range r.fields {
 		if v := str(o, path...); v != "" {
-			if m.Fields == nil {
-				m.Fields = make(map[string]string, len(r.fields))
+			if fields == nil {
+				fields = make(map[string]string, len(r.fields))
 			}
-			m.Fields[f] = v
+			fields[f] = v
 		}
 	}
+	m.Fields = store.MakeFields(fields)
 	return m
 }
 

@@ -243,6 +243,9 @@ type writeOptions struct {
 	// controller: a controller's write, which skips admission (fake-tp's
 	// plugins stand for policies on clients, not on Arktos's controllers).
 	controller bool
+	// trusted: the server made the object (Generate), so its fields have
+	// their types and the typed decode that checks them is skipped.
+	trusted bool
 }
 
 func requestOptions(r *http.Request) writeOptions {

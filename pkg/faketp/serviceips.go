@@ -231,7 +231,7 @@ func (tp *TP) clusterIPsInUse() []string {
 	objs, _, _ := st.List("services", store.ListOptions{})
 	out := make([]string, 0, len(objs))
 	for _, o := range objs {
-		if ip := o.Fields["spec.clusterIP"]; ip != "" {
+		if ip := o.Fields.Get("spec.clusterIP"); ip != "" {
 			out = append(out, ip)
 		}
 	}

@@ -210,6 +210,9 @@ func (tp *TP) prepareCreate(t target, o obj, wo writeOptions) (store.Key, runtim
 	if err := tp.lifecycleDefaults(r, name, o, seed); err != nil {
 		return store.Key{}, nil, err
 	}
+	if wo.trusted {
+		return t.key(name), nil, nil
+	}
 	typed, err := r.typed(o, t.tenant)
 	if err != nil {
 		return store.Key{}, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.kind, err))

@@ -354,3 +354,19 @@ func BenchmarkList10k(b *testing.B) {
 		}
 	}
 }
+
+func TestFields(t *testing.T) {
+	m := map[string]string{"spec.nodeName": "node-1", "status.phase": "Running", "a": "", "spec.x": "v"}
+	f := MakeFields(m)
+	for k, want := range map[string]string{"spec.nodeName": "node-1", "status.phase": "Running", "a": "", "spec.x": "v", "spec": "", "node-1": "", "": ""} {
+		if got := f.Get(k); got != want {
+			t.Errorf("Get(%q) = %q, want %q", k, got, want)
+		}
+	}
+	if got := f.Map(); len(got) != 3 || got["spec.x"] != "v" || got["status.phase"] != "Running" {
+		t.Errorf("Map() = %v", got)
+	}
+	if MakeFields(nil) != "" || MakeFields(map[string]string{"a": ""}) != "" || Fields("").Get("a") != "" || Fields("").Map() != nil {
+		t.Error("empty fields")
+	}
+}
