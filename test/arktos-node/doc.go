@@ -13,6 +13,9 @@
 //     container runtime);
 //   - kube-proxy in iptables mode for both TPs, whose rules land in the
 //     namespace's own tables.
+//   - for one check, hollow-node --morph=proxy for both TPs (Arktos's
+//     iptables proxier on kubemark's fake iptables), whose rules the lab
+//     reads from its /debug/iptables.
 //
 // Each check prints its name and PASS or FAIL (what it saw). With patched
 // binaries every check must pass. With stock binaries (no --tporigin-file

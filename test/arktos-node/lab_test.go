@@ -119,6 +119,7 @@ func TestArktosNode(t *testing.T) {
 	l.check("kube-dns-dnat-own-tp", l.kubeDNSRules)
 	l.check("tenant-service-rules", l.tenantServiceRules)
 	l.check("metrics-served", l.metricsServed)
+	l.check("hollow-proxy-both-tps", l.hollowProxy)
 	l.check("tp-down-keeps-rules", l.tpDownKeepsRules)
 	l.check("restart-delete-to-own-tp", l.restartDeletes)
 	l.check("proxy-start-with-tp-down", l.proxyStartsWithTPDown)

@@ -21,7 +21,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "run.sh: the node lab needs root (network namespaces, iptables)" >&2; exit 2; }
 "$root/hack/ensure-tools.sh" iptables ip etcd curl openssl
 
-ns=tpkit-node-$$
+ns=${LAB_NS:-tpkit-node-$$}
 tmp=$(mktemp -d /tmp/tpkit-node-lab.XXXXXX)
 . "$root/hack/lab-netns.sh"
 lab_netns_start "$ns" "$tmp"
