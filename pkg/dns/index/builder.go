@@ -15,8 +15,8 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// manyEndpoints is the endpoint count above which a service gets a hostname
-// map; below it, a scan of the endpoints is cheaper than a map.
+// manyEndpoints is the endpoint count above which distinctAddrs finds
+// repeats with a map rather than by scanning.
 const manyEndpoints = 8
 
 type nsKey struct{ tenant, ns string }
@@ -863,16 +863,11 @@ func buildService(s *ServiceSpec, endpoints []EndpointView) *ServiceView {
 		return sv
 	}
 	sv.Endpoints = endpoints
-	var more viewMore
-	more.addrs = distinctAddrs(sv.Endpoints)
-	if len(sv.Endpoints) > manyEndpoints {
-		more.hosts = make(map[string][]int32, len(sv.Endpoints))
-		for i, e := range sv.Endpoints {
-			more.hosts[e.Host] = append(more.hosts[e.Host], int32(i))
-		}
-	}
-	if more.addrs != nil || more.hosts != nil {
-		sv.more = &more
+	// No index by hostname: answers scan the endpoints anyway (their order
+	// is the answer's), and a map per service of more than a few endpoints
+	// took ~650 bytes, a fifth of the index for services of 10 endpoints.
+	if addrs := distinctAddrs(sv.Endpoints); addrs != nil {
+		sv.more = &viewMore{addrs: addrs}
 	}
 	return sv
 }

@@ -86,8 +86,6 @@ type viewMore struct {
 	// some endpoints share one; else it is nil and they are the endpoints'
 	// (see AddrCount and Addr).
 	addrs []netip.Addr
-	// hosts indexes Endpoints by hostname when there are many.
-	hosts map[string][]int32
 }
 
 // EndpointView is one ready endpoint address.
@@ -117,26 +115,6 @@ func (s *ServiceView) Addr(i int) netip.Addr {
 		return s.more.addrs[i]
 	}
 	return s.Endpoints[i].Addr
-}
-
-// EndpointsByHost calls fn for every endpoint whose hostname is host, until
-// fn returns false.
-func (s *ServiceView) EndpointsByHost(host []byte, fn func(*EndpointView) bool) {
-	if s.more != nil && s.more.hosts != nil {
-		for _, i := range s.more.hosts[string(host)] {
-			if !fn(&s.Endpoints[i]) {
-				return
-			}
-		}
-		return
-	}
-	for i := range s.Endpoints {
-		if s.Endpoints[i].Host == string(host) {
-			if !fn(&s.Endpoints[i]) {
-				return
-			}
-		}
-	}
 }
 
 // NamespaceID names a namespace of a partition. The Builder makes one per
