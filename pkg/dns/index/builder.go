@@ -177,7 +177,7 @@ func (r *nsRec) hasSlice(svc, name string, views []EndpointView) bool {
 	}
 	same := func(have []EndpointView) bool {
 		return slices.EqualFunc(have, views, func(x, y EndpointView) bool {
-			return x.Addr == y.Addr && x.Host == y.Host && x.ports == y.ports // interned: equal lists share one
+			return x.Addr == y.Addr && x.Hostname() == y.Hostname() && x.ports == y.ports // interned: equal lists share one
 		})
 	}
 	if name == svc {
@@ -894,8 +894,13 @@ func endpointViews(e *EndpointSlice, intern func([]Port) *[]Port) []EndpointView
 			}
 			ports = last
 		}
+		var hostname *string
+		if ep.Hostname != "" {
+			h := ep.Hostname
+			hostname = &h
+		}
 		for _, a := range ep.Addrs {
-			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), ports: ports})
+			out = append(out, EndpointView{Addr: a, hostname: hostname, ports: ports})
 		}
 	}
 	return out
