@@ -45,42 +45,43 @@ func TestServiceViewSize(t *testing.T) {
 // named by its address's label, made when asked for, and compares as that
 // label against names and other endpoints, without allocating.
 func TestEndpointHostLabels(t *testing.T) {
-	host := func(h string) *string { return &h }
+	view := func(addr netip.Addr, host string) *EndpointView {
+		return &EndpointView{addr: keyOf(addr), meta: &endpointMeta{hostname: host}}
+	}
 	v4, v4b, v6 := a("10.244.0.2"), a("10.244.0.3"), a("fd00::1:2")
-	own := &EndpointView{Addr: v4b, hostname: host("db-0")}
-	same := &EndpointView{Addr: v4, hostname: host("db-0")}
-	spelled := &EndpointView{Addr: v4b, hostname: host("10-244-0-2")} // names itself as v4's label
+	own, same := view(v4b, "db-0"), view(v4, "db-0")
+	spelled := view(v4b, "10-244-0-2") // names itself as v4's label
 	for _, c := range []struct {
 		ep         *EndpointView
 		label, own string
 	}{
-		{&EndpointView{Addr: v4}, "10-244-0-2", ""},
-		{&EndpointView{Addr: v6}, "fd00--1-2", ""},
-		{&EndpointView{Addr: a("::ffff:10.0.0.1")}, "--ffff-10-0-0-1", ""},
+		{view(v4, ""), "10-244-0-2", ""},
+		{view(v6, ""), "fd00--1-2", ""},
+		{view(a("::"), ""), "--", ""},
 		{own, "db-0", "db-0"},
 	} {
 		if got := c.ep.Host(); got != c.label {
-			t.Errorf("%v: Host() = %q, want %q", c.ep.Addr, got, c.label)
+			t.Errorf("%v: Host() = %q, want %q", c.ep.Addr(), got, c.label)
 		}
 		if got := string(c.ep.AppendHost([]byte("x."))); got != "x."+c.label {
-			t.Errorf("%v: AppendHost = %q", c.ep.Addr, got)
+			t.Errorf("%v: AppendHost = %q", c.ep.Addr(), got)
 		}
 		if got := c.ep.Hostname(); got != c.own {
-			t.Errorf("%v: Hostname() = %q, want %q", c.ep.Addr, got, c.own)
+			t.Errorf("%v: Hostname() = %q, want %q", c.ep.Addr(), got, c.own)
 		}
 		if !c.ep.HostIs([]byte(c.label)) || c.ep.HostIs([]byte(c.label+"x")) || c.ep.HostIs(nil) {
-			t.Errorf("%v: HostIs wrong around %q", c.ep.Addr, c.label)
+			t.Errorf("%v: HostIs wrong around %q", c.ep.Addr(), c.label)
 		}
 		if n := testing.AllocsPerRun(10, func() { c.ep.HostIs([]byte(c.label)) }); n != 0 {
-			t.Errorf("%v: HostIs allocates %v times", c.ep.Addr, n)
+			t.Errorf("%v: HostIs allocates %v times", c.ep.Addr(), n)
 		}
 	}
-	plain, plainB := &EndpointView{Addr: v4}, &EndpointView{Addr: v4b}
+	plain, plainB := view(v4, ""), view(v4b, "")
 	for _, c := range []struct {
 		x, y *EndpointView
 		want bool
 	}{
-		{plain, &EndpointView{Addr: v4}, true},
+		{plain, view(v4, ""), true},
 		{plain, plainB, false},
 		{own, same, true},
 		{own, plain, false},
@@ -97,10 +98,44 @@ func TestEndpointHostLabels(t *testing.T) {
 	}
 }
 
-// TestEndpointViewSize: a view is 40 bytes; 1.25M endpoints at 1.5M
-// objects make every 8 bytes 10 MB.
+// TestEndpointViewAddr: a view gives back the address it was made with,
+// IPv4 as IPv4.
+func TestEndpointViewAddr(t *testing.T) {
+	for _, s := range []string{"10.244.0.2", "0.0.0.0", "255.255.255.255", "fd00::1:2", "::", "::1", "2001:db8::ffff:1"} {
+		v := EndpointView{addr: keyOf(a(s)), meta: &endpointMeta{}}
+		if got := v.Addr(); got != a(s) {
+			t.Errorf("%s: Addr() = %v", s, got)
+		}
+	}
+}
+
+// TestEndpointViewSize: a view is 24 bytes; at 1.5M objects there are
+// 1.25M endpoints, and every 8 bytes of a view is 10 MB.
 func TestEndpointViewSize(t *testing.T) {
-	if n := unsafe.Sizeof(EndpointView{}); n > 40 {
-		t.Fatalf("an EndpointView takes %d bytes, want 40 or fewer", n)
+	if n := unsafe.Sizeof(EndpointView{}); n > 24 {
+		t.Fatalf("an EndpointView takes %d bytes, want 24 or fewer", n)
+	}
+}
+
+// TestEndpointMetaShared: endpoints of equal ports and no hostname share
+// one meta, across slices; one with a hostname has its own.
+func TestEndpointMetaShared(t *testing.T) {
+	var pt portTable
+	http := []Port{{Name: "http", Protocol: "TCP", Port: 80}}
+	x := endpointViews(&EndpointSlice{Ports: http, Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.0.0.1"), a("10.0.0.2")}}}}, &pt)
+	y := endpointViews(&EndpointSlice{Ports: []Port{{Name: "http", Protocol: "TCP", Port: 80}},
+		Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.0.0.3")}}, {Addrs: []netip.Addr{a("10.0.0.4")}, Hostname: "db-0"}}}, &pt)
+	if x[0].meta != x[1].meta || x[0].meta != y[0].meta {
+		t.Error("endpoints of equal ports do not share their meta")
+	}
+	if y[1].meta == y[0].meta || y[1].Hostname() != "db-0" || y[1].meta.ports != y[0].meta.ports {
+		t.Errorf("the endpoint with a hostname: meta %+v", *y[1].meta)
+	}
+	if !slices.Equal(y[0].Ports(), http) {
+		t.Errorf("ports %v", y[0].Ports())
+	}
+	none := endpointViews(&EndpointSlice{Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.0.0.5")}}}}, &pt)
+	if none[0].Ports() != nil || none[0].Hostname() != "" {
+		t.Errorf("an endpoint of no ports: %v %q", none[0].Ports(), none[0].Hostname())
 	}
 }

@@ -88,67 +88,72 @@ type viewMore struct {
 	addrs []netip.Addr
 }
 
-// EndpointView is one ready endpoint address.
+// EndpointView is one ready endpoint address. A view takes 24 bytes (it
+// took 64 with its address as a netip.Addr, its label as a string and its
+// ports as a slice): at 1.5M objects there are more than a million.
 type EndpointView struct {
-	Addr netip.Addr
-	// hostname is the endpoint's own hostname, nil for most: their name
-	// is their address's label, made when an answer needs it rather than
-	// kept (16 bytes an endpoint, and a view of 40 bytes, not 48).
-	hostname *string
-	// ports are the ports of the endpoint's slice: one interned list that
-	// its endpoints share, by pointer (a view is 40 bytes, not 56).
-	ports *[]Port
+	addr addrKey
+	// meta holds the endpoint's ports and own hostname. Endpoints
+	// without a hostname of their own share one per port list (their
+	// name is their address's label, made when an answer needs it).
+	meta *endpointMeta
 }
+
+// endpointMeta is what endpoints share: their slice's (interned) ports,
+// and a hostname, which only endpoints that have one do not share.
+type endpointMeta struct {
+	ports    *[]Port
+	hostname string
+}
+
+// Addr is the endpoint's address.
+func (e *EndpointView) Addr() netip.Addr { return e.addr.addr() }
 
 // Hostname is the endpoint's own hostname; empty when its name is its
 // address's label.
-func (e *EndpointView) Hostname() string {
-	if e.hostname == nil {
-		return ""
-	}
-	return *e.hostname
-}
+func (e *EndpointView) Hostname() string { return e.meta.hostname }
 
 // Host is the endpoint's DNS label (EndpointHostname). It allocates for a
 // label made from the address; answers use AppendHost, HostIs and
 // SameHost.
-func (e *EndpointView) Host() string { return EndpointHostname(e.Hostname(), e.Addr) }
+func (e *EndpointView) Host() string { return EndpointHostname(e.Hostname(), e.Addr()) }
 
 // AppendHost appends the endpoint's DNS label to b. With room for 63
 // bytes in b it does not allocate.
 func (e *EndpointView) AppendHost(b []byte) []byte {
-	if e.hostname != nil {
-		return append(b, *e.hostname...)
+	if h := e.meta.hostname; h != "" {
+		return append(b, h...)
 	}
-	return appendAddrLabel(b, e.Addr)
+	return appendAddrLabel(b, e.Addr())
 }
 
 // HostIs reports whether the endpoint's DNS label is label, without
 // allocating.
 func (e *EndpointView) HostIs(label []byte) bool {
-	if e.hostname != nil {
-		return *e.hostname == string(label)
+	if h := e.meta.hostname; h != "" {
+		return h == string(label)
 	}
 	var buf [maxAddrLabel]byte
-	return string(appendAddrLabel(buf[:0], e.Addr)) == string(label)
+	return string(appendAddrLabel(buf[:0], e.Addr())) == string(label)
 }
 
 // SameHost reports whether e and o have the same DNS label, without
 // allocating.
 func (e *EndpointView) SameHost(o *EndpointView) bool {
+	eh, oh := e.meta.hostname, o.meta.hostname
 	switch {
-	case e.hostname == nil && o.hostname == nil:
-		return e.Addr == o.Addr // address labels are distinct
-	case e.hostname != nil && o.hostname != nil:
-		return *e.hostname == *o.hostname
-	case e.hostname != nil:
-		return o.HostIs([]byte(*e.hostname))
+	case eh == "" && oh == "":
+		return e.addr == o.addr // address labels are distinct
+	case eh != "" && oh != "":
+		return eh == oh
+	case eh != "":
+		return o.HostIs([]byte(eh))
 	}
-	return e.HostIs([]byte(*o.hostname))
+	return e.HostIs([]byte(oh))
 }
 
 // Ports are the ports of the endpoint's slice (or subset).
-func (e *EndpointView) Ports() []Port { return derefPorts(e.ports) }
+func (e *EndpointView) Ports() []Port { return derefPorts(e.meta.ports) }
 
 // AddrCount is the number of distinct endpoint addresses.
 func (s *ServiceView) AddrCount() int {
@@ -164,7 +169,7 @@ func (s *ServiceView) Addr(i int) netip.Addr {
 	if s.more != nil && s.more.addrs != nil {
 		return s.more.addrs[i]
 	}
-	return s.Endpoints[i].Addr
+	return s.Endpoints[i].Addr()
 }
 
 // NamespaceID names a namespace of a partition. The Builder makes one per

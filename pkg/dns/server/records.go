@@ -68,10 +68,10 @@ func (h *Handler) endpointAddrs(st *state, rd *names.Reading, svc *index.Service
 	}
 	for i := range svc.Endpoints {
 		ep := &svc.Endpoints[i]
-		if ep.Addr.Is6() != want6 || !endpointMatch(rd, ep) || seenAddr(svc, i, rd) {
+		if ep.Addr().Is6() != want6 || !endpointMatch(rd, ep) || seenAddr(svc, i, rd) {
 			continue
 		}
-		h.addAddr(st, ep.Addr)
+		h.addAddr(st, ep.Addr())
 	}
 }
 
@@ -86,7 +86,7 @@ func endpointMatch(rd *names.Reading, ep *index.EndpointView) bool {
 // endpoint i (the same address can be in two slices).
 func seenAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	for j := 0; j < i; j++ {
-		if svc.Endpoints[j].Addr == svc.Endpoints[i].Addr && endpointMatch(rd, &svc.Endpoints[j]) {
+		if svc.Endpoints[j].Addr() == svc.Endpoints[i].Addr() && endpointMatch(rd, &svc.Endpoints[j]) {
 			return true
 		}
 	}
@@ -178,7 +178,7 @@ func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 		if !selected(ep) || !hasSRVPort(rd, ep.Ports()) || dupEndpointAddr(svc, i, rd) {
 			continue
 		}
-		h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: ep.Addr, target: targetOf(z, rd, f, ep)})
+		h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: ep.Addr(), target: targetOf(z, rd, f, ep)})
 	}
 }
 
@@ -224,7 +224,7 @@ func dupEndpointAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	ep := &svc.Endpoints[i]
 	for k := 0; k < i; k++ {
 		o := &svc.Endpoints[k]
-		if o.Addr == ep.Addr && o.SameHost(ep) && hasSRVPort(rd, o.Ports()) {
+		if o.Addr() == ep.Addr() && o.SameHost(ep) && hasSRVPort(rd, o.Ports()) {
 			return true
 		}
 	}
