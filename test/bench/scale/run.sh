@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make bench-scale (issue 20): partition-dns over 10 fake TPs at three sizes,
-# 60k, 300k and 600k DNS-relevant objects in all. For each it reports the time to
+# make bench-scale (issues 20 and 37): partition-dns over 10 fake TPs at each
+# size of SIZES (by default 60k, 300k and 600k DNS-relevant objects in all, and
+# 60k and 1.5M of fake-tp --generate's shape). For each it reports the time to
 # ready, the peak RSS (VmHWM, the start included) and the steady RSS, and the
 # programming latency (p50/p99 from a change acknowledged by its TP to the
 # changed answer, measured by test/bench/scale/churn at CHANGES per second
