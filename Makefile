@@ -25,7 +25,7 @@ help:
 	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
 	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
-	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
+	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup, and 60k and 1.5M of fake-tp --generate's shape (1.5M in 340 MiB): ready, RSS, bytes per object, programming latency under churn, QPS"
 	@echo "make bench-generate  fake-tp --generate 125000 over 10 TPs (1.64M objects): time to ready, CPU, peak RSS"
 	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
 	@echo "make bench-origin  the kubelet's TP-origin file under pod churn: Flush p50/p99/max at 10 replacements/s, file size after 36,000 (DIRS, DURATION, REPLACEMENTS)"
@@ -121,7 +121,7 @@ bench-memory:
 # rounds in turn (docs/benchmarks.md, "Scale").
 bench-scale:
 	./hack/ensure-tools.sh dnsperf
-	SIZES="$${SIZES:-2400 12000 24000}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-21} ROUNDS=$${ROUNDS:-3} ./test/bench/scale/run.sh
+	SIZES="$${SIZES:-2400 12000 24000 500:5000:10 12500:125000:10}" MEMCG_MIB="$${MEMCG_MIB:-170 170 170 170 340}" CHANGES=$${CHANGES:-500} DURATION=$${DURATION:-21} ROUNDS=$${ROUNDS:-3} ./test/bench/scale/run.sh
 
 # Cluster names under a forward flood, partition-dns and CoreDNS in one run
 # (docs/benchmarks.md, "Forward flood"); CoreDNS is built once into ~/.cache/tpkit.

@@ -26,11 +26,12 @@ bench_cleanup() {
 # start_tps SERVICES PODS [TPS]: TPS (default 3) fake TPs with SERVICES
 # services and PODS pods each, kubeconfigs and queries.txt in $dir, their
 # list in $KUBECONFIGS; returns once they serve, their PID in $tps_pid.
+# TPS_FLAGS are more flags for test/bench/dns/tps.
 start_tps() {
   local n=${3:-3} i
   echo "Seeding $n fake TPs with $1 services and $2 pods each..." >&2
   mkdir -p "$dir"
-  "$work/tps" --dir "$dir" --partitions "$n" --services "$1" --pods "$2" >"$dir/tps.out" 2>"$dir/tps.err" &
+  "$work/tps" --dir "$dir" --partitions "$n" --services "$1" --pods "$2" ${TPS_FLAGS:-} >"$dir/tps.out" 2>"$dir/tps.err" &
   local tps=$!
   tps_pid=$tps
   KUBECONFIGS=$dir/tp1.kubeconfig

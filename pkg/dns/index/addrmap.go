@@ -62,6 +62,14 @@ func keyOf(a netip.Addr) addrKey {
 	return addrKey{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
 }
 
+// addr is the address k keys: an IPv4 one for an IPv4-mapped key.
+func (k addrKey) addr() netip.Addr {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], k.hi)
+	binary.BigEndian.PutUint64(b[8:], k.lo)
+	return netip.AddrFrom16(b).Unmap()
+}
+
 func (k addrKey) compare(o addrKey) int {
 	if c := cmp.Compare(k.hi, o.hi); c != 0 {
 		return c

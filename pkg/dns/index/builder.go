@@ -15,8 +15,8 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// manyEndpoints is the endpoint count above which a service gets a hostname
-// map; below it, a scan of the endpoints is cheaper than a map.
+// manyEndpoints is the endpoint count above which distinctAddrs finds
+// repeats with a map rather than by scanning.
 const manyEndpoints = 8
 
 type nsKey struct{ tenant, ns string }
@@ -177,7 +177,7 @@ func (r *nsRec) hasSlice(svc, name string, views []EndpointView) bool {
 	}
 	same := func(have []EndpointView) bool {
 		return slices.EqualFunc(have, views, func(x, y EndpointView) bool {
-			return x.Addr == y.Addr && x.Host == y.Host && x.ports == y.ports // interned: equal lists share one
+			return x.addr == y.addr && x.Hostname() == y.Hostname() && x.meta.ports == y.meta.ports // interned: equal lists share one
 		})
 	}
 	if name == svc {
@@ -471,7 +471,7 @@ func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 
 func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 	b.listed(tp, EndpointSlices, e.Tenant, e.Namespace, e.Name)
-	views := endpointViews(e, b.ports.intern)
+	views := endpointViews(e, &b.ports)
 	if r, _ := b.lookup(tp, e.Tenant, e.Namespace); r != nil && r.hasSlice(e.Service, e.Name, views) {
 		return
 	}
@@ -863,23 +863,19 @@ func buildService(s *ServiceSpec, endpoints []EndpointView) *ServiceView {
 		return sv
 	}
 	sv.Endpoints = endpoints
-	var more viewMore
-	more.addrs = distinctAddrs(sv.Endpoints)
-	if len(sv.Endpoints) > manyEndpoints {
-		more.hosts = make(map[string][]int32, len(sv.Endpoints))
-		for i, e := range sv.Endpoints {
-			more.hosts[e.Host] = append(more.hosts[e.Host], int32(i))
-		}
-	}
-	if more.addrs != nil || more.hosts != nil {
-		sv.more = &more
+	// No index by hostname: answers scan the endpoints anyway (their order
+	// is the answer's), and a map per service of more than a few endpoints
+	// took ~650 bytes, a fifth of the index for services of 10 endpoints.
+	if addrs := distinctAddrs(sv.Endpoints); addrs != nil {
+		sv.more = &viewMore{addrs: addrs}
 	}
 	return sv
 }
 
 // endpointViews lists a slice's endpoints one address each, as answers use
-// them, with their ports interned.
-func endpointViews(e *EndpointSlice, intern func([]Port) *[]Port) []EndpointView {
+// them, with their ports interned and, but for endpoints with a hostname
+// of their own, shared with every endpoint of the same ports.
+func endpointViews(e *EndpointSlice, t *portTable) []EndpointView {
 	n := 0
 	for _, ep := range e.Endpoints {
 		n += len(ep.Addrs)
@@ -888,19 +884,22 @@ func endpointViews(e *EndpointSlice, intern func([]Port) *[]Port) []EndpointView
 		return nil
 	}
 	out := make([]EndpointView, 0, n)
-	slicePorts := intern(e.Ports)
+	sliceMeta := t.meta(e.Ports)
 	var lastIn []Port // a core/v1 subset's endpoints share one list: intern it once
-	var last *[]Port
+	var last *endpointMeta
 	for _, ep := range e.Endpoints {
-		ports := slicePorts
+		meta := sliceMeta
 		if ep.Ports != nil {
 			if len(ep.Ports) == 0 || len(ep.Ports) != len(lastIn) || &ep.Ports[0] != &lastIn[0] {
-				lastIn, last = ep.Ports, intern(ep.Ports)
+				lastIn, last = ep.Ports, t.meta(ep.Ports)
 			}
-			ports = last
+			meta = last
+		}
+		if ep.Hostname != "" {
+			meta = &endpointMeta{ports: meta.ports, hostname: ep.Hostname}
 		}
 		for _, a := range ep.Addrs {
-			out = append(out, EndpointView{Addr: a, Host: EndpointHostname(ep.Hostname, a), ports: ports})
+			out = append(out, EndpointView{addr: keyOf(a), meta: meta})
 		}
 	}
 	return out
@@ -925,7 +924,7 @@ func (w *ipWriter) indexService(id *NamespaceID, sv *ServiceView) {
 		}
 	}
 	for i := range sv.Endpoints {
-		add(sv.Endpoints[i].Addr, &sv.Endpoints[i])
+		add(sv.Endpoints[i].Addr(), &sv.Endpoints[i])
 	}
 }
 
@@ -948,7 +947,7 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 		del(a)
 	}
 	for _, e := range sv.Endpoints {
-		del(e.Addr)
+		del(e.Addr())
 	}
 }
 
@@ -999,15 +998,15 @@ func distinctAddrs(eps []EndpointView) []netip.Addr {
 	out := buf[:0]
 	if len(eps) <= manyEndpoints {
 		for _, e := range eps {
-			out = appendNew(out, e.Addr)
+			out = appendNew(out, e.Addr())
 		}
 	} else {
 		seen := make(map[netip.Addr]struct{}, len(eps))
 		out = make([]netip.Addr, 0, len(eps))
 		for _, e := range eps {
-			if _, dup := seen[e.Addr]; !dup {
-				seen[e.Addr] = struct{}{}
-				out = append(out, e.Addr)
+			if _, dup := seen[e.Addr()]; !dup {
+				seen[e.Addr()] = struct{}{}
+				out = append(out, e.Addr())
 			}
 		}
 	}

@@ -442,7 +442,7 @@ func TestDistinctAddrs(t *testing.T) {
 	eps := func(ips ...string) []EndpointView {
 		var out []EndpointView
 		for _, ip := range ips {
-			out = append(out, EndpointView{Addr: a(ip)})
+			out = append(out, EndpointView{addr: keyOf(a(ip)), meta: &endpointMeta{}})
 		}
 		return out
 	}

@@ -16,6 +16,7 @@ type portTable struct {
 	m    map[string]portEntry
 	live int // entries after the last sweep
 	key  []byte
+	none endpointMeta // the endpoint meta of no ports
 }
 
 // portEntry is an interned list, weakly: its elements (which services keep,
@@ -25,6 +26,9 @@ type portEntry struct {
 	first weak.Pointer[Port]
 	hdr   weak.Pointer[[]Port]
 	n     int
+	// meta is the endpoint meta of the list without a hostname, which
+	// holds hdr.
+	meta weak.Pointer[endpointMeta]
 }
 
 // intern returns a list equal to ps, shared when one is already in use;
@@ -71,6 +75,23 @@ func (t *portTable) intern(ps []Port) *[]Port {
 	}
 	t.m[string(k)] = portEntry{first: weak.Make(&own[0]), hdr: weak.Make(&own), n: len(own)}
 	return &own
+}
+
+// meta returns the endpoint meta of ports ps and no hostname, shared by
+// every endpoint of an equal list.
+func (t *portTable) meta(ps []Port) *endpointMeta {
+	l := t.intern(ps) // t.key is ps's key now
+	if l == nil {
+		return &t.none
+	}
+	e := t.m[string(t.key)]
+	if m := e.meta.Value(); m != nil && m.ports == l {
+		return m
+	}
+	m := &endpointMeta{ports: l}
+	e.meta = weak.Make(m)
+	t.m[string(t.key)] = e
+	return m
 }
 
 // derefPorts is the list an interned pointer holds, or nil.

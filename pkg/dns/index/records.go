@@ -129,12 +129,25 @@ func EndpointHostname(hostname string, a netip.Addr) string {
 	if hostname != "" {
 		return hostname
 	}
-	s := a.String()
-	b := []byte(s)
-	for i, c := range b {
-		if c == '.' || c == ':' {
+	var buf [maxAddrLabel]byte
+	return string(appendAddrLabel(buf[:0], a))
+}
+
+// maxAddrLabel is the longest label appendAddrLabel writes (an IPv6
+// address with an IPv4 tail), so that a buffer of it never grows.
+const maxAddrLabel = 46
+
+// appendAddrLabel appends a's label: its text with dashes for dots and
+// colons. Distinct addresses get distinct labels (netip's text is
+// canonical, and an IPv6 text never has three separators without two
+// adjacent ones or seven).
+func appendAddrLabel(b []byte, a netip.Addr) []byte {
+	n := len(b)
+	b = a.AppendTo(b)
+	for i := n; i < len(b); i++ {
+		if b[i] == '.' || b[i] == ':' {
 			b[i] = '-'
 		}
 	}
-	return string(b)
+	return b
 }

@@ -86,21 +86,74 @@ type viewMore struct {
 	// some endpoints share one; else it is nil and they are the endpoints'
 	// (see AddrCount and Addr).
 	addrs []netip.Addr
-	// hosts indexes Endpoints by hostname when there are many.
-	hosts map[string][]int32
 }
 
-// EndpointView is one ready endpoint address.
+// EndpointView is one ready endpoint address. A view takes 24 bytes (it
+// took 64 with its address as a netip.Addr, its label as a string and its
+// ports as a slice): at 1.5M objects there are more than a million.
 type EndpointView struct {
-	Addr netip.Addr
-	Host string
-	// ports are the ports of the endpoint's slice: one interned list that
-	// its endpoints share, by pointer (a view is 48 bytes, not 64).
-	ports *[]Port
+	addr addrKey
+	// meta holds the endpoint's ports and own hostname. Endpoints
+	// without a hostname of their own share one per port list (their
+	// name is their address's label, made when an answer needs it).
+	meta *endpointMeta
+}
+
+// endpointMeta is what endpoints share: their slice's (interned) ports,
+// and a hostname, which only endpoints that have one do not share.
+type endpointMeta struct {
+	ports    *[]Port
+	hostname string
+}
+
+// Addr is the endpoint's address.
+func (e *EndpointView) Addr() netip.Addr { return e.addr.addr() }
+
+// Hostname is the endpoint's own hostname; empty when its name is its
+// address's label.
+func (e *EndpointView) Hostname() string { return e.meta.hostname }
+
+// Host is the endpoint's DNS label (EndpointHostname). It allocates for a
+// label made from the address; answers use AppendHost, HostIs and
+// SameHost.
+func (e *EndpointView) Host() string { return EndpointHostname(e.Hostname(), e.Addr()) }
+
+// AppendHost appends the endpoint's DNS label to b. With room for 63
+// bytes in b it does not allocate.
+func (e *EndpointView) AppendHost(b []byte) []byte {
+	if h := e.meta.hostname; h != "" {
+		return append(b, h...)
+	}
+	return appendAddrLabel(b, e.Addr())
+}
+
+// HostIs reports whether the endpoint's DNS label is label, without
+// allocating.
+func (e *EndpointView) HostIs(label []byte) bool {
+	if h := e.meta.hostname; h != "" {
+		return h == string(label)
+	}
+	var buf [maxAddrLabel]byte
+	return string(appendAddrLabel(buf[:0], e.Addr())) == string(label)
+}
+
+// SameHost reports whether e and o have the same DNS label, without
+// allocating.
+func (e *EndpointView) SameHost(o *EndpointView) bool {
+	eh, oh := e.meta.hostname, o.meta.hostname
+	switch {
+	case eh == "" && oh == "":
+		return e.addr == o.addr // address labels are distinct
+	case eh != "" && oh != "":
+		return eh == oh
+	case eh != "":
+		return o.HostIs([]byte(eh))
+	}
+	return e.HostIs([]byte(oh))
 }
 
 // Ports are the ports of the endpoint's slice (or subset).
-func (e *EndpointView) Ports() []Port { return derefPorts(e.ports) }
+func (e *EndpointView) Ports() []Port { return derefPorts(e.meta.ports) }
 
 // AddrCount is the number of distinct endpoint addresses.
 func (s *ServiceView) AddrCount() int {
@@ -116,27 +169,7 @@ func (s *ServiceView) Addr(i int) netip.Addr {
 	if s.more != nil && s.more.addrs != nil {
 		return s.more.addrs[i]
 	}
-	return s.Endpoints[i].Addr
-}
-
-// EndpointsByHost calls fn for every endpoint whose hostname is host, until
-// fn returns false.
-func (s *ServiceView) EndpointsByHost(host []byte, fn func(*EndpointView) bool) {
-	if s.more != nil && s.more.hosts != nil {
-		for _, i := range s.more.hosts[string(host)] {
-			if !fn(&s.Endpoints[i]) {
-				return
-			}
-		}
-		return
-	}
-	for i := range s.Endpoints {
-		if s.Endpoints[i].Host == string(host) {
-			if !fn(&s.Endpoints[i]) {
-				return
-			}
-		}
-	}
+	return s.Endpoints[i].Addr()
 }
 
 // NamespaceID names a namespace of a partition. The Builder makes one per
@@ -164,13 +197,17 @@ type PTR struct {
 // Service is the name of the owning service.
 func (p *PTR) Service() string { return p.svc.Name }
 
-// Host is the endpoint's hostname; empty for a cluster IP.
+// Host is the endpoint's DNS label; empty for a cluster IP. It allocates
+// for a label made from the address (see Endpoint).
 func (p *PTR) Host() string {
 	if p.ep == nil {
 		return ""
 	}
-	return p.ep.Host
+	return p.ep.Host()
 }
+
+// Endpoint is the owning endpoint; nil for a cluster IP.
+func (p *PTR) Endpoint() *EndpointView { return p.ep }
 
 // IsEndpoint reports whether the owner is an endpoint of the service rather
 // than one of its cluster IPs.

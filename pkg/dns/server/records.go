@@ -68,15 +68,15 @@ func (h *Handler) endpointAddrs(st *state, rd *names.Reading, svc *index.Service
 	}
 	for i := range svc.Endpoints {
 		ep := &svc.Endpoints[i]
-		if ep.Addr.Is6() != want6 || !endpointMatch(rd, ep) || seenAddr(svc, i, rd) {
+		if ep.Addr().Is6() != want6 || !endpointMatch(rd, ep) || seenAddr(svc, i, rd) {
 			continue
 		}
-		h.addAddr(st, ep.Addr)
+		h.addAddr(st, ep.Addr())
 	}
 }
 
 func endpointMatch(rd *names.Reading, ep *index.EndpointView) bool {
-	if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+	if rd.Form == names.EndpointName && !ep.HostIs(rd.Endpoint) {
 		return false
 	}
 	return anyPort(rd, ep.Ports())
@@ -86,7 +86,7 @@ func endpointMatch(rd *names.Reading, ep *index.EndpointView) bool {
 // endpoint i (the same address can be in two slices).
 func seenAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	for j := 0; j < i; j++ {
-		if svc.Endpoints[j].Addr == svc.Endpoints[i].Addr && endpointMatch(rd, &svc.Endpoints[j]) {
+		if svc.Endpoints[j].Addr() == svc.Endpoints[i].Addr() && endpointMatch(rd, &svc.Endpoints[j]) {
 			return true
 		}
 	}
@@ -95,7 +95,7 @@ func seenAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 
 // targetOf is "[host.]svc.ns[.tenant].svc.<zone>" for a found service, in
 // the form of the query: legacy names get legacy targets.
-func targetOf(z *zone, rd *names.Reading, f *found, host string) serviceName {
+func targetOf(z *zone, rd *names.Reading, f *found, host *index.EndpointView) serviceName {
 	return serviceName{host: host, service: &f.svc.ServiceSpec, namespace: f.ns.ID, legacy: rd.Legacy, zone: z}
 }
 
@@ -122,7 +122,7 @@ func (h *Handler) clusterIPSRV(st *state, z *zone, rd *names.Reading, f *found) 
 		}
 	}
 	w := srvWeight(n)
-	target := targetOf(z, rd, f, "")
+	target := targetOf(z, rd, f, nil)
 	wrote := false
 	for i := range svc.Ports() {
 		p := &svc.Ports()[i]
@@ -145,7 +145,7 @@ func (h *Handler) clusterIPSRV(st *state, z *zone, rd *names.Reading, f *found) 
 func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 	svc, ttl := f.svc, h.opts.TTL
 	selected := func(ep *index.EndpointView) bool {
-		return rd.Form != names.EndpointName || ep.Host == string(rd.Endpoint)
+		return rd.Form != names.EndpointName || ep.HostIs(rd.Endpoint)
 	}
 	n := 0
 	for i := range svc.Endpoints {
@@ -170,7 +170,7 @@ func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 			if p.Port == index.NoPort || !portMatch(rd, p) || dupEndpointPort(svc, i, j, rd) {
 				continue
 			}
-			h.add(st, record{kind: rrSRV, ttl: ttl, weight: w, port: uint16(p.Port), target: targetOf(z, rd, f, ep.Host)})
+			h.add(st, record{kind: rrSRV, ttl: ttl, weight: w, port: uint16(p.Port), target: targetOf(z, rd, f, ep)})
 		}
 	}
 	for i := range svc.Endpoints {
@@ -178,7 +178,7 @@ func (h *Handler) endpointSRV(st *state, z *zone, rd *names.Reading, f *found) {
 		if !selected(ep) || !hasSRVPort(rd, ep.Ports()) || dupEndpointAddr(svc, i, rd) {
 			continue
 		}
-		h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: ep.Addr, target: targetOf(z, rd, f, ep.Host)})
+		h.add(st, record{kind: rrAddr, section: extraSection, owner: ownerTarget, ttl: ttl, addr: ep.Addr(), target: targetOf(z, rd, f, ep)})
 	}
 }
 
@@ -210,7 +210,7 @@ func dupEndpointPort(svc *index.ServiceView, i, j int, rd *names.Reading) bool {
 	}
 	for k := 0; k < i; k++ {
 		o := &svc.Endpoints[k]
-		if o.Host != ep.Host || (rd.Form == names.EndpointName && o.Host != string(rd.Endpoint)) {
+		if !o.SameHost(ep) || (rd.Form == names.EndpointName && !o.HostIs(rd.Endpoint)) {
 			continue
 		}
 		if dupPort(o.Ports(), rd, port) && hasSRVPort(rd, o.Ports()) {
@@ -224,7 +224,7 @@ func dupEndpointAddr(svc *index.ServiceView, i int, rd *names.Reading) bool {
 	ep := &svc.Endpoints[i]
 	for k := 0; k < i; k++ {
 		o := &svc.Endpoints[k]
-		if o.Host == ep.Host && o.Addr == ep.Addr && hasSRVPort(rd, o.Ports()) {
+		if o.Addr() == ep.Addr() && o.SameHost(ep) && hasSRVPort(rd, o.Ports()) {
 			return true
 		}
 	}

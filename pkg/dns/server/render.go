@@ -41,8 +41,8 @@ func (h *Handler) render(e *encoder, res *result) {
 		case rrPTR:
 			rd := e.typ(typePTR, rec.ttl)
 			o := rec.owns
-			if host := o.Host(); host != "" {
-				e.label(host)
+			if ep := o.Endpoint(); ep != nil {
+				e.hostLabel(ep)
 			}
 			e.label(o.Service())
 			e.label(o.Namespace)
@@ -89,8 +89,8 @@ func (e *encoder) nameServer(z *zone) {
 
 // serviceName writes "[host.]service.namespace[.tenant].svc.<zone>".
 func (e *encoder) serviceName(n *serviceName) {
-	if n.host != "" {
-		e.label(n.host)
+	if n.host != nil {
+		e.hostLabel(n.host)
 	}
 	e.label(n.service.Name)
 	e.label(n.namespace.Namespace)

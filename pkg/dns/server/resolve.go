@@ -443,7 +443,7 @@ func hasRecords(svc *index.ServiceView, rd *names.Reading) bool {
 	if svc.Type == index.Headless || rd.Form == names.EndpointName {
 		for i := range svc.Endpoints {
 			ep := &svc.Endpoints[i]
-			if rd.Form == names.EndpointName && ep.Host != string(rd.Endpoint) {
+			if rd.Form == names.EndpointName && !ep.HostIs(rd.Endpoint) {
 				continue
 			}
 			if anyPort(rd, ep.Ports()) {

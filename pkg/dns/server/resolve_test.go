@@ -94,8 +94,8 @@ func describe(h *Handler, res *result) []string {
 
 func serviceNameString(n *serviceName) string {
 	s := n.service.Name + "." + n.namespace.Namespace + "."
-	if n.host != "" {
-		s = n.host + "." + s
+	if n.host != nil {
+		s = n.host.Host() + "." + s
 	}
 	if !n.legacy {
 		s += n.namespace.Tenant + "."

@@ -110,7 +110,7 @@ const (
 // of SRV records. It points at the index's names rather than copy
 // them, which costs the fast path about 5%.
 type serviceName struct {
-	host      string
+	host      *index.EndpointView // the endpoint a [host.] label names; nil for none
 	service   *index.ServiceSpec
 	namespace *index.NamespaceID
 	// legacy leaves the tenant label out.

@@ -64,7 +64,7 @@ func (h *Handler) ptr(st *state, a netip.Addr) bool {
 		}
 		var clusterIP *index.PTR
 		for i := range owners {
-			if o := &owners[i]; o.TP == tp && o.Host() == "" && h.ptrVisible(snap, o, who) {
+			if o := &owners[i]; o.TP == tp && !o.IsEndpoint() && h.ptrVisible(snap, o, who) {
 				clusterIP = o
 				break
 			}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"strings"
+
+	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 )
 
 // Wire-format constants used by the encoder.
@@ -114,6 +116,13 @@ func (e *encoder) labelBytes(s []byte) {
 	}
 	e.buf = append(e.buf, byte(len(s)))
 	e.buf = append(e.buf, s...)
+}
+
+// hostLabel writes an endpoint's DNS label, made in place when it is its
+// address's.
+func (e *encoder) hostLabel(ep *index.EndpointView) {
+	var buf [64]byte
+	e.labelBytes(ep.AppendHost(buf[:0]))
 }
 
 // fqdn writes a dotted name such as an ExternalName target.

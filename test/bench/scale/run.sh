@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make bench-scale (issue 20): partition-dns over 10 fake TPs at three sizes,
-# 60k, 300k and 600k DNS-relevant objects in all. For each it reports the time to
+# make bench-scale (issues 20 and 37): partition-dns over 10 fake TPs at each
+# size of SIZES (by default 60k, 300k and 600k DNS-relevant objects in all, and
+# 60k and 1.5M of fake-tp --generate's shape). For each it reports the time to
 # ready, the peak RSS (VmHWM, the start included) and the steady RSS, and the
 # programming latency (p50/p99 from a change acknowledged by its TP to the
 # changed answer, measured by test/bench/scale/churn at CHANGES per second
@@ -20,15 +21,22 @@
 # As root, each partition-dns runs in a memory cgroup limited to MEMCG_MIB
 # (CoreDNS's Deployment limit, 170 MiB), as in a pod, and its default
 # --memory-limit=auto sizes the Go runtime to it; the cgroup's peak use and
-# OOM kills are reported.
+# OOM kills are reported. MEMCG_MIB is one limit for every size, or one per
+# size in the order of SIZES.
 #
 #   SIZES="2400 12000 24000" CHANGES=500 DURATION=21 ROUNDS=3 MEMCG_MIB=170 PDNS_FLAGS= test/bench/scale/run.sh
+#   SIZES="2400 500:5000:10 12500:125000:10" MEMCG_MIB="170 170 340" test/bench/scale/run.sh
 #
-# PDNS_FLAGS are more flags for partition-dns (--gc-percent 10, say).
+# PDNS_FLAGS are more flags for partition-dns (--gc-percent 10, say). The
+# node's parts run for sizes of at most NODE_MAX_OBJECTS objects (600k).
 #
 # A size is services per TP; pods per TP are the same, and the headless half
 # of the services has core/v1 Endpoints: 2.5 objects per service, so 24000
-# gives 60k per TP and 600k over 10 TPs.
+# gives 60k per TP and 600k over 10 TPs. A size S:P:K is S services and P
+# pods per TP, every service with core/v1 Endpoints of K pod addresses (as
+# an endpoints controller writes them): 2S + P objects per TP, so
+# 12500:125000:10 is fake-tp --generate 125000's shape, 1.5M objects over 10
+# TPs. Bytes per object are the steady RSS over the objects.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
@@ -38,6 +46,7 @@ CHANGES=${CHANGES:-500}
 DURATION=${DURATION:-21}
 ROUNDS=${ROUNDS:-3}
 MEMCG_MIB=${MEMCG_MIB:-170} # CoreDNS's Deployment limit
+NODE_MAX_OBJECTS=${NODE_MAX_OBJECTS:-600000}
 DNS_PORT=${DNS_PORT:-25953}
 HEALTH_PORT=${HEALTH_PORT:-25980}
 
@@ -57,15 +66,27 @@ churn_start() {
 
 sizes=($SIZES)
 n=${#sizes[@]}
+memcg_mibs=($MEMCG_MIB)
+if ((${#memcg_mibs[@]} != 1 && ${#memcg_mibs[@]} != n)); then
+  echo "MEMCG_MIB: one limit, or one per size of SIZES ($n)" >&2
+  exit 2
+fi
 base_dns=$DNS_PORT base_health=$HEALTH_PORT
-declare -a size_pdns size_port size_memcg size_dir size_kcs size_head size_latency size_steady
+declare -a size_pdns size_port size_memcg size_dir size_kcs size_head size_latency size_steady size_objects size_mib
 nodes=()
 for i in "${!sizes[@]}"; do
-  size=${sizes[$i]}
   dir=$work/size$i
-  start_tps "$size" "$size" "$TPS"
-  objects=$(( (size * 5 / 2) * TPS ))
-  memcg_make "$MEMCG_MIB" "$i"
+  IFS=: read -r svcs pods addrs <<<"${sizes[$i]}"
+  if [ -z "$pods" ]; then
+    start_tps "$svcs" "$svcs" "$TPS"
+    objects=$(( (svcs * 5 / 2) * TPS ))
+  else
+    TPS_FLAGS="--endpoint-addresses ${addrs:-10}" start_tps "$svcs" "$pods" "$TPS"
+    objects=$(( (2 * svcs + pods) * TPS ))
+  fi
+  size_objects[$i]=$objects
+  size_mib[$i]=${memcg_mibs[$i]:-${memcg_mibs[0]}}
+  memcg_make "${size_mib[$i]}" "$i"
   DNS_PORT=$((base_dns + i)) HEALTH_PORT=$((base_health + i))
   start=$(date +%s.%N)
   start_pdns ${PDNS_FLAGS:-}
@@ -81,6 +102,7 @@ for i in "${!sizes[@]}"; do
   size_latency[$i]="$p50 / $p99 (max $max, $changes changes, $lost lost)"
   size_head[$i]="| $objects | $(printf %.1f "$ready")"
   for part in proxy origin; do
+    ((objects <= NODE_MAX_OBJECTS)) || break
     read -r _ _ _ secs _ entries _ heap _ peak < <("$work/node" --kubeconfigs "$KUBECONFIGS" --part "$part" --dir "$work")
     nodes+=("| $part | $objects | $secs | $entries | $heap | $peak |")
     echo "${nodes[-1]}" >&2
@@ -108,13 +130,17 @@ for i in "${!sizes[@]}"; do
   p=${size_pdns[$i]}
   hwm=$(awk '/VmHWM/{print $2}' /proc/$p/status)
   after=$(awk '/VmRSS/{print $2}' /proc/$p/status)
-  rows+=("${size_head[$i]} | $(mib "$hwm") | $(memcg_peak "${size_memcg[$i]}") | $(mib "${size_steady[$i]}") / $(mib "$after") | ${size_latency[$i]} | ${best_qps[$i]} (${all_qps[$i]}) | ${best_cpu[$i]} |")
+  per=$(awk -v r="${size_steady[$i]}" -v a="$after" -v o="${size_objects[$i]}" 'BEGIN{printf "%.0f / %.0f", r * 1024 / o, a * 1024 / o}')
+  # The first size of the same shape (plain, or S:P:K) is the base.
+  for j in "${!sizes[@]}"; do [ "${sizes[$j]//[^:]/}" != "${sizes[$i]//[^:]/}" ] || break; done
+  ratio=$(awk -v q="${best_qps[$i]}" -v b="${best_qps[$j]}" 'BEGIN{printf "%.2f", q / b}')
+  rows+=("${size_head[$i]} | $(mib "$hwm") | ${size_mib[$i]} MiB: $(memcg_peak "${size_memcg[$i]}") | $(mib "${size_steady[$i]}") / $(mib "$after") | $per | ${size_latency[$i]} | ${best_qps[$i]} (${all_qps[$i]}) | $ratio | ${best_cpu[$i]} |")
 done
 
 cat <<OUT
 
-| objects ($TPS TPs) | ready (s) | peak RSS, VmHWM (MiB) | peak use of its ${MEMCG_MIB} MiB memory cgroup | steady RSS before / after the runs (MiB) | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS, best of $ROUNDS rounds (each round) | server CPU per query in the best round (µs) |
-| --- | --- | --- | --- | --- | --- | --- | --- |
+| objects ($TPS TPs) | ready (s) | peak RSS, VmHWM (MiB) | memory cgroup: limit, peak use | steady RSS before / after the runs (MiB) | bytes per object, steady RSS before / after | programming latency p50 / p99 (ms) at $CHANGES changes/s | QPS, best of $ROUNDS rounds (each round) | QPS / the first size's of its shape | server CPU per query in the best round (µs) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 $(printf '%s\n' "${rows[@]}")
 
 Programming latency: churn for ${DURATION}s while dnsperf loads the server.

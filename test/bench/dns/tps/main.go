@@ -3,6 +3,10 @@
 // headless with core/v1 Endpoints of two ready addresses, as Arktos serves
 // them) and --pods pods,
 // split between the system tenant (a fifth) and one regular tenant per TP.
+// With --endpoint-addresses K every service has core/v1 Endpoints of K pod
+// addresses instead, as an endpoints controller writes them for services
+// with selectors: fake-tp --generate's shape (--pods 10 times --services,
+// K 10), with make bench-dns's names.
 // It writes TP kubeconfigs and a dnsperf query file mixing tenant names,
 // legacy names, misses and SRV, prints READY, and serves until SIGTERM.
 package main
@@ -32,6 +36,7 @@ func main() {
 	services := flag.Int("services", 10000, "Services per TP.")
 	pods := flag.Int("pods", 10000, "Pods per TP.")
 	queries := flag.Int("queries", 100000, "Lines in queries.txt.")
+	addrs := flag.Int("endpoint-addresses", 0, "Give every service core/v1 Endpoints of this many pod addresses; 0: only the headless half, with two.")
 	flag.Parse()
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
@@ -41,7 +46,7 @@ func main() {
 	}
 	defer c.Stop()
 	for i, tp := range c.TPs() {
-		if err := seed(tp, i, *services, *pods); err != nil {
+		if err := seed(tp, i, *services, *pods, *addrs); err != nil {
 			fail(err)
 		}
 	}
@@ -66,7 +71,29 @@ func tenantOf(tp, i int) string {
 
 func ip(a, b, i int) string { return fmt.Sprintf("10.%d.%d.%d", a+b, (i>>8)&255, i&255) }
 
-func seed(tp *faketp.TP, t, services, pods int) error {
+// podIP is TP t's pod i's address, distinct up to 327,680 pods a TP: past
+// 65,536 the second octet moves on by 10 per 65,536 pods (10 TPs at most).
+func podIP(t, i int) string { return ip(200+10*(i>>16), t, i) }
+
+// endpoints is the core/v1 Endpoints of service i: addrs pod addresses,
+// from pod i*addrs on.
+func endpoints(t, i, addrs, pods int, ns, tenant string, port corev1.ServicePort) *corev1.Endpoints {
+	ips := make([]corev1.EndpointAddress, addrs)
+	for k := range ips {
+		ips[k].IP = podIP(t, (i*addrs+k)%pods)
+	}
+	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc%d", i), Namespace: ns},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: ips,
+			Ports:     []corev1.EndpointPort{{Name: port.Name, Port: port.Port, Protocol: port.Protocol}},
+		}}}
+	tenancy.SetTenant(e, tenant)
+	return e
+}
+
+// seed fills TP t; addrs > 0 gives every service Endpoints of that many
+// addresses (see the package doc).
+func seed(tp *faketp.TP, t, services, pods, addrs int) error {
 	var objs []any
 	flush := func() error {
 		err := tp.Seed(objs...)
@@ -86,7 +113,7 @@ func seed(tp *faketp.TP, t, services, pods int) error {
 	for i := 0; i < pods; i++ {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod%d", i), Namespace: fmt.Sprintf("ns%d", i%namespaces)},
 			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip(200, t, i), PodIPs: []corev1.PodIP{{IP: ip(200, t, i)}}}}
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP(t, i), PodIPs: []corev1.PodIP{{IP: podIP(t, i)}}}}
 		tenancy.SetTenant(p, tenantOf(t, i))
 		objs = append(objs, p)
 		if len(objs) >= 2000 {
@@ -106,12 +133,13 @@ func seed(tp *faketp.TP, t, services, pods int) error {
 			// Headless and selector-less, with its Endpoints written
 			// here: core/v1 Endpoints, as Arktos serves them.
 			s.Spec.ClusterIP = corev1.ClusterIPNone
-			e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns},
-				Subsets: []corev1.EndpointSubset{{
-					Addresses: []corev1.EndpointAddress{{IP: ip(200, t, i%pods)}, {IP: ip(200, t, (i+1)%pods)}},
-					Ports:     []corev1.EndpointPort{{Name: port[0].Name, Port: port[0].Port, Protocol: port[0].Protocol}},
-				}}}
-			tenancy.SetTenant(e, tenant)
+		}
+		switch {
+		case addrs > 0:
+			objs = append(objs, endpoints(t, i, addrs, pods, ns, tenant, port[0]))
+		case i%2 == 1:
+			e := endpoints(t, i, 2, pods, ns, tenant, port[0])
+			e.Subsets[0].Addresses[0].IP, e.Subsets[0].Addresses[1].IP = podIP(t, i%pods), podIP(t, (i+1)%pods)
 			objs = append(objs, e)
 		}
 		tenancy.SetTenant(s, tenant)

@@ -19,7 +19,7 @@ func TestQueriesMatchTheSeed(t *testing.T) {
 	const tpsN, services, pods, queries = 2, 60, 60, 400
 	c := faketp.StartT(t, faketp.Options{Partitions: tpsN, Plugins: []faketp.Plugin{}})
 	for i, tp := range c.TPs() {
-		if err := seed(tp, i, services, pods); err != nil {
+		if err := seed(tp, i, services, pods, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,5 +75,37 @@ func TestQueriesMatchTheSeed(t *testing.T) {
 				t.Errorf("headless svc%d of %s has no Endpoints", i, tenant)
 			}
 		}
+	}
+}
+
+// With --endpoint-addresses every service has Endpoints of that many
+// pod addresses.
+func TestEndpointAddressesForEveryService(t *testing.T) {
+	const services, pods, addrs = 10, 40, 3
+	c := faketp.StartT(t, faketp.Options{Partitions: 1, Plugins: []faketp.Plugin{}})
+	tp := c.TPs()[0]
+	if err := seed(tp, 0, services, pods, addrs); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < services; i++ {
+		o, ok := tp.Store().Get(store.Key{Resource: "endpoints", Tenant: tenantOf(0, i), Namespace: "ns" + strconv.Itoa(i%namespaces), Name: "svc" + strconv.Itoa(i)})
+		if !ok {
+			t.Fatalf("svc%d has no Endpoints", i)
+		}
+		if n := strings.Count(string(o.Data), `"ip":`); n != addrs {
+			t.Errorf("svc%d's Endpoints have %d addresses, want %d", i, n, addrs)
+		}
+	}
+}
+
+// Pods past 65,536 a TP keep distinct addresses.
+func TestPodAddressesDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for _, i := range []int{0, 1, 65535, 65536, 65537, 131072, 327679} {
+		ip := podIP(0, i)
+		if seen[ip] {
+			t.Errorf("pod%d's address %s repeats", i, ip)
+		}
+		seen[ip] = true
 	}
 }
