@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover check-arktos arktos-patch check-arktos-node check-arktos-cluster check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover bench-node check-arktos arktos-patch check-arktos-node check-arktos-cluster check-deploy demo fuzz clean
 
 all: build
 
@@ -28,6 +28,7 @@ help:
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup: ready, RSS, programming latency under churn, QPS"
 	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
+	@echo "make bench-node ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin  stock vs patched Arktos kube-proxy over 3 fake TPs at 1.5k, 9k, 30k services: first complete rules, a new endpoint, RSS, per mode (root, netns)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin, run Arktos's quick checks on both trees (docs/vendoring.md)"
@@ -135,6 +136,15 @@ soak:
 bench-failover:
 	./hack/ensure-tools.sh iptables ip dig
 	$(GO) test -count=3 -run TestNodeLocalHASwitch -v ./pkg/nodelocal/ | grep RESULT
+
+# Stock and patched Arktos kube-proxy against the same fake TPs, each in a
+# network namespace of its own, per mode (proxy mode / iptables backend),
+# at SIZES services over TPS TPs (docs/benchmarks.md, "Node: stock vs
+# patched kube-proxy"); each wait is capped at TIMEOUT seconds. Root.
+bench-node:
+	@test -n "$(ARKTOS_BIN)" -a -n "$(PATCHED_BIN)" || { echo "set ARKTOS_BIN to stock Arktos binaries and PATCHED_BIN to WORK/bin of make arktos-patch"; exit 2; }
+	./hack/ensure-tools.sh iptables ip curl
+	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) PATCHED_BIN=$(abspath $(PATCHED_BIN)) ./test/bench/node/run.sh
 
 # TestArktosTPs and TestArktosRestarts (each API server restarted 10 times,
 # once over a compacted etcd; about 4 minutes) against two real Arktos TPs
