@@ -15,6 +15,8 @@
 # starts from empty rules, and it runs with PATH starting with a folder
 # whose iptables, iptables-save and iptables-restore (and ip6tables*) are
 # the mode's backend: Debian's xtables-legacy-multi or xtables-nft-multi.
+# Both take the same flags, their defaults otherwise (the patched one's
+# --tenant-partition-sync-timeout 30s, no --tenant-partition-state-dir).
 # Per run (probe, test/bench/node/probe, measures inside the namespace;
 # it stops kube-proxy while it dumps the rules after each sync and leaves
 # that time out):
@@ -99,6 +101,11 @@ start_tps() {
     sleep 1
   done
   echo "   ready after $((SECONDS - t0)) s, RSS $(awk '/VmRSS/{printf "%d MiB", $2/1024}' /proc/$fake/status)" >&2
+  # Stock kube-proxy needs each TP's master service; a fake-tp without it
+  # gets it written here (TP i's range is 10.(95+i).0.0/16).
+  for i in $(seq "$TPS"); do
+    echo "   tp$i's default/kubernetes: $(tpn "$work/probe" master --kubeconfig "$work/tps$1/tp$i.kubeconfig" --cluster-ip "10.$((95 + i)).0.1")" >&2
+  done
 }
 
 stop_tps() { kill "$fake" 2>/dev/null || true; wait "$fake" 2>/dev/null || true; }
@@ -121,15 +128,13 @@ run_proxy() {
   local pn="ip netns exec $ns env PATH=$work/$backend:$PATH"
   local want
   want=$($pn "$work/probe" expect --kubeconfigs "$kcs")
-  local extra=()
-  [ "$which" = stock ] || extra=(--tenant-partition-state-dir "$work/state-$k")
   local start
   start=$(date +%s.%N)
   $pn AWS_EC2_METADATA_DISABLED=true "$bin/kube-proxy" --proxy-mode="$mode" --kubeconfig="${kcs%%,*}" \
     --tenant-server-kubeconfig="$kcs" --hostname-override=bench-node --bind-address=127.0.0.1 \
     --healthz-bind-address=127.0.0.1 --healthz-port=10256 --metrics-bind-address=127.0.0.1 --metrics-port=10249 \
     --conntrack-max-per-core=0 --conntrack-min=0 --conntrack-tcp-timeout-established=0 \
-    --conntrack-tcp-timeout-close-wait=0 --v=2 "${extra[@]}" >"$log" 2>&1 &
+    --conntrack-tcp-timeout-close-wait=0 --v=2 >"$log" 2>&1 &
   local pid=$!
   first= endpoint= endpoints= steady= peak= note=
   local running=
