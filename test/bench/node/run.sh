@@ -62,7 +62,8 @@ cleanup() {
   done
   rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap "exit 1" INT TERM
 
 go build -o "$work/fake-tp" ./cmd/fake-tp
 go build -o "$work/probe" ./test/bench/node/probe
