@@ -45,6 +45,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.names, "partition-names", "", "Comma-separated TP names, distinct, overriding --partitions.")
 	fs.StringVar(&c.serviceCIDR, "service-cidr", "", "Comma-separated service cluster IP ranges, as each TP's --service-cluster-ip-range: one IPv4 CIDR (/12 to /28) per TP, in the order of --partition-names (or tp1..tpN); ranges must not overlap. Empty: the TPs get 10.96.0.0/16, 10.97.0.0/16, ... in order (up to "+strconv.Itoa(faketp.MaxDefaultServiceCIDRs)+" TPs). A service without a cluster IP gets the next free one from its TP's range, from the 11th address on (10.96.0.11); an address a service asks for is kept, in the range or not.")
 	fs.StringVar(&c.opts.Listen, "listen", "127.0.0.1:6443", "Address of the first TP; the others use the following ports. Port 0 picks free ports.")
+	fs.StringVar(&c.opts.AdvertiseAddress, "advertise-address", "", "IP address every TP's master Endpoints (default/kubernetes of the system tenant, which Arktos's kube-proxy waits for) name, with the TP's port, as kube-apiserver's --advertise-address. Empty: the --listen host, or the host's default address when that is 0.0.0.0 or ::.")
 	fs.StringVar(&c.opts.KubeconfigDir, "kubeconfig-dir", ".", "Directory that receives NAME.kubeconfig for every TP.")
 	fs.StringVar(&c.opts.DataDir, "data-dir", "", "Directory of the TPs' bbolt files (NAME.db); empty keeps everything in memory.")
 	fs.StringVar(&c.seed, "seed", "", "Directory of manifests: files in DIR go to every TP, files in DIR/NAME to TP NAME. A TP that starts from its --data-dir file is not seeded: its state, changes included, is kept.")
@@ -69,6 +70,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if err := cliflag.ValidateListenAddress(c.opts.Listen); err != nil {
 		return nil, fmt.Errorf("--listen %q: %v", c.opts.Listen, err)
+	}
+	if c.opts.AdvertiseAddress != "" && net.ParseIP(c.opts.AdvertiseAddress) == nil {
+		return nil, fmt.Errorf("--advertise-address %q: not an IP address", c.opts.AdvertiseAddress)
 	}
 	if c.opts.History < 1 {
 		return nil, fmt.Errorf("--watch-history %d: must be at least 1", c.opts.History)

@@ -108,8 +108,6 @@ type difference struct {
 var differences = []difference{
 	{what: "values: uids, creation and deletion timestamps, hashKey, resourceVersion numbers, cluster IPs, build info, table cell values",
 		why: "generated per run by both servers; fake-tp's resourceVersions count from its own start. They are not compared (cluster IPs only by range: fake-tp hands them out in order, Arktos at random), and the numbers in the watch cache's too-old message are masked"},
-	{what: "the master service and Endpoints system/default/kubernetes (with serviceGroupId)", items: []string{"system/default/kubernetes"},
-		why: "fake-tp has no API server address to advertise; a phantom service would appear in every consumer's view"},
 	{what: "the ServiceAccount admission plugin and controller", kcm: true,
 		paths: regexp.MustCompile(`^(\.items\[\])?\.spec\.(volumes|serviceAccount|serviceAccountName|containers\[\]\.volumeMounts)(\.|\[|$)`),
 		why:   "fake-tp serves no service accounts, so pods get no service account and no token volume"},

@@ -53,6 +53,9 @@ type Options struct {
 	// Listen is the address of the first TP; the others take the next
 	// ports. Empty: every TP gets a free port on 127.0.0.1.
 	Listen string
+	// AdvertiseAddress: see TPOptions; every TP advertises the same
+	// address, each with its own port.
+	AdvertiseAddress string
 	// KubeconfigDir receives NAME.kubeconfig per TP; a temporary directory
 	// (removed by Stop) when empty.
 	KubeconfigDir string
@@ -166,7 +169,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	for i, name := range names {
 		to := TPOptions{
-			Name: name, KubeconfigDir: kcDir, Admission: chain,
+			Name: name, KubeconfigDir: kcDir, Admission: chain, AdvertiseAddress: o.AdvertiseAddress,
 			History: o.History, BookmarkInterval: o.BookmarkInterval, WatchList: o.WatchList, EndpointSlices: o.EndpointSlices,
 			Controllers: o.Controllers, ServiceCIDR: cidrs[i], Loading: o.Loading,
 		}

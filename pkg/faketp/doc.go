@@ -148,10 +148,21 @@
 // Faults for tests, per TP, from Go (TP.SetOutage, CloseWatches, SetLatency,
 // Compact) and over HTTP (AdminHandler).
 //
+// Master service: every TP serves the Service and Endpoints
+// default/kubernetes of the system tenant, as every Arktos API server
+// writes them (samples 34, 37; Arktos's kube-proxy waits for these
+// Endpoints at start): cluster IP the first address of the TP's range,
+// port 443 named https to the TP's own port, Endpoints with one subset
+// (serviceGroupId "0") at the TP's address (Options.AdvertiseAddress,
+// else the listen host, else the host's default address) and port. They
+// are reconciled at every start, written only when they differ (a data
+// file loaded on another port moves them, keeping their uids), and count
+// in every list of services and endpoints as they do against Arktos.
+//
 // Differences from Arktos on purpose (TestArktosReplay replays the recorded
-// Arktos TPs of ../shared/arktos and lists them): no master service
-// default/kubernetes, no service accounts, live watch events carry
-// metadata.selfLink, and a bound pod is deleted at once (no kubelet).
+// Arktos TPs of ../shared/arktos and lists them): no service accounts, live
+// watch events carry metadata.selfLink, and a bound pod is deleted at once
+// (no kubelet).
 //
 // Invariants: input never panics the server and never gets a 500: malformed
 // paths and bodies get a metav1.Status with a 4xx code and the reason

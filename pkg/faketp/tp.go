@@ -37,6 +37,11 @@ type TPOptions struct {
 	// Listen is the address to serve on; "127.0.0.1:0" when empty. The port
 	// chosen at the first start is kept across restarts.
 	Listen string
+	// AdvertiseAddress is the IP address the master Endpoints
+	// default/kubernetes name, as kube-apiserver's --advertise-address:
+	// when empty, the host of the listen address, or the host's default
+	// address when that is unspecified (0.0.0.0, ::).
+	AdvertiseAddress string
 	// KubeconfigDir receives Name.kubeconfig. Required.
 	KubeconfigDir string
 	// DataFile is the bbolt file; empty keeps the TP in memory (which still
@@ -211,6 +216,9 @@ func NewTP(o TPOptions) (*TP, error) {
 	if err := checkControllers(o.Controllers); err != nil {
 		return nil, err
 	}
+	if o.AdvertiseAddress != "" && net.ParseIP(o.AdvertiseAddress) == nil {
+		return nil, fmt.Errorf("faketp %s: advertise address %q is not an IP address", o.Name, o.AdvertiseAddress)
+	}
 	if !o.ServiceCIDR.IsValid() {
 		o.ServiceCIDR, _ = DefaultServiceCIDR(0)
 	}
@@ -357,6 +365,10 @@ func (tp *TP) Start(ctx context.Context) error {
 		return fmt.Errorf("faketp %s: listening on %s: %w", tp.name, tp.addr, err)
 	}
 	tp.addr = ln.Addr().String()
+	if err := tp.reconcileMaster(tp.addr); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	// A slow or idle client cannot hold a connection (and a file
 	// descriptor) forever. A watch is not cut by the read timeout (net/http
 	// lifts the read deadline once a request is read), and nothing bounds a

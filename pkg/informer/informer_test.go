@@ -119,7 +119,9 @@ func testTenantsApart(t *testing.T, transform cache.TransformFunc, pageSize int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw, err := informer.NewListWatch(lc, informer.Services, informer.Scope{})
+	// Every tenant's namespace web: not the TP's master service
+	// system/default/kubernetes.
+	lw, err := informer.NewListWatch(lc, informer.Services, informer.Scope{FieldSelector: "metadata.namespace=web"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,10 +62,11 @@ func TestScopes(t *testing.T) {
 		scope informer.Scope
 		want  []string
 	}{
-		{informer.Scope{}, []string{"acme/web/api", "system/kube-system/kube-dns", "zeta/db/pg", "zeta/web/api"}},
+		// system/default/kubernetes is the TP's master service.
+		{informer.Scope{}, []string{"acme/web/api", "system/default/kubernetes", "system/kube-system/kube-dns", "zeta/db/pg", "zeta/web/api"}},
 		{informer.Scope{Tenant: "zeta"}, []string{"zeta/db/pg", "zeta/web/api"}},
 		{informer.Scope{Tenant: "zeta", Namespace: "web"}, []string{"zeta/web/api"}},
-		{informer.Scope{Tenant: "system"}, []string{"system/kube-system/kube-dns"}},
+		{informer.Scope{Tenant: "system"}, []string{"system/default/kubernetes", "system/kube-system/kube-dns"}},
 		{informer.Scope{FieldSelector: "metadata.name=api"}, []string{"acme/web/api", "zeta/web/api"}},
 	}
 	for _, tc := range cases {

@@ -97,6 +97,10 @@ func (g *gatedLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	return g.ListWithContext(context.Background(), o)
 }
 
+// acmeOnly reads the tenant acme, whose services the paging tests seed,
+// and not the TP's master service system/default/kubernetes.
+var acmeOnly = informer.Scope{Tenant: "acme"}
+
 // TestPagedFeed: with a PageSize and a PagedSink, a feed lists 5 services in
 // pages of 2 (a consistent read with continue tokens against fake-tp), hands
 // every page over before the next is read, and ends the list with an empty
@@ -125,7 +129,7 @@ func TestPagedFeed(t *testing.T) {
 	var sinks []*pagedSink
 	var feeds []*informer.Feed
 	for i := 0; i < 2; i++ {
-		lw, err := informer.NewListWatch(lc, informer.Services, informer.Scope{})
+		lw, err := informer.NewListWatch(lc, informer.Services, acmeOnly)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +215,7 @@ func TestPageGateSurvivesAHangingTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw, err := informer.NewListWatch(c, informer.Services, informer.Scope{})
+	lw, err := informer.NewListWatch(c, informer.Services, acmeOnly)
 	if err != nil {
 		t.Fatal(err)
 	}

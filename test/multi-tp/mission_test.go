@@ -322,9 +322,10 @@ func testLibraries(t *testing.T, m *mission) {
 		}
 		slices.Sort(keys)
 		// Keys carry the TP as Arktos does: its position in the kubeconfig
-		// list (tp1 is 0).
+		// list (tp1 is 0). Every TP has its master service kubernetes.
 		want := []string{
-			"acme_1/default/web", "system_0/kube-system/kube-dns", "system_1/kube-system/kube-dns", "zeta_2/default/web",
+			"acme_1/default/web", "system_0/default/kubernetes", "system_0/kube-system/kube-dns",
+			"system_1/default/kubernetes", "system_1/kube-system/kube-dns", "system_2/default/kubernetes", "zeta_2/default/web",
 		}
 		if !slices.Equal(keys, want) {
 			t.Fatalf("services in the snapshot:\n got %q\nwant %q", keys, want)

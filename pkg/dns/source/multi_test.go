@@ -66,8 +66,9 @@ func TestMultiListWatchResumesEachSub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, list); !slices.Equal(got, []string{"listed-1", "listed-2"}) {
-		t.Fatalf("listed %v, want web's two services", got)
+	// default holds the TP's master service, kubernetes.
+	if got := names(t, list); !slices.Equal(got, []string{"kubernetes", "listed-1", "listed-2"}) {
+		t.Fatalf("listed %v, want default's kubernetes and web's two services", got)
 	}
 
 	create("default", "a")

@@ -260,8 +260,14 @@ func testSameSystemServiceInTwoTPs(t *testing.T, o faketp.Options) {
 	e := start(t, o, false, kubeproxyk8s.SourceOptions{PageSize: -1}) // whole lists
 	waitFor(t, "view synced", e.view.Synced)
 	s := e.view.Snapshot()
-	if s.Services() != 3 {
-		t.Fatalf("snapshot has %d services, want 3 (kube-dns in tp1 and tp2, t1's api)", s.Services())
+	if s.Services() != 5 {
+		t.Fatalf("snapshot has %d services, want 5 (kube-dns and the master service kubernetes in tp1 and tp2, t1's api)", s.Services())
+	}
+	for tp, ip := range map[string]string{"tp1": "10.96.0.1", "tp2": "10.97.0.1"} {
+		n := kubeproxy.ServicePortName{ServiceName: portName(tp, "system", "default", "kubernetes").ServiceName, Port: "https"}
+		if p, _ := s.Port(n); p == nil || p.ClusterIPs[0].String() != ip || len(s.Endpoints(n)) != 1 {
+			t.Errorf("%s: %+v, endpoints %v; want cluster IP %s and the TP's address", n, p, s.Endpoints(n), ip)
+		}
 	}
 	for tp, want := range map[string]string{"tp1": "10.244.1.1:5353,10.244.1.2:5353", "tp2": "10.244.2.1:5353"} {
 		n := dnsName(tp)
@@ -335,8 +341,8 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	if got := eps(snap, dnsName("tp2")); got != "10.244.2.1:5353,10.244.2.2:5353" {
 		t.Fatalf("tp2's kube-dns during its outage: %q", got)
 	}
-	if full := e.view.Snapshot(); full.Services() != 1 {
-		t.Fatalf("view during tp2's outage has %d services, want tp2's kube-dns", full.Services())
+	if full := e.view.Snapshot(); full.Services() != 3 {
+		t.Fatalf("view during tp2's outage has %d services, want tp2's kube-dns and both TPs' kubernetes", full.Services())
 	}
 
 	// tp2 comes back with a change made meanwhile (seeded while down is not
@@ -357,8 +363,8 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 		t.Fatal(err)
 	}
 	e.view.Apply(snap)
-	if snap.Len() != 0 {
-		t.Fatalf("after removing tp2 the snapshot still has %d ports", snap.Len())
+	if snap.Len() != 1 {
+		t.Fatalf("after removing tp2 the snapshot has %d ports, want tp1's kubernetes alone", snap.Len())
 	}
 	events, _, _ := e.rec.snapshot()
 	if !slices.Contains(events, "delete tp2 system/kube-system/kube-dns 10.97.0.10") {

@@ -152,8 +152,9 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if again.Len() != 4 {
-		t.Fatalf("after restart: %d origins, want 4 (A from tp2, the two services, the endpoints)", again.Len())
+	// Each TP's master service default/kubernetes and its Endpoints: 4 more.
+	if again.Len() != 8 {
+		t.Fatalf("after restart: %d origins, want 8 (A from tp2, the two services, the endpoints, both TPs' master services and Endpoints)", again.Len())
 	}
 	if tp, _ := again.OriginOf(uidA); tp != "tp2" {
 		t.Fatalf("after restart A is from %q", tp)
