@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover bench-node check-arktos arktos-patch check-arktos-node check-arktos-cluster check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-failover bench-node check-arktos arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster check-deploy demo fuzz clean
 
 all: build
 
@@ -33,6 +33,7 @@ help:
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin, run Arktos's quick checks on both trees (docs/vendoring.md)"
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
+	@echo "make check-faketp-arktos ARKTOS_BIN=DIR  stock (or patched) kube-proxy and hollow-node start against fake-tp's TPs, in a network namespace (about 6 min)"
 	@echo "make check-deploy ARKTOS_BIN=DIR  kubectl apply --dry-run=server of deploy/ against a real Arktos TP and kube-apiserver $(KUBE_VERSION) (built once)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 
@@ -174,6 +175,15 @@ arktos-patch:
 check-arktos-node:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch (or a stock Arktos build)"; exit 2; }
 	./test/arktos-node/run.sh $(abspath $(ARKTOS_BIN))
+
+# Arktos's own kube-proxy and hollow-node (stock, or patched) against two
+# fake-tp TPs (test/faketp-arktos), in a network namespace of its own:
+# ARKTOS_BIN holds kube-apiserver (the resource partition), hollow-node and
+# kube-proxy. FAKETP_ARKTOS_HOLD=DURATION shortens the 5m15s kube-proxy is
+# held past its API-server config manager's retries.
+check-faketp-arktos:
+	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to a folder with Arktos's kube-apiserver, hollow-node and kube-proxy (stock: ../arktos/stock/bin)"; exit 2; }
+	./test/faketp-arktos/run.sh $(abspath $(ARKTOS_BIN))
 
 # The cluster lab (test/arktos-cluster), as root, in namespaces of its own:
 # the patched kubelet on a real container runtime (dockerd), kube-proxy, each

@@ -174,3 +174,32 @@ func TestFreePort(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestDNAT follows a service's KUBE-SERVICES rule to its endpoints' DNAT
+// destinations, and finds nothing for another address, port or protocol.
+func TestDNAT(t *testing.T) {
+	n := NATTable(strings.Split(`-A KUBE-SERVICES -d 10.96.0.10/32 -p udp -m comment --comment "kube-system/kube-dns:dns cluster IP" -m udp --dport 53 -j KUBE-SVC-AAA
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -m tcp --dport 443 -j KUBE-SVC-BBB
+-A KUBE-SVC-AAA -m statistic --mode random --probability 0.5 -j KUBE-SEP-A2
+-A KUBE-SVC-AAA -j KUBE-SEP-A1
+-A KUBE-SEP-A1 -p udp -m udp -j DNAT --to-destination 10.244.1.2:53
+-A KUBE-SEP-A2 -p udp -m udp -j DNAT --to-destination 10.244.1.1:53
+-A KUBE-SVC-BBB -j KUBE-SEP-B1
+-A KUBE-SEP-B1 -p tcp -m tcp -j DNAT --to-destination 10.254.0.1:6443`, "\n"))
+	cases := []struct {
+		ip, proto string
+		port      int
+		want      string
+	}{
+		{"10.96.0.10", "udp", 53, "10.244.1.1:53,10.244.1.2:53"},
+		{"10.96.0.1", "tcp", 443, "10.254.0.1:6443"},
+		{"10.96.0.10", "tcp", 53, ""},
+		{"10.96.0.1", "tcp", 80, ""},
+		{"10.96.0.11", "udp", 53, ""},
+	}
+	for _, tc := range cases {
+		if got := strings.Join(n.DNAT(tc.ip, tc.proto, tc.port), ","); got != tc.want {
+			t.Errorf("DNAT(%s, %s, %d) = %q, want %q", tc.ip, tc.proto, tc.port, got, tc.want)
+		}
+	}
+}

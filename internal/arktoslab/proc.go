@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -80,4 +81,21 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// CheckLabHost says why a lab must not run here, or nil: /var/lib must be
+// the lab's own tmpfs (what hollow-node writes there, and what a lab
+// removes, must never be the host's), and bin must hold progs. target is
+// the make target that runs the lab properly.
+func CheckLabHost(target, bin string, progs ...string) error {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs("/var/lib", &fs); err != nil || fs.Type != 0x01021994 { // TMPFS_MAGIC
+		return fmt.Errorf("/var/lib is not the lab's tmpfs: run this through `make %s`", target)
+	}
+	for _, p := range progs {
+		if _, err := os.Stat(filepath.Join(bin, p)); err != nil {
+			return fmt.Errorf("ARKTOS_BIN=%s has no %s", bin, p)
+		}
+	}
+	return nil
 }

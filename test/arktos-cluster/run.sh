@@ -118,13 +118,8 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== namespaces: netns $ns, cgroups /$cg, lab folder $lab"
-ip netns add "$ns"
-ip -n "$ns" link set lo up
-ip -n "$ns" link add lab0 type veth peer name lab0-peer
-ip -n "$ns" addr add 10.254.0.1/32 dev lab0
-ip -n "$ns" link set lab0-peer up
-ip -n "$ns" link set lab0 up
-ip -n "$ns" route add default dev lab0
+. "$root/hack/lab-netns.sh"
+lab_netns_add "$ns"
 for h in "${hierarchies[@]}"; do [ -d "/sys/fs/cgroup/$h" ] && mkdir -p "/sys/fs/cgroup/$h/$cg"; done
 cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$cg/cpuset.cpus"
 cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$cg/cpuset.mems"

@@ -91,16 +91,10 @@ func TestArktosNode(t *testing.T) {
 	if bin == "" || os.Getenv("TPKIT_NODE_LAB") == "" {
 		t.Fatal("run this through `make check-arktos-node ARKTOS_BIN=DIR`: it needs Arktos's binaries and a network namespace of its own")
 	}
-	// run.sh mounts the lab's own tmpfs on /var/lib: what hollow-node
-	// writes there (and what the lab removes) must never be the host's.
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs("/var/lib", &fs); err != nil || fs.Type != 0x01021994 { // TMPFS_MAGIC
-		t.Fatal("/var/lib is not the lab's tmpfs: run this through `make check-arktos-node`")
-	}
-	for _, b := range []string{"kube-apiserver", "hollow-node", "kube-proxy"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("ARKTOS_BIN=%s has no %s (make arktos-patch builds it into WORK/bin)", bin, b)
-		}
+	// run.sh mounts the lab's own tmpfs on /var/lib (make arktos-patch
+	// builds the binaries into WORK/bin).
+	if err := arktoslab.CheckLabHost("check-arktos-node", bin, "kube-apiserver", "hollow-node", "kube-proxy"); err != nil {
+		t.Fatal(err)
 	}
 	l := &lab{t: t, bin: bin, dir: t.TempDir(), tmpBefore: hollowDirs()}
 	help, _ := exec.Command(filepath.Join(bin, "hollow-node"), "--help").CombinedOutput()
@@ -652,7 +646,7 @@ func (l *lab) proxyStartsWithTPDown() error {
 			return fmt.Errorf("iptables %v: %v: %s", args, err, out)
 		}
 	}
-	if rules, err := natRules(); err != nil || len(rules.dnat(l.kubeDNS[1], "udp", 53)) != 0 {
+	if rules, err := arktoslab.NATRules(); err != nil || len(rules.DNAT(l.kubeDNS[1], "udp", 53)) != 0 {
 		return fmt.Errorf("the nat table still has tp2's kube-dns after flushing it (%v)", err)
 	}
 	start := time.Now()
@@ -1142,55 +1136,15 @@ func mountsUnder(dir string) []string {
 func waitDNAT(d time.Duration, what, ip, proto string, port int, want string) error {
 	start := time.Now()
 	return poll(d, func() error {
-		rules, err := natRules()
+		rules, err := arktoslab.NATRules()
 		if err != nil {
 			return err
 		}
-		if got := rules.dnat(ip, proto, port); strings.Join(got, ",") != want {
+		if got := rules.DNAT(ip, proto, port); strings.Join(got, ",") != want {
 			return fmt.Errorf("%s (%s:%d/%s) DNATs to %v after %v, want [%s]", what, ip, port, proto, got, time.Since(start).Round(time.Millisecond), want)
 		}
 		return nil
 	})
-}
-
-// natRules is the nat table as iptables-save prints it in this namespace.
-type natTable []string
-
-func natRules() (natTable, error) {
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		return nil, fmt.Errorf("iptables-save: %v", err)
-	}
-	return strings.Split(string(out), "\n"), nil
-}
-
-// dnat follows KUBE-SERVICES for ip:port/proto to its KUBE-SVC chain and
-// returns the sorted DNAT destinations of that chain's KUBE-SEP chains.
-func (n natTable) dnat(ip, proto string, port int) []string {
-	svc := ""
-	for _, r := range n {
-		if strings.HasPrefix(r, "-A KUBE-SERVICES ") && strings.Contains(r, "-d "+ip+"/32 ") && strings.Contains(r, "-p "+proto+" ") &&
-			strings.Contains(r, "--dport "+strconv.Itoa(port)+" ") && strings.Contains(r, "-j KUBE-SVC-") {
-			svc = r[strings.Index(r, "-j KUBE-SVC-")+3:]
-		}
-	}
-	if svc == "" {
-		return nil
-	}
-	var out []string
-	for _, r := range n {
-		if !strings.HasPrefix(r, "-A "+svc+" ") || !strings.Contains(r, "-j KUBE-SEP-") {
-			continue
-		}
-		sep := r[strings.Index(r, "-j KUBE-SEP-")+3:]
-		for _, s := range n {
-			if strings.HasPrefix(s, "-A "+sep+" ") && strings.Contains(s, "--to-destination ") {
-				out = append(out, strings.Fields(s[strings.Index(s, "--to-destination ")+len("--to-destination "):])[0])
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // The TPs' REST API: plain JSON over the insecure port.

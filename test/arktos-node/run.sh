@@ -23,19 +23,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 
 ns=tpkit-node-$$
 tmp=$(mktemp -d /tmp/tpkit-node-lab.XXXXXX)
-cleanup() {
-	for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-	ip netns del "$ns" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-ip netns add "$ns"
-ip -n "$ns" link set lo up
-ip -n "$ns" link add lab0 type veth peer name lab0-peer
-ip -n "$ns" addr add 10.254.0.1/32 dev lab0
-ip -n "$ns" link set lab0-peer up
-ip -n "$ns" link set lab0 up
-ip -n "$ns" route add default dev lab0
+. "$root/hack/lab-netns.sh"
+lab_netns_start "$ns" "$tmp"
 
 echo "== building the lab (go test -c -tags arktoslab ./test/arktos-node)"
 (cd "$root" && go test -c -tags arktoslab -o "$tmp/arktos-node.test" ./test/arktos-node)
