@@ -33,7 +33,10 @@
 #     (Kubernetes 1.18's proxier rewrites every rule on each sync, so this
 #     depends on where in a sync the change lands);
 #   - steady RSS (VmRSS 10 s after that) and peak RSS (VmHWM), MiB, of the
-#     kube-proxy process (its iptables-restore children are not included).
+#     kube-proxy process (its iptables-restore children are not included);
+#   - the median iptables-restore kube-proxy traced in its log: the same
+#     rules for both proxies, so its ratio shows how the machine's load
+#     moved between the two runs.
 # Stock and patched take turns in which goes first (by size and mode).
 # Ratios are patched / stock. ipvs needs the kernel's IPVS: without it
 # (/proc/net/ip_vs missing after modprobe ip_vs) each proxy is started in
@@ -102,11 +105,6 @@ start_tps() {
     sleep 1
   done
   echo "   ready after $((SECONDS - t0)) s, RSS $(awk '/VmRSS/{printf "%d MiB", $2/1024}' /proc/$fake/status)" >&2
-  # Stock kube-proxy needs each TP's master service; a fake-tp without it
-  # gets it written here (TP i's range is 10.(95+i).0.0/16).
-  for i in $(seq "$TPS"); do
-    echo "   tp$i's default/kubernetes: $(tpn "$work/probe" master --kubeconfig "$work/tps$1/tp$i.kubeconfig" --cluster-ip "10.$((95 + i)).0.1")" >&2
-  done
 }
 
 stop_tps() { kill "$fake" 2>/dev/null || true; wait "$fake" 2>/dev/null || true; }
@@ -137,7 +135,7 @@ run_proxy() {
     --conntrack-max-per-core=0 --conntrack-min=0 --conntrack-tcp-timeout-established=0 \
     --conntrack-tcp-timeout-close-wait=0 --v=2 >"$log" 2>&1 &
   local pid=$!
-  first= endpoint= endpoints= steady= peak= note=
+  first= endpoint= endpoints= steady= peak= note= restores=
   local running=
   for _ in $(seq 100); do
     running=$($pn curl -fsS http://127.0.0.1:10249/proxyMode 2>/dev/null) && break
@@ -180,8 +178,21 @@ run_proxy() {
   fi
   for p in $(ip netns pids "$ns"); do kill -9 "$p" 2>/dev/null || true; done
   wait "$pid" 2>/dev/null || true
+  restores=$(restore_times "$log")
   ip netns del "$ns"
   proxyns=
+}
+
+# restore_times LOG: the median and count of the iptables-restore runs
+# kube-proxy traced (those over 2 s, Kubernetes 1.18's utiltrace
+# threshold), in seconds. The rules restored are the same for both proxies,
+# so the ratio of these medians is the machine's load drift between the two
+# runs, not the proxies'.
+restore_times() {
+  grep -o '"iptables restore".*total time: [0-9.ms]*' "$1" | sed 's/.*total time: //' | awk '
+    /ms$/ {sub("ms", ""); print $0 / 1000; next}
+    /m/ {split($0, a, "m"); sub("s", "", a[2]); print a[1] * 60 + a[2]; next}
+    {sub("s", ""); print}' | sort -n | awk '{a[NR] = $1} END {if (NR) printf "%.1f (%d)", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, NR}'
 }
 
 # median T...: the median of the times (one or more), "> TIMEOUT" when
@@ -199,6 +210,12 @@ ratio() {
     echo "–"
   fi
 }
+
+# fake-tp --generate N gives each of its N/10 services 10 pods only when
+# N/100 namespaces divide the services evenly.
+for size in $SIZES; do
+  (( size % (TPS * 10) == 0 )) || { echo "SIZES: $size is not a multiple of $((TPS * 10)) (10 endpoints a service over $TPS TPs)" >&2; exit 2; }
+done
 
 rows=() blocked=()
 j=0
@@ -223,11 +240,12 @@ for size in $SIZES; do
     for w in $order; do
       bin=$stock_bin; [ $w = stock ] || bin=$patched_bin
       run_proxy "$w" "$bin" "$mode" "$backend" "$size"
-      r[$w-first]=$first r[$w-endpoint]=$endpoint r[$w-endpoints]=$endpoints r[$w-steady]=$steady r[$w-peak]=$peak r[$w-note]=$note
+      r[$w-first]=$first r[$w-endpoint]=$endpoint r[$w-endpoints]=$endpoints r[$w-steady]=$steady r[$w-peak]=$peak r[$w-note]=$note r[$w-restores]=$restores
       [ -z "$note" ] || echo "   $w: $note" >&2
     done
     row="| $size | $mode / $backend | ${r[stock-first]:-–} / ${r[patched-first]:-–} | $(ratio "${r[stock-first]}" "${r[patched-first]}")"
     row="$row | ${r[stock-endpoint]:-–} / ${r[patched-endpoint]:-–} | $(ratio "${r[stock-endpoint]}" "${r[patched-endpoint]}")"
+    row="$row | ${r[stock-restores]:-–} / ${r[patched-restores]:-–} | $(ratio "${r[stock-restores]%% *}" "${r[patched-restores]%% *}")"
     row="$row | ${r[stock-steady]:-–} / ${r[patched-steady]:-–} | $(ratio "${r[stock-steady]}" "${r[patched-steady]}")"
     row="$row | ${r[stock-peak]:-–} / ${r[patched-peak]:-–} | $(ratio "${r[stock-peak]}" "${r[patched-peak]}") |"
     rows+=("$row")
@@ -240,8 +258,8 @@ done
 
 cat <<OUT
 
-| services ($TPS TPs, 10 endpoints each) | mode / iptables backend | first complete rules (s), stock / patched | ratio | one new endpoint (s, median of $ENDPOINT_ROUNDS), stock / patched | ratio | steady RSS (MiB), stock / patched | ratio | peak RSS, VmHWM (MiB), stock / patched | ratio |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| services ($TPS TPs, 10 endpoints each) | mode / iptables backend | first complete rules (s), stock / patched | ratio | one new endpoint (s, median of $ENDPOINT_ROUNDS), stock / patched | ratio | iptables-restore, median (s) (runs), stock / patched: the load | ratio | steady RSS (MiB), stock / patched | ratio | peak RSS, VmHWM (MiB), stock / patched | ratio |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 $(printf '%s\n' "${rows[@]}")
 OUT
 if [ ${#blocked[@]} -gt 0 ]; then

@@ -17,14 +17,6 @@
 // controller put IP in the service's Endpoints. It prints the Unix time at
 // which the status write was acknowledged.
 //
-//	probe master --kubeconfig K --cluster-ip IP
-//
-// makes the TP's master service, the Service and Endpoints default/kubernetes
-// of the system tenant pointing at the TP's own address (the kubeconfig's
-// server), unless the TP serves them: stock Arktos kube-proxy waits for them
-// at start and exits after 5 minutes without them. It prints "served by the
-// TP" or "created".
-//
 //	probe wait --pid PID --metrics URL --services S --endpoints E [--ip IP] --since T --timeout D [--mode iptables|ipvs]
 //
 // waits until kube-proxy's rules in this namespace are complete: with
@@ -50,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -59,7 +50,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -71,7 +61,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: probe expect|endpoint|master|wait [flags]"))
+		fail(errors.New("usage: probe expect|endpoint|wait [flags]"))
 	}
 	fs := flag.NewFlagSet("probe "+os.Args[1], flag.ExitOnError)
 	var err error
@@ -88,11 +78,6 @@ func main() {
 		ip := fs.String("ip", "", "The pod's IP, the new endpoint.")
 		_ = fs.Parse(os.Args[2:])
 		err = endpoint(*kubeconfig, *ns, *svc, *pod, *ip)
-	case "master":
-		kubeconfig := fs.String("kubeconfig", "", "The TP's kubeconfig.")
-		ip := fs.String("cluster-ip", "", "The kubernetes service's cluster IP.")
-		_ = fs.Parse(os.Args[2:])
-		err = master(*kubeconfig, *ip)
 	case "wait":
 		var w waiter
 		fs.StringVar(&w.metrics, "metrics", "", "kube-proxy's /metrics URL.")
@@ -107,7 +92,7 @@ func main() {
 		w.since = *since
 		err = w.run()
 	default:
-		err = fmt.Errorf("unknown job %q: want expect, endpoint, master or wait", os.Args[1])
+		err = fmt.Errorf("unknown job %q: want expect, endpoint or wait", os.Args[1])
 	}
 	if err != nil {
 		fail(err)
@@ -232,46 +217,6 @@ func endpoint(kubeconfig, ns, svc, name, ip string) error {
 		}
 	}
 	return fmt.Errorf("the endpoints controller did not add %s to %s/%s's Endpoints", ip, ns, svc)
-}
-
-func master(kubeconfig, clusterIP string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		return err
-	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		return fmt.Errorf("%s: no port in %q", kubeconfig, cfg.Host)
-	}
-	c, err := clients(kubeconfig)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	const ns, name = "default", "kubernetes"
-	if _, err := c.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
-		fmt.Println("served by the TP")
-		return nil
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{ClusterIP: clusterIP, Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}}}
-	if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: u.Hostname()}},
-			Ports: []corev1.EndpointPort{{Name: "https", Port: int32(port), Protocol: corev1.ProtocolTCP}}}}}
-	if _, err := c.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	fmt.Println("created")
-	return nil
 }
 
 // timeoutError is the wait's end without complete rules.
