@@ -201,10 +201,16 @@ func (l *lab) freePorts(n int) int {
 	return 0
 }
 
-// spawn starts the program path, its output in the lab's NAME.log.
+// spawn starts the program path, its output in the lab's NAME.log, with
+// TMPDIR in the lab's folder: hollow-node makes a new hollow-kubelet.* root
+// there at each start, and the folder goes with the test.
 func (l *lab) spawn(path string, args ...string) (cmd *exec.Cmd, log string) {
 	log = filepath.Join(l.dir, filepath.Base(path)+".log")
-	cmd, err := arktoslab.Spawn(log, path, args...)
+	tmp := filepath.Join(l.dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		l.t.Fatal(err)
+	}
+	cmd, err := arktoslab.SpawnEnv(log, []string{"TMPDIR=" + tmp}, path, args...)
 	if err == nil {
 		fmt.Printf("== started %s (pid %d), log %s\n", filepath.Base(path), cmd.Process.Pid, log)
 		return cmd, log
