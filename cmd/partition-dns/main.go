@@ -112,7 +112,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.listen, "listen", ":53", "Address for DNS over UDP and TCP.")
 	fs.StringVar(&c.metricsListen, "metrics-listen", ":9153", "Address of the Prometheus /metrics endpoint; empty disables it.")
 	fs.StringVar(&c.healthListen, "health-listen", ":8080", "Address of /health (as CoreDNS's health plugin), /healthz, /livez and /readyz; empty disables it.")
-	fs.StringVar(&c.readyListen, "ready-listen", ":8181", "Address of /ready (as CoreDNS's ready plugin): 200 once every reachable partition has synced; empty disables it.")
+	fs.StringVar(&c.readyListen, "ready-listen", ":8181", "Address of /ready (as CoreDNS's ready plugin): 200 once every reachable partition has synced and is answered from; empty disables it.")
 	fs.UintVar(&c.ttl, "ttl", 5, "TTL in seconds of cluster answers (0-3600); the SOA's TTL is min(ttl, 300).")
 	fs.Var(&c.upstreams, "upstream", "Upstream nameserver (host or host:port) for names outside the zones; repeatable. Default: the nameservers of --resolv-conf. \"none\" answers such names REFUSED.")
 	fs.StringVar(&c.resolvConf, "resolv-conf", "/etc/resolv.conf", "File whose nameservers are the default upstreams.")
@@ -480,7 +480,7 @@ func run(ctx context.Context, c *config) error {
 	defer l.Close()
 
 	errc := make(chan error, 4)
-	serveOps(ctx, c, reg, src, h, errc)
+	serveOps(ctx, c, reg, src, b, h, errc)
 
 	set.Start(ctx)
 	src.Start(ctx)
@@ -546,7 +546,7 @@ func serversOf(path string) ([]string, error) {
 // serveOps starts the operational servers: /metrics on --metrics-listen,
 // CoreDNS's /ready on --ready-listen, /health, /healthz, /readyz and
 // /readyz/partitions on --health-listen. Their errors go to errc.
-func serveOps(ctx context.Context, c *config, reg *prometheus.Registry, src *source.Source, h *server.Handler, errc chan<- error) {
+func serveOps(ctx context.Context, c *config, reg *prometheus.Registry, src *source.Source, b *index.Builder, h *server.Handler, errc chan<- error) {
 	if c.metricsListen != "" {
 		m := ops.New(reg)
 		go func() { errc <- m.Serve(ctx, c.metricsListen) }()
@@ -556,6 +556,9 @@ func serveOps(ctx context.Context, c *config, reg *prometheus.Registry, src *sou
 		s.AddReadyz("dns-synced", func() error {
 			if !h.Synced() {
 				return errors.New("waiting for the first sync of the tenant partitions")
+			}
+			if !b.FirstListsPublished() {
+				return errors.New("a tenant partition's first lists are not answered from yet")
 			}
 			return nil
 		})

@@ -257,6 +257,12 @@ type Builder struct {
 	// lists holds, for each list in progress (BeginList), the objects
 	// there before it that it has not delivered yet.
 	lists map[listKey]*unlisted
+	// firstLists are the lists that have ended once; firstEnded counts
+	// them and firstPublished is firstEnded at the last Publish, so that
+	// readiness can wait for every first list to be answerable, not only
+	// delivered (FirstListsPublished).
+	firstLists                 map[listKey]bool
+	firstEnded, firstPublished int
 
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
@@ -284,6 +290,18 @@ func NewBuilder(o Options) *Builder {
 
 // Current returns the snapshot queries should read.
 func (b *Builder) Current() *Snapshot { return b.cur.Load() }
+
+// FirstListsPublished reports whether the current snapshot holds what
+// every ended first list of a partition and kind delivered. A partition
+// counts as synced once its lists have been delivered (EndList), but it is
+// answered from only after the next Publish, which Run may hold back for a
+// few seconds during a large start; a relist does not count, as the
+// snapshot answers from the earlier list meanwhile.
+func (b *Builder) FirstListsPublished() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.firstPublished == b.firstEnded
+}
 
 // Notify is signalled (without blocking) whenever a change is pending.
 func (b *Builder) Notify() <-chan struct{} { return b.notify }
@@ -632,6 +650,8 @@ func (b *Builder) Publish() bool {
 	defer b.pubMu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// Everything delivered so far is folded in below (or there was nothing).
+	b.firstPublished = b.firstEnded
 	if len(b.dirty) == 0 {
 		return false
 	}

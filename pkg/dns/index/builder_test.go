@@ -534,3 +534,34 @@ func TestLargePublishesWriteEveryAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstListsPublished: readiness waits for the publish that folds in a
+// partition's first lists, an empty list's included; a relist does not
+// make the server unready again.
+func TestFirstListsPublished(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	pod := func(name, ip string) func() {
+		return func() { b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: name, IPs: []netip.Addr{a(ip)}}) }
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"nothing listed yet", func() {}, true},
+		{"a list in progress", func() { b.BeginList(0, Pods); pod("a", "10.4.0.1")() }, true},
+		{"a first list ended", func() { b.EndList(0, Pods) }, false},
+		{"published", func() { b.Publish() }, true},
+		{"an empty first list ended", func() { relist(b, 1, Pods, func() {}) }, false},
+		{"published with nothing pending", func() { b.Publish() }, true},
+		{"a relist ended", func() { relist(b, 0, Pods, pod("b", "10.4.0.2")) }, true},
+		{"a first list of another kind ended", func() { relist(b, 0, Services, func() {}) }, false},
+		{"published again", func() { b.Publish() }, true},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := b.FirstListsPublished(); got != st.want {
+			t.Fatalf("%s: FirstListsPublished %v, want %v", st.name, got, st.want)
+		}
+	}
+}

@@ -87,6 +87,13 @@ func (b *Builder) EndList(tp int, kind Kind) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lk := listKey{tp, kind}
+	if !b.firstLists[lk] {
+		if b.firstLists == nil {
+			b.firstLists = map[listKey]bool{}
+		}
+		b.firstLists[lk] = true
+		b.firstEnded++
+	}
 	u := b.lists[lk]
 	delete(b.lists, lk)
 	if u == nil {
