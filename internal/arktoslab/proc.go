@@ -16,20 +16,13 @@ import (
 // cloud credential code otherwise probes a metadata address). It runs in a
 // process group of its own and dies with the test binary (Pdeathsig).
 func Spawn(log, path string, args ...string) (*exec.Cmd, error) {
-	return SpawnEnv(log, nil, path, args...)
-}
-
-// SpawnEnv is Spawn with env (KEY=value) added to the environment: TMPDIR,
-// say, so that hollow-node makes its hollow-kubelet.* root in the lab's
-// folder, which the lab removes, and not in /tmp.
-func SpawnEnv(log string, env []string, path string, args ...string) (*exec.Cmd, error) {
 	f, err := os.Create(log)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true"), env...)
+	cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()

@@ -73,7 +73,7 @@ func (l *lab) hollowProxy() error {
 			return err
 		}
 		for _, s := range services {
-			if got := rules.dnat(s.ip, s.proto, s.port); strings.Join(got, ",") != s.want {
+			if got := rules.DNAT(s.ip, s.proto, s.port); strings.Join(got, ",") != s.want {
 				return fmt.Errorf("hollow proxy: %s (%s:%d/%s) DNATs to %v, want [%s]", s.what, s.ip, s.port, s.proto, got, s.want)
 			}
 		}
@@ -127,9 +127,9 @@ func (l *lab) hollowProxy() error {
 }
 
 // hollowRules reads the hollow proxy's last restored rules (both tables, in
-// iptables-restore form, which natTable.dnat reads as it reads
+// iptables-restore form, which arktoslab.NATTable.DNAT reads as it reads
 // iptables-save's).
-func hollowRules(url string) (natTable, error) {
+func hollowRules(url string) (arktoslab.NATTable, error) {
 	resp, err := arktoslab.HTTPClient.Get(url)
 	if err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func TestArktosNode(t *testing.T) {
 	if err := arktoslab.CheckLabHost("check-arktos-node", bin, "kube-apiserver", "hollow-node", "kube-proxy"); err != nil {
 		t.Fatal(err)
 	}
-	l := &lab{t: t, bin: bin, dir: t.TempDir(), tmpBefore: hollowDirs()}
+	l := &lab{t: t, bin: bin, dir: t.TempDir(), tmpBefore: arktoslab.HollowRoots()}
 	help, _ := exec.Command(filepath.Join(bin, "hollow-node"), "--help").CombinedOutput()
 	l.stock = !bytes.Contains(help, []byte("--tporigin-file"))
 	kind := "patched"
@@ -375,7 +375,7 @@ func (l *lab) secretFiles() error {
 		uid := arktoslab.Str(obj, "metadata", "uid")
 		var got string
 		err = poll(20*time.Second, func() error {
-			files, _ := filepath.Glob(filepath.Join(hollowTemp, "hollow-kubelet.*", "pods", uid, "volumes", "kubernetes.io~secret", "creds", secretKey))
+			files, _ := filepath.Glob(filepath.Join(arktoslab.HollowTemp, "hollow-kubelet.*", "pods", uid, "volumes", "kubernetes.io~secret", "creds", secretKey))
 			if len(files) != 1 {
 				return fmt.Errorf("%s/%s/%s (tp%d): %d secret files for uid %s", p.tenant, p.namespace, p.name, p.tp+1, len(files), uid)
 			}
@@ -1079,16 +1079,8 @@ func (l *lab) teardown() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	for dir := range hollowDirs() {
-		if l.tmpBefore[dir] {
-			continue
-		}
-		for _, m := range mountsUnder(dir) {
-			_ = syscall.Unmount(m, syscall.MNT_DETACH)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			l.t.Logf("removing %s: %v", dir, err)
-		}
+	if err := arktoslab.RemoveHollowRoots(l.tmpBefore); err != nil {
+		l.t.Log(err)
 	}
 	if l.t.Failed() || os.Getenv("KEEP_LOGS") != "" {
 		keep := filepath.Join(os.TempDir(), fmt.Sprintf("tpkit-node-lab.%d", os.Getpid()))
@@ -1101,36 +1093,6 @@ func (l *lab) teardown() {
 // dockershimState is where hollow-node's dockershim keeps its sandbox
 // checkpoints: on the lab's own tmpfs (run.sh).
 const dockershimState = "/var/lib/dockershim"
-
-// hollowTemp is where hollow-node makes its root folder at every start
-// (a new hollow-kubelet.* each time).
-const hollowTemp = "/tmp"
-
-func hollowDirs() map[string]bool {
-	m := map[string]bool{}
-	dirs, _ := filepath.Glob(filepath.Join(hollowTemp, "hollow-kubelet.*"))
-	for _, d := range dirs {
-		m[d] = true
-	}
-	return m
-}
-
-// mountsUnder lists the mount points at or below dir, deepest first.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
 
 // waitDNAT polls the nat table for up to d (0: one look) until ip:port/proto
 // DNATs to want alone; the error names what (the service) and what it saw.

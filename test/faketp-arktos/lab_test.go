@@ -58,17 +58,20 @@ type lab struct {
 	t        *testing.T
 	bin, dir string
 	labSH    string // ../shared/arktos/lab.sh
-	addr     string // the namespace's address, which the TPs listen on
-	rpKC     string
-	rp       string
-	tpPort   [2]int
-	tpKC     [2]string
-	fakeTP   *exec.Cmd
-	proxy    *exec.Cmd
-	node     *exec.Cmd
-	proxyLog string
-	nodeLog  string
-	failed   []string
+	// hollowBefore: the hollow-kubelet.* roots there before the lab, which
+	// teardown keeps (hollow-node makes a new one in /tmp at each start).
+	hollowBefore map[string]bool
+	addr         string // the namespace's address, which the TPs listen on
+	rpKC         string
+	rp           string
+	tpPort       [2]int
+	tpKC         [2]string
+	fakeTP       *exec.Cmd
+	proxy        *exec.Cmd
+	node         *exec.Cmd
+	proxyLog     string
+	nodeLog      string
+	failed       []string
 }
 
 func (l *lab) check(name string, fn func() error) {
@@ -97,7 +100,7 @@ func TestStockArktosAgainstFakeTP(t *testing.T) {
 		}
 		hold = d
 	}
-	l := &lab{t: t, bin: bin, dir: t.TempDir(), addr: os.Getenv("ADVERTISE")}
+	l := &lab{t: t, bin: bin, dir: t.TempDir(), addr: os.Getenv("ADVERTISE"), hollowBefore: arktoslab.HollowRoots()}
 	t.Cleanup(l.teardown)
 	start := time.Now()
 	l.startRP()
@@ -201,16 +204,10 @@ func (l *lab) freePorts(n int) int {
 	return 0
 }
 
-// spawn starts the program path, its output in the lab's NAME.log, with
-// TMPDIR in the lab's folder: hollow-node makes a new hollow-kubelet.* root
-// there at each start, and the folder goes with the test.
+// spawn starts the program path, its output in the lab's NAME.log.
 func (l *lab) spawn(path string, args ...string) (cmd *exec.Cmd, log string) {
 	log = filepath.Join(l.dir, filepath.Base(path)+".log")
-	tmp := filepath.Join(l.dir, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		l.t.Fatal(err)
-	}
-	cmd, err := arktoslab.SpawnEnv(log, []string{"TMPDIR=" + tmp}, path, args...)
+	cmd, err := arktoslab.Spawn(log, path, args...)
 	if err == nil {
 		fmt.Printf("== started %s (pid %d), log %s\n", filepath.Base(path), cmd.Process.Pid, log)
 		return cmd, log
@@ -331,6 +328,9 @@ func (l *lab) teardown() {
 	arktoslab.Stop(l.proxy)
 	arktoslab.Stop(l.node)
 	arktoslab.Stop(l.fakeTP)
+	if err := arktoslab.RemoveHollowRoots(l.hollowBefore); err != nil {
+		l.t.Log(err)
+	}
 	if l.labSH != "" {
 		if out, err := exec.Command("bash", l.labSH, "down", filepath.Join(l.dir, "rp")).CombinedOutput(); err != nil {
 			l.t.Logf("lab.sh down: %v\n%s", err, out)
