@@ -257,12 +257,12 @@ type Builder struct {
 	// lists holds, for each list in progress (BeginList), the objects
 	// there before it that it has not delivered yet.
 	lists map[listKey]*unlisted
-	// firstLists are the lists that have ended once; firstEnded counts
-	// them and firstPublished is firstEnded at the last Publish, so that
-	// readiness can wait for every first list to be answerable, not only
-	// delivered (FirstListsPublished).
-	firstLists                 map[listKey]bool
-	firstEnded, firstPublished int
+	// ended are the lists that have ended at least once, and endedPublished
+	// how many of them the last Publish folded in, so that readiness can
+	// wait for every first list to be answered from, not only delivered
+	// (FirstListsPublished).
+	ended          map[listKey]bool
+	endedPublished int
 
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
@@ -300,7 +300,7 @@ func (b *Builder) Current() *Snapshot { return b.cur.Load() }
 func (b *Builder) FirstListsPublished() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.firstPublished == b.firstEnded
+	return b.endedPublished == len(b.ended)
 }
 
 // Notify is signalled (without blocking) whenever a change is pending.
@@ -651,7 +651,7 @@ func (b *Builder) Publish() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// Everything delivered so far is folded in below (or there was nothing).
-	b.firstPublished = b.firstEnded
+	b.endedPublished = len(b.ended)
 	if len(b.dirty) == 0 {
 		return false
 	}

@@ -87,13 +87,10 @@ func (b *Builder) EndList(tp int, kind Kind) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lk := listKey{tp, kind}
-	if !b.firstLists[lk] {
-		if b.firstLists == nil {
-			b.firstLists = map[listKey]bool{}
-		}
-		b.firstLists[lk] = true
-		b.firstEnded++
+	if b.ended == nil {
+		b.ended = map[listKey]bool{}
 	}
+	b.ended[lk] = true
 	u := b.lists[lk]
 	delete(b.lists, lk)
 	if u == nil {
