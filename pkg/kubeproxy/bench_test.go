@@ -2,6 +2,7 @@ package kubeproxy
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -17,7 +18,10 @@ type benchObjects struct {
 // handlers receive them: records carrying their tenant. Every TP has the
 // same names (system and regular tenants alike) with its own addresses, the
 // case the view must keep apart.
-func benchWorld(perTP int) benchObjects {
+func benchWorld(perTP int) benchObjects { return benchWorldOf(perTP, 3) }
+
+// benchWorldOf is benchWorld with k endpoints a service.
+func benchWorldOf(perTP, k int) benchObjects {
 	w := benchObjects{services: map[int][]*Service{}, endpoints: map[int][]*Endpoints{}}
 	for _, tp := range benchTPs {
 		for i := 0; i < perTP; i++ {
@@ -28,9 +32,10 @@ func benchWorld(perTP int) benchObjects {
 			ns, name := fmt.Sprintf("ns%d", i%100), fmt.Sprintf("svc%d", i)
 			ip := fmt.Sprintf("10.%d.%d.%d", 96+tp, (i>>8)&255, i&255)
 			w.services[tp] = append(w.services[tp], svcRec(tenant, ns, name, ip, port("http", 80)))
-			eps := make([]epSpec, 3)
+			eps := make([]epSpec, k)
 			for j := range eps {
-				eps[j] = epSpec{ip: fmt.Sprintf("172.%d.%d.%d", 16+tp, (i*3+j)>>8&255, (i*3+j)&255)}
+				n := i*k + j
+				eps[j] = epSpec{ip: fmt.Sprintf("172.%d.%d.%d", 16+tp*4+n>>16, n>>8&255, n&255)}
 			}
 			w.endpoints[tp] = append(w.endpoints[tp], epsRec(tenant, ns, name+"-abcde", name, "http", 8080, eps...))
 		}
@@ -118,4 +123,36 @@ func BenchmarkServiceUpdate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLiveBytes reports what the view and a proxier's snapshot keep
+// at issue 37's node size, 3 TPs × 10k services × 10 endpoints, once
+// applied: live heap bytes per endpoint (the records, like an informer's
+// objects, are not counted).
+func BenchmarkLiveBytes(b *testing.B) {
+	w := benchWorldOf(10000, 10)
+	for _, eps := range w.endpoints {
+		for _, e := range eps {
+			e.Name = e.Service // core/v1 Endpoints, as Arktos has
+		}
+	}
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	b.ReportAllocs()
+	var perEndpoint float64
+	for i := 0; i < b.N; i++ {
+		before := live()
+		v := NewView(benchTPs, Options{})
+		w.feed(v)
+		s := NewSnapshot()
+		v.Apply(s)
+		perEndpoint = float64(live()-before) / float64(len(benchTPs)*10000*10)
+		runtime.KeepAlive(v)
+		runtime.KeepAlive(s)
+	}
+	b.ReportMetric(perEndpoint, "live-B/endpoint")
 }

@@ -95,20 +95,22 @@ type service struct {
 	ports      []ServicePort // valid numbers, protocol set
 }
 
-// endpointSet is a validated Endpoints of one TP.
+// endpointSet is a validated Endpoints of one TP, as a proxier serves it:
+// its ready endpoints (the only ones served), grouped by port name and
+// protocol, each group sorted and without repeats. A service fed by one set
+// serves a group's slice as it is (buildPorts shares it with the snapshot),
+// so a set is never changed once parseEndpoints has made it.
 type endpointSet struct {
-	service   string
-	endpoints []endpoint
+	name    string // the object's name
+	service string
+	groups  []endpointGroup
 }
 
-// endpoint is a validated Endpoint.
-type endpoint struct {
-	ip       ipaddr.Addr
+// endpointGroup is the ready endpoints of one port name and protocol.
+type endpointGroup struct {
 	portName string
 	protocol string
-	port     int32
-	ready    bool
-	node     string
+	ready    []EndpointAddr
 }
 
 // parseService validates rec as seen in TP tp. Unusable cluster IPs and
@@ -167,11 +169,14 @@ func parseEndpoints(tp int, rec *Endpoints) (key ServiceName, set *endpointSet, 
 		// No service can have that name: the object feeds none.
 		return key, &endpointSet{}, fmt.Errorf("endpoints %s: service name %q holds '/'", key, rec.Service)
 	}
-	set = &endpointSet{service: rec.Service}
+	set = &endpointSet{name: rec.Name, service: rec.Service}
 	if rec.Service == "" {
 		return key, set, nil
 	}
-	set.endpoints = make([]endpoint, 0, len(rec.Endpoints))
+	// One slice for every ready endpoint; group is each one's group, kept
+	// only once a second group appears (most objects have one port).
+	ready := make([]EndpointAddr, 0, len(rec.Endpoints))
+	var group []int
 	var bad []string
 	for _, e := range rec.Endpoints {
 		if e.Port <= 0 || e.Port > 65535 {
@@ -183,14 +188,58 @@ func parseEndpoints(tp int, rec *Endpoints) (key ServiceName, set *endpointSet, 
 			bad = append(bad, e.Address)
 			continue
 		}
-		set.endpoints = append(set.endpoints, endpoint{
-			ip: ip.Unmap(), portName: e.PortName, protocol: protocolOrTCP(e.Protocol), port: e.Port, ready: e.Ready, node: e.NodeName,
-		})
+		if !e.Ready {
+			continue
+		}
+		proto := protocolOrTCP(e.Protocol)
+		g := 0
+		for g < len(set.groups) && (set.groups[g].portName != e.PortName || set.groups[g].protocol != proto) {
+			g++
+		}
+		if g == len(set.groups) {
+			set.groups = append(set.groups, endpointGroup{portName: e.PortName, protocol: proto})
+			if g == 1 {
+				group = make([]int, len(ready), cap(ready))
+			}
+		}
+		ready = append(ready, EndpointAddr{IP: ip.Unmap(), Port: e.Port, NodeName: e.NodeName})
+		if group != nil {
+			group = append(group, g)
+		}
+	}
+	switch {
+	case len(set.groups) == 1:
+		set.groups[0].ready = sortedEndpoints(ready)
+	case len(set.groups) > 1:
+		for g := range set.groups {
+			n := 0
+			for _, x := range group {
+				if x == g {
+					n++
+				}
+			}
+			eps := make([]EndpointAddr, 0, n)
+			for i, x := range group {
+				if x == g {
+					eps = append(eps, ready[i])
+				}
+			}
+			set.groups[g].ready = sortedEndpoints(eps)
+		}
 	}
 	if len(bad) > 0 {
 		return key, set, fmt.Errorf("endpoints %s: skipped invalid %s", key, strings.Join(bad, ", "))
 	}
 	return key, set, nil
+}
+
+// sortedEndpoints sorts eps and drops repeats of an address and port.
+func sortedEndpoints(eps []EndpointAddr) []EndpointAddr {
+	if len(eps) > 1 {
+		sortEndpoints(eps)
+		eps = compactEndpoints(eps)
+	}
+	return eps
 }
 
 func protocolOrTCP(p string) string {
@@ -226,12 +275,18 @@ func equalEndpoints(a, b *endpointSet) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.service != b.service || len(a.endpoints) != len(b.endpoints) {
+	if a.service != b.service || len(a.groups) != len(b.groups) {
 		return false
 	}
-	for i := range a.endpoints {
-		if a.endpoints[i] != b.endpoints[i] {
+	for i := range a.groups {
+		ga, gb := &a.groups[i], &b.groups[i]
+		if ga.portName != gb.portName || ga.protocol != gb.protocol || len(ga.ready) != len(gb.ready) {
 			return false
+		}
+		for j := range ga.ready {
+			if ga.ready[j] != gb.ready[j] {
+				return false
+			}
 		}
 	}
 	return true

@@ -178,8 +178,10 @@ func (s *Snapshot) reset() {
 // buildPorts computes the served ports of svc from the endpoints that name
 // it, which the view keeps per service name, so they are of svc's own TP,
 // tenant and namespace. A service port takes the ready endpoints whose port
-// has its name and protocol.
-func buildPorts(svc *service, sets map[string]*endpointSet) []*PortInfo {
+// has its name and protocol. Fed by one group, as a core/v1 Endpoints feeds
+// its service, a port shares the group's slice: the view and the snapshot
+// then hold its endpoints once.
+func buildPorts(svc *service, sets []*endpointSet) []*PortInfo {
 	if svc == nil || len(svc.clusterIPs) == 0 || len(svc.ports) == 0 {
 		return nil
 	}
@@ -191,18 +193,30 @@ func buildPorts(svc *service, sets map[string]*endpointSet) []*PortInfo {
 			Port:       sp.Port,
 			Protocol:   sp.Protocol,
 		}
+		merged := false
 		for _, set := range sets {
-			for _, e := range set.endpoints {
-				if e.ready && e.portName == sp.Name && e.protocol == sp.Protocol {
-					pi.Endpoints = append(pi.Endpoints, EndpointAddr{IP: e.ip, Port: e.port, NodeName: e.node})
+			for i := range set.groups {
+				g := &set.groups[i]
+				if g.portName != sp.Name || g.protocol != sp.Protocol || len(g.ready) == 0 {
+					continue
 				}
+				if pi.Endpoints == nil {
+					pi.Endpoints = g.ready
+					continue
+				}
+				if !merged {
+					// A second group: copy, so that the shared one stays
+					// as it is.
+					pi.Endpoints = append(make([]EndpointAddr, 0, len(pi.Endpoints)+len(g.ready)), pi.Endpoints...)
+					merged = true
+				}
+				pi.Endpoints = append(pi.Endpoints, g.ready...)
 			}
 		}
-		if len(pi.Endpoints) > 1 {
-			sortEndpoints(pi.Endpoints)
+		if merged {
 			// One endpoint may sit in two objects while it moves between
 			// them (slices).
-			pi.Endpoints = compactEndpoints(pi.Endpoints)
+			pi.Endpoints = sortedEndpoints(pi.Endpoints)
 		}
 		out = append(out, pi)
 	}

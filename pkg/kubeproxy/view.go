@@ -59,7 +59,7 @@ type View struct {
 	svcSynced  map[int]bool
 	epSynced   map[int]bool
 	services   map[ServiceName]*serviceState
-	owner      map[ServiceName]string              // endpoints object -> service name it feeds
+	owner      map[ServiceName]string              // endpoints object -> service it feeds, when not its namesake (ownerLocked)
 	byTenant   map[string]map[ServiceName]struct{} // regular tenant -> its services, all TPs
 	pending    map[ServiceName]struct{}            // services changed since the consumer's last Apply
 	svcCount   map[int]int                         // TP -> services (with a service object) it has
@@ -71,8 +71,20 @@ type View struct {
 // serviceState is what the view knows of one service name: the service, if
 // seen, and the endpoints objects that name it, if any.
 type serviceState struct {
-	svc       *service
-	endpoints map[string]*endpointSet // endpoints object name -> set
+	svc *service
+	// sets are the endpoints objects feeding it, by name: a slice, as a
+	// service usually has one (core/v1 Endpoints) or a few (slices).
+	sets []*endpointSet
+}
+
+// set returns the index of the set named name, or -1.
+func (st *serviceState) set(name string) int {
+	for i, s := range st.sets {
+		if s.name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // NewView returns an empty view of the TPs tenantPartitionIDs. Events from
@@ -200,7 +212,7 @@ func (v *View) OnServiceDelete(service *Service, tenantPartitionId int) {
 	st.svc = nil
 	v.svcCount[tenantPartitionId]--
 	v.forgetTenantLocked(name)
-	if len(st.endpoints) == 0 {
+	if len(st.sets) == 0 {
 		delete(v.services, name)
 	}
 	v.markLocked(name)
@@ -233,7 +245,7 @@ func (v *View) OnEndpointsDelete(endpoints *Endpoints, tenantPartitionId int) {
 	key := nameOf(tenantPartitionId, endpoints.Tenant, endpoints.Namespace, endpoints.Name)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if svc, ok := v.owner[key]; ok {
+	if svc, ok := v.ownerLocked(key); ok {
 		v.removeEndpointsLocked(key, svc)
 	}
 }
@@ -296,10 +308,12 @@ func (v *View) upsertEndpoints(rec *Endpoints, tp int) {
 	if !v.acceptLocked(tp) {
 		return
 	}
-	if prev, ok := v.owner[key]; ok && prev != set.service {
+	prev, known := v.ownerLocked(key)
+	if known && prev != set.service {
 		// The object feeds another service now, or none: take it from the
 		// old one.
 		v.removeEndpointsLocked(key, prev)
+		known = false
 	}
 	if set.service == "" {
 		return
@@ -311,21 +325,39 @@ func (v *View) upsertEndpoints(rec *Endpoints, tp int) {
 		st = &serviceState{}
 		v.services[svcName] = st
 	}
-	if st.endpoints == nil {
-		st.endpoints = map[string]*endpointSet{}
-	} else if equalEndpoints(st.endpoints[key.Name], set) {
+	if i := st.set(key.Name); i < 0 {
+		st.sets = append(st.sets, set)
+	} else if equalEndpoints(st.sets[i], set) {
 		return
+	} else {
+		st.sets[i] = set
 	}
-	st.endpoints[key.Name] = set
-	if _, ok := v.owner[key]; !ok {
+	if !known {
 		v.epCount[tp]++
+		if set.service != key.Name {
+			v.owner[key] = set.service
+		}
 	}
-	v.owner[key] = set.service
 	v.markLocked(svcName)
 }
 
+// ownerLocked returns the service that the endpoints object key feeds, if
+// the view holds the object. An object named after its service, as every
+// core/v1 Endpoints is, is found among that service's sets; only the others
+// (EndpointSlices) take an entry in owner, which at 30k services saves a
+// map of 30k names.
+func (v *View) ownerLocked(key ServiceName) (string, bool) {
+	if svc, ok := v.owner[key]; ok {
+		return svc, true
+	}
+	if st := v.services[key]; st != nil && st.set(key.Name) >= 0 {
+		return key.Name, true
+	}
+	return "", false
+}
+
 func (v *View) removeEndpointsLocked(key ServiceName, service string) {
-	if _, ok := v.owner[key]; ok {
+	if _, ok := v.ownerLocked(key); ok {
 		v.epCount[key.TenantPartitionID]--
 	}
 	delete(v.owner, key)
@@ -335,11 +367,15 @@ func (v *View) removeEndpointsLocked(key ServiceName, service string) {
 	if st == nil {
 		return
 	}
-	if _, ok := st.endpoints[key.Name]; !ok {
+	i := st.set(key.Name)
+	if i < 0 {
 		return
 	}
-	delete(st.endpoints, key.Name)
-	if st.svc == nil && len(st.endpoints) == 0 {
+	last := len(st.sets) - 1
+	st.sets[i] = st.sets[last]
+	st.sets[last] = nil
+	st.sets = st.sets[:last]
+	if st.svc == nil && len(st.sets) == 0 {
 		delete(v.services, svcName)
 	}
 	v.markLocked(svcName)
@@ -451,7 +487,7 @@ func (v *View) portsLocked(name ServiceName) []*PortInfo {
 	if st == nil || st.svc == nil || !v.servedLocked(st.svc) {
 		return nil
 	}
-	return buildPorts(st.svc, st.endpoints)
+	return buildPorts(st.svc, st.sets)
 }
 
 // Changes says what an Apply changed.

@@ -195,8 +195,14 @@ func TestEndpointsObject(t *testing.T) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.owner) != 1 {
-		t.Errorf("endpoints bookkeeping holds %d objects, want 1 (tp1's)", len(v.owner))
+	if v.epCount[tp0] != 0 || v.epCount[tp1] != 1 {
+		t.Errorf("endpoints bookkeeping holds %d objects of tp0 and %d of tp1, want 0 and 1", v.epCount[tp0], v.epCount[tp1])
+	}
+	if _, ok := v.ownerLocked(nameOf(tp0, "acme", "web", "api")); ok {
+		t.Error("tp0's deleted endpoints object is still known")
+	}
+	if svc, ok := v.ownerLocked(nameOf(tp1, "acme", "web", "api")); !ok || svc != "api" {
+		t.Errorf("tp1's endpoints object feeds %q (known: %v), want api", svc, ok)
 	}
 }
 
@@ -273,6 +279,69 @@ func TestEndpointsMoveBetweenServices(t *testing.T) {
 	}
 	if v.Stats().Skipped != 0 {
 		t.Fatalf("a detached object is not invalid: skipped %d", v.Stats().Skipped)
+	}
+}
+
+// TestNamesakeEndpointsMove: an object named after the service it feeds
+// (every core/v1 Endpoints) is found without an owner entry; once it feeds
+// another service, and back, and when deleted, the bookkeeping follows.
+func TestNamesakeEndpointsMove(t *testing.T) {
+	v := NewView([]int{tp0}, Options{})
+	v.OnServiceAdd(svcRec("t1", "ns", "a", "10.0.0.1", port("p", 80)), tp0)
+	v.OnServiceAdd(svcRec("t1", "ns", "b", "10.0.0.2", port("p", 80)), tp0)
+	a, b := spn(tp0, "t1", "ns", "a", "p"), spn(tp0, "t1", "ns", "b", "p")
+	steps := []struct {
+		feeds      string // the service object "a" feeds; "" deletes it
+		a, b       int    // endpoints each service then serves
+		count      int    // endpoints objects the view holds
+		ownerEntry bool
+	}{
+		{feeds: "a", a: 1, count: 1},
+		{feeds: "b", b: 1, count: 1, ownerEntry: true},
+		{feeds: "a", a: 1, count: 1},
+		{feeds: "", count: 0},
+	}
+	for i, st := range steps {
+		if st.feeds == "" {
+			v.OnEndpointsDelete(epsRec("t1", "ns", "a", "a", "p", 80), tp0)
+		} else {
+			v.OnEndpointsUpdate(nil, epsRec("t1", "ns", "a", st.feeds, "p", 80, ready("192.168.0.1")...), tp0)
+		}
+		s := v.Snapshot()
+		if got, want := [2]int{len(s.Endpoints(a)), len(s.Endpoints(b))}, [2]int{st.a, st.b}; got != want {
+			t.Errorf("step %d (feeds %q): a, b serve %v endpoints, want %v", i, st.feeds, got, want)
+		}
+		v.mu.Lock()
+		count, entry := v.epCount[tp0], len(v.owner) == 1
+		v.mu.Unlock()
+		if count != st.count || entry != st.ownerEntry {
+			t.Errorf("step %d (feeds %q): %d objects held, owner entry %v; want %d, %v", i, st.feeds, count, entry, st.count, st.ownerEntry)
+		}
+	}
+}
+
+// TestSnapshotsKeepTheirEndpoints: a port fed by one object shares that
+// object's endpoints with the snapshot; a second object, an update or a
+// delete must leave an earlier snapshot's endpoints as they were.
+func TestSnapshotsKeepTheirEndpoints(t *testing.T) {
+	v := NewView([]int{tp0}, Options{})
+	v.OnServiceAdd(svcRec("t1", "ns", "web", "10.0.0.1", port("p", 80)), tp0)
+	v.OnEndpointsAdd(epsRec("t1", "ns", "web", "web", "p", 80, ready("192.168.0.3", "192.168.0.1")...), tp0)
+	name := spn(tp0, "t1", "ns", "web", "p")
+	first := v.Snapshot()
+	want := []string{"192.168.0.1:80", "192.168.0.3:80"}
+	v.OnEndpointsAdd(epsRec("t1", "ns", "web-2", "web", "p", 80, ready("192.168.0.2", "192.168.0.0")...), tp0)
+	second := v.Snapshot()
+	if got, w := endpointIPs(t, second, name), []string{"192.168.0.0:80", "192.168.0.1:80", "192.168.0.2:80", "192.168.0.3:80"}; !slices.Equal(got, w) {
+		t.Errorf("two objects serve %v, want %v", got, w)
+	}
+	v.OnEndpointsUpdate(nil, epsRec("t1", "ns", "web", "web", "p", 80, ready("192.168.0.9")...), tp0)
+	v.OnEndpointsDelete(epsRec("t1", "ns", "web-2", "web", "p", 80), tp0)
+	if got := endpointIPs(t, v.Snapshot(), name); !slices.Equal(got, []string{"192.168.0.9:80"}) {
+		t.Errorf("after the update and delete %v, want [192.168.0.9:80]", got)
+	}
+	if got := endpointIPs(t, first, name); !slices.Equal(got, want) {
+		t.Errorf("the first snapshot changed to %v, want %v", got, want)
 	}
 }
 
