@@ -300,8 +300,17 @@ func (p AddrPort) IsValid() bool { return p.ip.IsValid() }
 // which is also net.JoinHostPort's), and "invalid AddrPort" for an invalid
 // address.
 func (p AddrPort) String() string {
+	if !p.ip.IsValid() {
+		return "invalid AddrPort"
+	}
 	var buf [53]byte // "[" + 45 + "]:" + 5
-	b := buf[:0]
+	return string(p.AppendTo(buf[:0]))
+}
+
+// AppendTo appends String's form to b and returns the result; nothing for
+// an invalid address. A caller that compares or looks up the form (in
+// []byte, as string(b)) then allocates nothing.
+func (p AddrPort) AppendTo(b []byte) []byte {
 	switch p.ip.bits {
 	case 32:
 		b = p.ip.appendV4(b)
@@ -310,9 +319,8 @@ func (p AddrPort) String() string {
 		b = p.ip.appendV6(b)
 		b = append(b, ']')
 	default:
-		return "invalid AddrPort"
+		return b
 	}
 	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(p.port), 10)
-	return string(b)
+	return strconv.AppendUint(b, uint64(p.port), 10)
 }

@@ -81,6 +81,9 @@ func checkSame(t *testing.T, what string, got Addr, want netip.Addr) {
 		if g, w := AddrPortFrom(got, port).String(), netip.AddrPortFrom(want, port).String(); g != w {
 			t.Fatalf("%s: AddrPort %q, net/netip %q", what, g, w)
 		}
+		if g, w := AddrPortFrom(got, port).AppendTo([]byte("x")), netip.AddrPortFrom(want, port).AppendTo([]byte("x")); string(g) != string(w) {
+			t.Fatalf("%s: AddrPort.AppendTo %q, net/netip %q", what, g, w)
+		}
 	}
 }
 
@@ -145,12 +148,22 @@ func TestAddrMatchesNetip(t *testing.T) {
 func TestZeroAddr(t *testing.T) {
 	var z Addr
 	if z.IsValid() || z.Is4() || z.Is6() || z.String() != "invalid IP" || z.IP() != nil ||
-		AddrPortFrom(z, 1).String() != "invalid AddrPort" || AddrPortFrom(z, 1).IsValid() {
+		AddrPortFrom(z, 1).String() != "invalid AddrPort" || AddrPortFrom(z, 1).IsValid() || len(AddrPortFrom(z, 1).AppendTo(nil)) != 0 {
 		t.Fatalf("zero Addr: %v %v %v %q %v", z.IsValid(), z.Is4(), z.Is6(), z.String(), z.IP())
 	}
 	p := AddrPortFrom(AddrFrom4([4]byte{10, 0, 0, 1}), 8080)
 	if p.Addr().String() != "10.0.0.1" || p.Port() != 8080 || !p.IsValid() {
 		t.Fatalf("AddrPort: %v %d", p.Addr(), p.Port())
+	}
+}
+
+// TestAppendToAllocatesNothing: a proxier compares every endpoint's form
+// with its own endpoint strings on each sync.
+func TestAppendToAllocatesNothing(t *testing.T) {
+	p := AddrPortFrom(AddrFrom16([16]byte{0: 0x20, 1: 0x01, 15: 1}), 8080)
+	var buf [53]byte
+	if n := testing.AllocsPerRun(100, func() { _ = p.AppendTo(buf[:0]) }); n != 0 {
+		t.Fatalf("AppendTo into a large enough buffer allocates %v times", n)
 	}
 }
 
