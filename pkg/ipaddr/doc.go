@@ -23,10 +23,11 @@ limitations under the License.
 //
 // Names and behaviour follow net/netip, so moving code between the two is a
 // change of import: ParseAddr, AddrFrom4, AddrFrom16, Addr.Is4, Is6, Is4In6,
-// Unmap, Compare, Less, As4, As16, BitLen, String; AddrPort and
-// AddrPortFrom. The tests compare every one with net/netip. Zones are not
-// supported: ParseAddr rejects "fe80::1%eth0", where net/netip would keep
-// the zone for the caller to reject.
+// Unmap, Compare, Less, As4, As16, BitLen, String; AddrPort,
+// AddrPortFrom, AddrPort.String and AppendTo. The tests compare every one
+// with net/netip. Zones are not supported: ParseAddr rejects
+// "fe80::1%eth0", where net/netip would keep the zone for the caller to
+// reject.
 //
 // Invariants:
 //   - The zero Addr is invalid, and == is address equality: an IPv4
@@ -36,8 +37,9 @@ limitations under the License.
 //     zone, with whichever Go it is built: it reads IPv4 itself, and checks
 //     the shape of IPv6 before net.ParseIP reads it (net.ParseIP of Go 1.13
 //     also took decimal fields with leading zeros).
-//   - Nothing here allocates except String and ParseAddr's errors (and
-//     net.ParseIP's result on Go releases that do not keep it on the stack).
+//   - Nothing here allocates except String, AppendTo into a short buffer
+//     and ParseAddr's errors (and net.ParseIP's result on Go releases that
+//     do not keep it on the stack).
 //   - It is a core (test/vendorable): standard library only, language and
 //     library of Go 1.13.
 package ipaddr
