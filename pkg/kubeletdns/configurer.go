@@ -26,6 +26,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -89,13 +90,6 @@ type NameserverOverride struct {
 // (Tracker.OriginOf); an Arktos kubelet's client manager knows the same.
 type PartitionOfFunc func(uid string) (partition string, ok bool)
 
-// Logf is a printf-style logger. The configurer logs only at debug level
-// (the warnings of each pod, which the caller also gets back), so a caller
-// passes a verbose one (Arktos's kubelet, arktos/patches: klog at V(4)). It
-// is spelled with interface{}, not any: the package is written in Go 1.13
-// (docs/vendoring.md), which has no any.
-type Logf func(format string, args ...interface{})
-
 // Options configure a Configurer. The zero value is upstream kubelet with no
 // cluster DNS, no cluster domain and no host resolv.conf.
 type Options struct {
@@ -131,9 +125,9 @@ type Options struct {
 	// (tporigin's Tracker.PartitionOfTenant).
 	PartitionOfTenant func(tenant string) (partition string, ok bool)
 
-	// Logf, optional, gets the warnings of every pod at debug level; nil
+	// Logger, optional, gets the warnings of every pod at debug level; nil
 	// discards them.
-	Logf Logf
+	Logger corelog.Logger
 }
 
 type nsKey struct{ tenant, namespace string }
@@ -152,7 +146,7 @@ type Configurer struct {
 	services       ServiceIPLookup
 	partitionOf    PartitionOfFunc
 	partitionOfTen func(string) (string, bool)
-	logf           Logf
+	log            corelog.Logger
 
 	// openHost opens the host resolv.conf; tests replace it.
 	openHost func() (io.ReadCloser, error)
@@ -168,7 +162,7 @@ func New(o Options) (*Configurer, error) {
 		services:       o.Services,
 		partitionOf:    o.PartitionOf,
 		partitionOfTen: o.PartitionOfTenant,
-		logf:           o.Logf,
+		log:            corelog.OrDiscard(o.Logger),
 	}
 	if c.limits == (Limits{}) {
 		c.limits = ExpandedLimits
@@ -341,10 +335,8 @@ func (c *Configurer) GetPodDNS(ctx context.Context, pod Pod) (*PodDNS, error) {
 	if rc, err = c.fit(rc, &warnings); err != nil {
 		return nil, fmt.Errorf("pod %q: %w", podRef(&pod, tenant), err)
 	}
-	if c.logf != nil {
-		for _, w := range warnings {
-			c.logf("Pod DNS warning: pod %q, reason %s: %s", podRef(&pod, tenant), w.Reason, w.Message)
-		}
+	for _, w := range warnings {
+		c.log.Debugf("Pod DNS warning: pod %q, reason %s: %s", podRef(&pod, tenant), w.Reason, w.Message)
 	}
 	return &PodDNS{ResolvConf: rc, Warnings: warnings}, nil
 }

@@ -61,7 +61,7 @@ limitations under the License.
 //   - A tenant or namespace that is not a DNS-1123 label is an error.
 //   - Nothing is recorded as an event here: trimming and fallbacks come
 //     back as Warnings, with upstream's reasons and messages, for the
-//     caller to record (and go to Options.Logf when one is set).
+//     caller to record (and go to Options.Logger's debug level).
 //   - A Configurer is immutable after New and safe for concurrent use. The
 //     host file is read on every call, as upstream does, so edits apply to
 //     the next pod.

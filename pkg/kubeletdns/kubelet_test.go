@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 )
 
 // TestGetPodDNSConfig: the kubelet entry gives what GetPodDNS forms, in the
@@ -43,13 +45,15 @@ func TestGetPodDNSConfig(t *testing.T) {
 	}
 }
 
-// TestLogf: each warning of a pod reaches Logf once, naming the pod; a nil
-// Logf is allowed (the other tests run without one).
-func TestLogf(t *testing.T) {
+// TestLogger: each warning of a pod reaches the Logger once, at debug
+// level, naming the pod; a nil Logger is allowed (the other tests run
+// without one).
+func TestLogger(t *testing.T) {
 	var logged []string
-	c := mustNew(t, Options{ClusterDomain: "cluster.local", Logf: func(format string, args ...any) {
+	other := func(format string, args ...any) { t.Errorf("logged above debug level: "+format, args...) }
+	c := mustNew(t, Options{ClusterDomain: "cluster.local", Logger: corelog.Funcs{Debug: func(format string, args ...any) {
 		logged = append(logged, fmt.Sprintf(format, args...))
-	}})
+	}, Info: other, Warning: other, Error: other}})
 	if _, err := c.GetPodDNS(context.Background(), testPod("baz", "bar", "Bogus", false)); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,8 @@ limitations under the License.
 // language and standard library of Go 1.13, which Arktos builds with
 // (test/vendorable checks both), and has no client-go, k8s.io/api, klog or
 // Prometheus.
-// Logging goes through Options.Logf, counters are values (View.Stats);
+// Logging goes through Options.Logger (pkg/corelog), counters are values
+// (View.Stats);
 // pkg/kubeproxy/k8s, its adapter, runs the informers, converts API objects
 // and publishes the metrics.
 //

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -31,11 +32,9 @@ type Options struct {
 	// tenant's service seen in another TP is not served. Call
 	// View.TenantMoved when its answer for a tenant changes.
 	Tenants TenantPartitions
-	// Logf, when set, receives the view's log lines (input skipped as
-	// invalid); nil discards them. pkg/kubeproxy/k8s's Logf writes to klog.
-	// It is spelled with interface{}, not any: the package is written in
-	// Go 1.13 (docs/vendoring.md), which has no any.
-	Logf func(format string, args ...interface{})
+	// Logger receives the view's log lines (input skipped as invalid, at
+	// warning level); nil discards them.
+	Logger corelog.Logger
 }
 
 // View is the multi-TP state of services and endpoints, and the change
@@ -53,6 +52,7 @@ type View struct {
 	skipped, dropped uint64
 
 	opts Options
+	log  corelog.Logger
 
 	mu         sync.Mutex
 	partitions map[int]bool
@@ -92,6 +92,7 @@ func (st *serviceState) set(name string) int {
 func NewView(tenantPartitionIDs []int, o Options) *View {
 	v := &View{
 		opts:       o,
+		log:        corelog.OrDiscard(o.Logger),
 		partitions: make(map[int]bool, len(tenantPartitionIDs)),
 		svcSynced:  map[int]bool{},
 		epSynced:   map[int]bool{},
@@ -107,12 +108,6 @@ func NewView(tenantPartitionIDs []int, o Options) *View {
 		v.partitions[p] = true
 	}
 	return v
-}
-
-func (v *View) logf(format string, args ...interface{}) {
-	if v.opts.Logf != nil {
-		v.opts.Logf(format, args...)
-	}
 }
 
 // Changed is signalled (without blocking, at most one signal queued) when
@@ -262,7 +257,7 @@ func (v *View) upsertService(rec *Service, tp int) {
 	svc, err := parseService(tp, rec)
 	if err != nil {
 		atomic.AddUint64(&v.skipped, 1)
-		v.logf("kubeproxy: skipping invalid service data from TP %d: %v", tp, err)
+		v.log.Warningf("kubeproxy: skipping invalid service data from TP %d: %v", tp, err)
 	}
 	if svc == nil {
 		return
@@ -298,7 +293,7 @@ func (v *View) upsertEndpoints(rec *Endpoints, tp int) {
 	key, set, err := parseEndpoints(tp, rec)
 	if err != nil {
 		atomic.AddUint64(&v.skipped, 1)
-		v.logf("kubeproxy: skipping invalid endpoints data from TP %d: %v", tp, err)
+		v.log.Warningf("kubeproxy: skipping invalid endpoints data from TP %d: %v", tp, err)
 	}
 	if set == nil {
 		return

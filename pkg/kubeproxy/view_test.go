@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 )
 
 // TestServicePortNameString: the string is Arktos's ServicePortName.String,
@@ -448,7 +450,7 @@ func TestSyncedNeedsEveryTP(t *testing.T) {
 
 func TestBadInputIsSkipped(t *testing.T) {
 	var logged []string
-	v := NewView([]int{tp0}, Options{Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	v := NewView([]int{tp0}, Options{Logger: corelog.Funcs{Warning: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}})
 	v.OnServiceAdd(nil, tp0)
 	v.OnEndpointsAdd(nil, tp0)
 	v.OnServiceDelete(nil, tp0)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 )
 
 // TestFileBoundedUnderChurn replaces a node's 110 pods one at a time, as a
@@ -238,7 +240,8 @@ func shrinkTP(i int) string  { return fmt.Sprintf("tp%d", i%2) }
 func openLogged(t *testing.T, opts Options) (*Tracker, *[]string) {
 	t.Helper()
 	logs := new([]string)
-	opts.Logf = func(format string, args ...interface{}) { *logs = append(*logs, fmt.Sprintf(format, args...)) }
+	keep := func(format string, args ...interface{}) { *logs = append(*logs, fmt.Sprintf(format, args...)) }
+	opts.Logger = corelog.Funcs{Debug: keep, Info: keep, Warning: keep, Error: keep}
 	tr, err := Open(opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -154,7 +154,7 @@ func (t *Tracker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			if err := t.Flush(context.Background()); err != nil {
-				t.logf("Final commit of TP origins to %s failed: %v", t.opts.Path, err)
+				t.log.Errorf("Final commit of TP origins to %s failed: %v", t.opts.Path, err)
 			}
 			return
 		case <-t.q.kick:
@@ -168,7 +168,7 @@ func (t *Tracker) Run(ctx context.Context) {
 			}
 		}
 		if err := t.Flush(context.Background()); err != nil {
-			t.logf("Committing TP origins to %s failed (%d pending); retrying: %v", t.opts.Path, t.Pending(), err)
+			t.log.Errorf("Committing TP origins to %s failed (%d pending); retrying: %v", t.opts.Path, t.Pending(), err)
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():

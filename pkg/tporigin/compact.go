@@ -75,7 +75,7 @@ func (t *Tracker) compactIfSparse(db *bolt.DB) (*bolt.DB, error) {
 	path := t.opts.Path
 	tmp := path + compactSuffix
 	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
-		t.logf("Could not remove %s, left by an interrupted compaction: %v", tmp, err)
+		t.log.Warningf("Could not remove %s, left by an interrupted compaction: %v", tmp, err)
 	}
 	// The size first: it is free, and a node's file is far below the
 	// minimum; counting the live pages reads every page header (about
@@ -92,12 +92,12 @@ func (t *Tracker) compactIfSparse(db *bolt.DB) (*bolt.DB, error) {
 	start := time.Now()
 	if err := copyOrigins(db, tmp, t.opts.LockTimeout, compactBatch); err != nil {
 		_ = os.Remove(tmp)
-		t.logf("Compacting TP-origin database %s (%d bytes for %d of data) failed; going on with it as it is: %v", path, u.highWater, u.live, err)
+		t.log.Warningf("Compacting TP-origin database %s (%d bytes for %d of data) failed; going on with it as it is: %v", path, u.highWater, u.live, err)
 		return db, nil
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
-		t.logf("Compacting TP-origin database %s failed; going on with it as it is: %v", path, err)
+		t.log.Warningf("Compacting TP-origin database %s failed; going on with it as it is: %v", path, err)
 		return db, nil
 	}
 	syncDir(filepath.Dir(path))
@@ -114,7 +114,7 @@ func (t *Tracker) compactIfSparse(db *bolt.DB) (*bolt.DB, error) {
 		closeQuietly(ndb)
 		return nil, fmt.Errorf("tporigin: reopening %s after compacting it: %w", path, err)
 	}
-	t.logf("Compacted TP-origin database %s from %d to %d bytes in %v", path, u.highWater, nu.highWater, time.Since(start).Round(time.Millisecond))
+	t.log.Infof("Compacted TP-origin database %s from %d to %d bytes in %v", path, u.highWater, nu.highWater, time.Since(start).Round(time.Millisecond))
 	return ndb, nil
 }
 

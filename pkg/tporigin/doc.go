@@ -24,7 +24,8 @@ limitations under the License.
 // uses only the language and standard library of Go 1.13 (Arktos builds
 // with Go 1.13.9) and builds against bbolt v1.3.3 (Arktos's pin), so an
 // Arktos kubelet can vendor it. UIDs are plain strings (an Arktos caller converts
-// its types.UID with string(uid)), logging goes to Options.Logf, and the
+// its types.UID with string(uid)), logging goes to Options.Logger
+// (pkg/corelog), and the
 // counters are values (Stats). The client-go feeds, the flags, the
 // Prometheus collector and the klog logger are its adapter,
 // pkg/tporigin/k8s.

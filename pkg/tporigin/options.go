@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -47,10 +48,10 @@ type Options struct {
 	BatchDelay time.Duration
 	// LockTimeout bounds the wait for the file lock held by another process.
 	LockTimeout time.Duration
-	// Logf, when set, receives the tracker's log lines: conflicts, prunes,
-	// rebuilds, loads and failed commits. Nil discards them. The adapter's
-	// Logf writes them to klog.
-	Logf func(format string, args ...interface{})
+	// Logger receives the tracker's log lines: loads, compactions and
+	// prunes (info), conflicts and dropped partitions (warning), failed
+	// commits and rebuilds (error). Nil discards them.
+	Logger corelog.Logger
 }
 
 // Defaults.
@@ -92,11 +93,4 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("tporigin: batch delay %v is negative", o.BatchDelay)
 	}
 	return nil
-}
-
-// logf writes one log line through Options.Logf, if set.
-func (t *Tracker) logf(format string, args ...interface{}) {
-	if t.opts.Logf != nil {
-		t.opts.Logf(format, args...)
-	}
 }

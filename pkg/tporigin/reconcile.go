@@ -130,7 +130,7 @@ func (t *Tracker) noteConflictLocked(uid string, kept entry, o Observation, tena
 	}
 	t.conflicts[uid] = append(others, entry{tp: tp, kind: o.Kind, tenant: t.tenantID(tenant)})
 	t.stats.uidConflict(o.Partition)
-	t.logf("Same UID %s (%v) reported by a second tenant partition %s; keeping the first origin %s",
+	t.log.Warningf("Same UID %s (%v) reported by a second tenant partition %s; keeping the first origin %s",
 		uid, o.Kind, o.Partition, t.tpNames[kept.tp])
 }
 
@@ -168,7 +168,7 @@ func (t *Tracker) forgetLocked(uid, partition string, changes []Change) ([]Chang
 	}
 	changes = t.removeLocked(uid, e, changes)
 	if next, ok := t.dropConflictLocked(uid, t.firstConflictLocked(uid)); ok {
-		t.logf("Origin TP %s deleted UID %s, which another TP also reports; %s is now its origin",
+		t.log.Infof("Origin TP %s deleted UID %s, which another TP also reports; %s is now its origin",
 			partition, uid, t.tpNames[next.tp])
 		changes = t.addLocked(uid, next, changes)
 	}
@@ -246,7 +246,7 @@ func (t *Tracker) Prune(partition string, kind Kind, live func(uid string) bool)
 	}
 	t.mu.Unlock()
 	t.stats.pruned(partition, removed)
-	t.logf("Pruned %d origins (%v) that tenant partition %s no longer reports", removed, kind, partition)
+	t.log.Infof("Pruned %d origins (%v) that tenant partition %s no longer reports", removed, kind, partition)
 	t.notify(changes)
 	return removed, nil
 }
@@ -353,6 +353,6 @@ func (t *Tracker) updateTenantLocked(tenant string) {
 	for i, tp := range seen {
 		names[i] = t.tpNames[tp]
 	}
-	t.logf("Regular tenant %s seen in more than one tenant partition %v (static %q); answering %s",
+	t.log.Warningf("Regular tenant %s seen in more than one tenant partition %v (static %q); answering %s",
 		tenant, names, static, st.answer)
 }

@@ -28,6 +28,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
@@ -39,6 +40,7 @@ import (
 // file and commit.go the group commits to it.
 type Tracker struct {
 	opts Options
+	log  corelog.Logger
 	db   *bolt.DB // nil without a file
 
 	mu        sync.RWMutex
@@ -95,7 +97,7 @@ func Open(o Options) (*Tracker, error) {
 		return nil, err
 	}
 	t.db = db
-	t.logf("Loaded TP-origin database %s: %d entries in %v", o.Path, t.entries.len(), time.Since(start).Round(time.Millisecond))
+	t.log.Infof("Loaded TP-origin database %s: %d entries in %v", o.Path, t.entries.len(), time.Since(start).Round(time.Millisecond))
 	return t, nil
 }
 
@@ -111,6 +113,7 @@ func newTracker(o Options) *Tracker {
 	o.StaticTenants = static
 	t := &Tracker{
 		opts:      o,
+		log:       corelog.OrDiscard(o.Logger),
 		entries:   newIndex(),
 		tpIDs:     make(map[string]uint16),
 		tenNames:  []string{tenancy.SystemTenant},
@@ -151,7 +154,7 @@ func (t *Tracker) openAndLoad() (*bolt.DB, error) {
 		if merr != nil {
 			return nil, fmt.Errorf("%v; and rebuilding failed: %w", err, merr)
 		}
-		t.logf("Moved the unusable TP-origin database %s aside to %s; rebuilding it from the tenant partitions: %v", o.Path, aside, err)
+		t.log.Errorf("Moved the unusable TP-origin database %s aside to %s; rebuilding it from the tenant partitions: %v", o.Path, aside, err)
 		t.resetState()
 		db, err = openFile(o.Path, o.LockTimeout)
 	}
@@ -225,7 +228,7 @@ func (t *Tracker) dropStale(db *bolt.DB, stale map[string][]string) error {
 			return fmt.Errorf("tporigin: dropping the origins of unconfigured partition %q from %s: %w", tp, t.opts.Path, err)
 		}
 		t.stats.pruned(tp, len(uids))
-		t.logf("Dropped %d origins of tenant partition %s from %s: it is not one of the configured partitions %v", len(uids), tp, t.opts.Path, t.opts.Partitions)
+		t.log.Warningf("Dropped %d origins of tenant partition %s from %s: it is not one of the configured partitions %v", len(uids), tp, t.opts.Path, t.opts.Partitions)
 	}
 	return nil
 }

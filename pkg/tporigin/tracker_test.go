@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 )
 
 func mustOpen(t testing.TB, o Options) *Tracker {
@@ -305,9 +307,9 @@ func TestUnconfiguredPartitionsAreDropped(t *testing.T) {
 
 	// tp2 is renamed tp2b.
 	var logs []string
-	tr2 := mustOpen(t, Options{Path: path, Partitions: []string{"tp1", "tp2b"}, Logf: func(f string, a ...interface{}) {
+	tr2 := mustOpen(t, Options{Path: path, Partitions: []string{"tp1", "tp2b"}, Logger: corelog.Funcs{Warning: func(f string, a ...interface{}) {
 		logs = append(logs, fmt.Sprintf(f, a...))
-	}})
+	}}})
 	if tr2.Len() != 10 {
 		t.Fatalf("loaded %d origins, want tp1's 10", tr2.Len())
 	}
@@ -457,13 +459,15 @@ func TestUUIDKeysRoundTrip(t *testing.T) {
 	}
 }
 
-// TestLogf: the tracker's log lines go to Options.Logf (and nowhere when it
-// is nil): a UID conflict, a tenant conflict, a promotion and a prune.
-func TestLogf(t *testing.T) {
+// TestLogger: the tracker's log lines go to Options.Logger at their level
+// (and nowhere when it is nil): a UID conflict, a tenant conflict, a
+// promotion and a prune.
+func TestLogger(t *testing.T) {
 	var lines []string
-	tr := mustOpen(t, Options{Partitions: []string{"tp1", "tp2"}, Logf: func(format string, args ...any) {
-		lines = append(lines, fmt.Sprintf(format, args...))
-	}})
+	level := func(l string) func(string, ...any) {
+		return func(format string, args ...any) { lines = append(lines, l+" "+fmt.Sprintf(format, args...)) }
+	}
+	tr := mustOpen(t, Options{Partitions: []string{"tp1", "tp2"}, Logger: corelog.Funcs{Debug: level("D"), Info: level("I"), Warning: level("W"), Error: level("E")}})
 	observe(t, tr, "u1", "tp1", "a", KindPod)
 	observe(t, tr, "u1", "tp2", "a", KindPod)
 	observe(t, tr, "u2", "tp2", "a", KindPod)
@@ -472,15 +476,15 @@ func TestLogf(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"Same UID u1 (pods) reported by a second tenant partition tp2; keeping the first origin tp1",
-		`Regular tenant a seen in more than one tenant partition [tp1 tp2] (static ""); answering tp1`,
-		"Origin TP tp1 deleted UID u1, which another TP also reports; tp2 is now its origin",
-		"Pruned 2 origins (pods) that tenant partition tp2 no longer reports",
+		"W Same UID u1 (pods) reported by a second tenant partition tp2; keeping the first origin tp1",
+		`W Regular tenant a seen in more than one tenant partition [tp1 tp2] (static ""); answering tp1`,
+		"I Origin TP tp1 deleted UID u1, which another TP also reports; tp2 is now its origin",
+		"I Pruned 2 origins (pods) that tenant partition tp2 no longer reports",
 	}
 	if !slices.Equal(lines, want) {
 		t.Fatalf("log lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	quiet := mustOpen(t, Options{})
 	observe(t, quiet, "u1", "tp1", "", KindPod)
-	observe(t, quiet, "u1", "tp2", "", KindPod) // no Logf: nothing to call
+	observe(t, quiet, "u1", "tp2", "", KindPod) // no Logger: discarded
 }

@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
@@ -159,12 +161,13 @@ func startNodeLibraries(t *testing.T, o partition.Options, po kubeproxyk8s.Sourc
 	for _, p := range set.Partitions() {
 		names = append(names, p.Name)
 	}
-	view := kubeproxy.NewView(kubeproxyk8s.PartitionsOf(set).IDs(), kubeproxy.Options{Logf: kubeproxyk8s.Logf})
+	logger := corelog.Funcs{Info: klog.Infof, Warning: klog.Warningf, Error: klog.Errorf}
+	view := kubeproxy.NewView(kubeproxyk8s.PartitionsOf(set).IDs(), kubeproxy.Options{Logger: logger})
 	src, err := kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{view}, []kubeproxy.EndpointsHandler{view}, po)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracker, err := tporigin.Open(tporigin.Options{Path: filepath.Join(t.TempDir(), "tporigin.db"), Partitions: names, Logf: tporigink8s.Logf})
+	tracker, err := tporigin.Open(tporigin.Options{Path: filepath.Join(t.TempDir(), "tporigin.db"), Partitions: names, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ var cores = []core{
 		{Module: "k8s.io/apimachinery/pkg/util/validation", Why: "the DNS-1123 label rule is Kubernetes's own (validation.IsDNS1123Label), not a copy that could drift. Arktos has the package in its staging tree; MinGo builds against apimachinery " + apimachineryMinGo + "."},
 	}},
 	{Path: "pkg/ipaddr"},
+	{Path: "pkg/corelog"},
 	{Path: "pkg/dns/names"},
 	{Path: "pkg/admission"},
 	{Path: "pkg/admission/daemonset"},

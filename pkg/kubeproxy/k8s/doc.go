@@ -14,8 +14,7 @@
 //   - FollowTracker makes a view follow pkg/tporigin's tracker, the oracle
 //     behind kubeproxy.Partitions.Tenants.
 //   - RegisterViewMetrics publishes the view's counters as the
-//     tpkit_kubeproxy_* Prometheus metrics; Logf writes the core's log lines
-//     to klog.
+//     tpkit_kubeproxy_* Prometheus metrics.
 //
 // Invariants:
 //   - Every event reaches the handlers tagged with the id of the TP it came

@@ -13,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tpkit-dev/tpkit/internal/partitiontest"
+	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
@@ -199,7 +201,7 @@ func start(t *testing.T, o faketp.Options, tp2Down bool, so kubeproxyk8s.SourceO
 		t.Fatal(err)
 	}
 	ids := kubeproxyk8s.PartitionsOf(set)
-	e := &env{cluster: c, set: set, names: ids, view: kubeproxy.NewView(ids.IDs(), kubeproxy.Options{Logf: kubeproxyk8s.Logf}), rec: &recorder{names: ids}}
+	e := &env{cluster: c, set: set, names: ids, view: kubeproxy.NewView(ids.IDs(), kubeproxy.Options{Logger: corelog.Funcs{Warning: klog.Warningf}}), rec: &recorder{names: ids}}
 	e.src, err = kubeproxyk8s.NewSource(set, []kubeproxy.ServiceHandler{e.view, e.rec}, []kubeproxy.EndpointsHandler{e.view, e.rec}, so)
 	if err != nil {
 		t.Fatal(err)

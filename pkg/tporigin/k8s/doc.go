@@ -10,7 +10,6 @@
 //     --tporigin-batch-delay).
 //   - Collector publishes the tracker's Stats as the tpkit_tporigin_*
 //     Prometheus metrics, for the program's own registry.
-//   - Logf writes the tracker's log lines to klog (tporigin.Options.Logf).
 //
 // An Arktos kubelet vendors the core only: it records origins at its own pod
 // sources (tporigin.ClientChooser.Record) and needs none of this.
