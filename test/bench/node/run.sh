@@ -37,7 +37,11 @@
 #   - the median iptables-restore kube-proxy traced in its log: the same
 #     rules for both proxies, so its ratio shows how the machine's load
 #     moved between the two runs.
-# Stock and patched take turns in which goes first (by size and mode).
+# Stock and patched take turns in which goes first (by size and mode); with
+# PAIRED=1 they run at the same time instead, each in its own namespace with
+# its own xtables lock file (XTABLES_LOCKFILE: the default /run/xtables.lock
+# would make one wait for the other's restore), so that both see the same
+# machine load: the time ratios are then the binaries', not the load's.
 # Ratios are patched / stock. ipvs needs the kernel's IPVS: without it
 # (/proc/net/ip_vs missing after modprobe ip_vs) each proxy is started in
 # ipvs mode once to record what it runs instead, and the mode is reported
@@ -54,12 +58,14 @@ MODES=${MODES:-"iptables/legacy iptables/nft ipvs/legacy"}
 TIMEOUT=${TIMEOUT:-300}
 SETTLE=${SETTLE:-10}
 ENDPOINT_ROUNDS=${ENDPOINT_ROUNDS:-3}
+PAIRED=${PAIRED:-0}
 
 work=$(mktemp -d /tmp/tpkit-benchnode.XXXXXX)
 tpns=tpkit-benchnode-tp-$$
 proxyns=
 cleanup() {
-  for ns in $proxyns $tpns; do
+  # A paired run's proxy namespaces are its subshells' own.
+  for ns in $proxyns $(ip netns list | awk -v p="tpkit-benchnode-[a-z]*-$$-" '$1 ~ "^" p {print $1}') $tpns; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
@@ -109,11 +115,12 @@ start_tps() {
 
 stop_tps() { kill "$fake" 2>/dev/null || true; wait "$fake" 2>/dev/null || true; }
 
-# run_proxy WHICH BIN MODE BACKEND SIZE: one kube-proxy run; sets first,
-# endpoint, steady, peak (and note).
+# run_proxy WHICH BIN MODE BACKEND SIZE [K]: one kube-proxy run, the K-th
+# (its namespace, veth and endpoint addresses; the next one when not
+# given); sets first, endpoint, steady, peak (and note).
 run_proxy() {
   local which=$1 bin=$2 mode=$3 backend=$4 size=$5
-  run_k=$((run_k + 1))
+  if [ -n "${6:-}" ]; then run_k=$6; else run_k=$((run_k + 1)); fi
   local k=$run_k ns=tpkit-benchnode-$which-$$-$run_k log=$work/kube-proxy.$size.$mode-$backend.$which.log
   proxyns=$ns
   ip netns add "$ns"
@@ -129,7 +136,7 @@ run_proxy() {
   want=$($pn "$work/probe" expect --kubeconfigs "$kcs")
   local start
   start=$(date +%s.%N)
-  $pn AWS_EC2_METADATA_DISABLED=true "$bin/kube-proxy" --proxy-mode="$mode" --kubeconfig="${kcs%%,*}" \
+  $pn AWS_EC2_METADATA_DISABLED=true XTABLES_LOCKFILE="$work/xtables.$k.lock" "$bin/kube-proxy" --proxy-mode="$mode" --kubeconfig="${kcs%%,*}" \
     --tenant-server-kubeconfig="$kcs" --hostname-override=bench-node --bind-address=127.0.0.1 \
     --healthz-bind-address=127.0.0.1 --healthz-port=10256 --metrics-bind-address=127.0.0.1 --metrics-port=10249 \
     --conntrack-max-per-core=0 --conntrack-min=0 --conntrack-tcp-timeout-established=0 \
@@ -189,7 +196,8 @@ run_proxy() {
 # so the ratio of these medians is the machine's load drift between the two
 # runs, not the proxies'.
 restore_times() {
-  grep -o '"iptables restore".*total time: [0-9.ms]*' "$1" | sed 's/.*total time: //' | awk '
+  # No trace at all (every restore under 2 s) is no figure, not a failure.
+  { grep -o '"iptables restore".*total time: [0-9.ms]*' "$1" || true; } | sed 's/.*total time: //' | awk '
     /ms$/ {sub("ms", ""); print $0 / 1000; next}
     /m/ {split($0, a, "m"); sub("s", "", a[2]); print a[1] * 60 + a[2]; next}
     {sub("s", ""); print}' | sort -n | awk '{a[NR] = $1} END {if (NR) printf "%.1f (%d)", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, NR}'
@@ -237,9 +245,27 @@ for size in $SIZES; do
     fi
     order="stock patched"; [ $((j % 2)) = 0 ] && order="patched stock"
     declare -A r=()
+    if [ "$PAIRED" = 1 ]; then
+      # Both at once, each in a subshell that leaves its results in a file.
+      pids=()
+      for w in $order; do
+        bin=$stock_bin; [ $w = stock ] || bin=$patched_bin
+        run_k=$((run_k + 1))
+        ( run_proxy "$w" "$bin" "$mode" "$backend" "$size" "$run_k"
+          declare -p first endpoint endpoints steady peak note restores >"$work/result.$w" ) &
+        pids+=($!)
+      done
+      wait "${pids[@]}" || true
+    fi
     for w in $order; do
-      bin=$stock_bin; [ $w = stock ] || bin=$patched_bin
-      run_proxy "$w" "$bin" "$mode" "$backend" "$size"
+      if [ "$PAIRED" = 1 ]; then
+        first= endpoint= endpoints= steady= peak= note="no result" restores=
+        # shellcheck disable=SC1090
+        [ ! -f "$work/result.$w" ] || source "$work/result.$w"
+      else
+        bin=$stock_bin; [ $w = stock ] || bin=$patched_bin
+        run_proxy "$w" "$bin" "$mode" "$backend" "$size"
+      fi
       r[$w-first]=$first r[$w-endpoint]=$endpoint r[$w-endpoints]=$endpoints r[$w-steady]=$steady r[$w-peak]=$peak r[$w-note]=$note r[$w-restores]=$restores
       [ -z "$note" ] || echo "   $w: $note" >&2
     done
@@ -268,4 +294,4 @@ if [ ${#blocked[@]} -gt 0 ]; then
   printf -- '- %s\n' "${blocked[@]}"
 fi
 echo
-echo "TIMEOUT=${TIMEOUT}s per wait; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "TIMEOUT=${TIMEOUT}s per wait; $([ "$PAIRED" = 1 ] && echo "stock and patched ran at the same time (PAIRED=1)" || echo "stock and patched ran one after the other"); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
