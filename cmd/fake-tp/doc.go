@@ -1,4 +1,4 @@
-// Command fake-tp serves fake Arktos tenant partitions (see pkg/faketp) for
+// Command fake-tp serves fake Arktos tenant partitions (see testbed/faketp) for
 // multi-partition harnesses:
 //
 //	fake-tp --partitions 3 --listen 127.0.0.1:6443 --kubeconfig-dir DIR
@@ -10,6 +10,6 @@
 // It logs one line per TP when it is ready and stops cleanly on SIGTERM.
 // The TPs behave as Arktos TPs by default; --controllers, --endpointslices
 // and --watch-list change that. --seed, --data-dir and --generate fill the
-// TPs; --admin-listen serves the fault controls (pkg/faketp.AdminHandler)
+// TPs; --admin-listen serves the fault controls (testbed/faketp.AdminHandler)
 // and /healthz, /readyz, /metrics on a loopback address.
 package main

@@ -28,7 +28,7 @@ limitations under the License.
 //     tenantPartitionId, the TP's position in --tenant-server-kubeconfig,
 //     and synced is reported per TP. They take the core's plain records
 //     (Service, Endpoints), which an Arktos proxier builds from its
-//     *v1.Service and *v1.Endpoints in a few lines; pkg/kubeproxy/k8s builds
+//     *v1.Service and *v1.Endpoints in a few lines; testbed/kubeproxyk8s builds
 //     them from upstream types, EndpointSlices included.
 //   - View implements both: the endpoint filter. It keeps the current state
 //     per TP and records which services changed, as Arktos's change
@@ -49,7 +49,7 @@ limitations under the License.
 // Prometheus.
 // Logging goes through Options.Logger (pkg/corelog), counters are values
 // (View.Stats);
-// pkg/kubeproxy/k8s, its adapter, runs the informers, converts API objects
+// testbed/kubeproxyk8s, its adapter, runs the informers, converts API objects
 // and publishes the metrics.
 //
 // Invariants:

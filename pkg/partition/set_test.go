@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/testbed/arktoshttp"
 )
 
 func writeKubeconfig(t *testing.T, dir, file, context, server string) string {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 // The messages of the three transitions.

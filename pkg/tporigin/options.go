@@ -26,7 +26,7 @@ import (
 )
 
 // Options configure a Tracker. They are a plain struct: tpkit's programs
-// bind them to flags with the adapter (pkg/tporigin/k8s AddFlags), an
+// bind them to flags with the adapter (testbed/tporigink8s AddFlags), an
 // Arktos kubelet fills them from its own flags.
 type Options struct {
 	// Path is the database file, one per node (--tporigin-db). Empty keeps

@@ -23,7 +23,7 @@ import (
 )
 
 // Stats are the tracker's counters and gauges as plain values. The core
-// imports no metrics library; the adapter (pkg/tporigin/k8s Collector)
+// imports no metrics library; the adapter (testbed/tporigink8s Collector)
 // publishes them as the tpkit_tporigin_* Prometheus metrics.
 type Stats struct {
 	// Entries are the known origins per TP and kind, for every TP the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
+	"github.com/tpkit-dev/tpkit/testbed/netns"
 )
 
 func TestParseAddrJSON(t *testing.T) {
