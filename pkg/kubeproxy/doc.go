@@ -48,9 +48,9 @@ limitations under the License.
 // (test/vendorable checks both), and has no client-go, k8s.io/api, klog or
 // Prometheus.
 // Logging goes through Options.Logger (pkg/corelog), counters are values
-// (View.Stats);
-// testbed/kubeproxyk8s, its adapter, runs the informers, converts API objects
-// and publishes the metrics.
+// (View.Stats), which the patched kube-proxy publishes on its /metrics;
+// testbed/kubeproxyk8s runs the view in process for tpkit's harnesses
+// (informers, conversion of API objects).
 //
 // Invariants:
 //   - Every service port is identified by ServicePortName, whose String is

@@ -25,9 +25,8 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Options configure a Tracker. They are a plain struct: tpkit's programs
-// bind them to flags with the adapter (testbed/tporigink8s AddFlags), an
-// Arktos kubelet fills them from its own flags.
+// Options configure a Tracker. They are a plain struct: an Arktos kubelet
+// fills them from its own flags.
 type Options struct {
 	// Path is the database file, one per node (--tporigin-db). Empty keeps
 	// origins in memory only: a restart forgets them.

@@ -22,11 +22,8 @@ import (
 // maxBodyBytes caps request bodies, as kube-apiserver's 3 MiB limit does.
 const maxBodyBytes = 3 << 20
 
-// ServerVersion returns what /version reports.
-func ServerVersion() version.Info { return serverVersion }
-
-// serverVersion is Arktos's (sample 00): 1.0, which kubectl 1.32 warns is
-// beyond its version skew, as it does against Arktos.
+// serverVersion is what /version reports, Arktos's (sample 00): 1.0, which
+// kubectl 1.32 warns is beyond its version skew, as it does against Arktos.
 var serverVersion = version.Info{
 	Major: "1", Minor: "0", GitVersion: "v1.0.0-arktos+faketp", GitCommit: "faketp", GitTreeState: "clean",
 	BuildDate: "2026-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,

@@ -1,5 +1,9 @@
-// Package kubeproxyk8s is pkg/kubeproxy's client-go adapter: what tpkit's programs
-// and tests run around the core, and what an Arktos build does not vendor.
+// Package kubeproxyk8s feeds pkg/kubeproxy's view from client-go in process:
+// the node proxy of tpkit's harnesses (test/multi-tp, test/bench/scale/node),
+// which check the core's View against real TPs (fake-tp, or Arktos with
+// make check-arktos) without an Arktos build. No program and no Arktos patch
+// uses it: Arktos's kube-proxy feeds the core from its own informers
+// (arktos/patches), and publishes the view's figures on its /metrics itself.
 //
 //   - Source runs a tenant-keyed Service and endpoints list/watch
 //     (pkg/informer) on every TP of a partition.Set, core/v1 Endpoints or
@@ -11,10 +15,10 @@
 //     tenantPartitionIds: a TP's id is its position in
 //     --tenant-server-kubeconfig (partition.Partition.Index), as in Arktos's
 //     kube-proxy, whose client i is TP i (kubeproxy.Partitions).
-//   - FollowTracker makes a view follow pkg/tporigin's tracker, the oracle
-//     behind kubeproxy.Partitions.Tenants.
-//   - RegisterViewMetrics publishes the view's counters as the
-//     tpkit_kubeproxy_* Prometheus metrics.
+//
+// Moved from pkg/kubeproxy/k8s (github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s,
+// package k8s) in issue 38; FollowTracker and RegisterViewMetrics, which
+// nothing called, went then.
 //
 // Invariants:
 //   - Every event reaches the handlers tagged with the id of the TP it came

@@ -1,16 +1,14 @@
-// Package tporigink8s is pkg/tporigin's adapter for tpkit's own programs and tests:
-// the client-go, klog and Prometheus glue around the standard-library core.
+// Package tporigink8s feeds a pkg/tporigin Tracker from client-go in
+// process, for tpkit's harnesses (test/multi-tp, test/bench/scale/node):
+// Wire reads every TP of a partition.Set through pkg/informer, the node's
+// pods (spec.nodeName), services and endpoints of every tenant, observed on
+// add and update, forgotten on delete, and pruned after every full list.
 //
-//   - Wire feeds a Tracker from every TP of a partition.Set through
-//     pkg/informer: the node's pods (spec.nodeName), services and endpoints
-//     of every tenant, observed on add and update, forgotten on delete, and
-//     pruned after every full list.
-//   - AddFlags binds tporigin.Options to Kubernetes-style flags
-//     (--tporigin-db, --tporigin-rebuild, --tporigin-static-tenants,
-//     --tporigin-batch-delay).
-//   - Collector publishes the tracker's Stats as the tpkit_tporigin_*
-//     Prometheus metrics, for the program's own registry.
+// No program and no Arktos patch uses it: an Arktos kubelet vendors the core
+// only, records origins at its own pod sources (tporigin.ClientChooser.Record)
+// and publishes the tracker's figures on its /metrics itself (arktos/patches).
 //
-// An Arktos kubelet vendors the core only: it records origins at its own pod
-// sources (tporigin.ClientChooser.Record) and needs none of this.
+// Moved from pkg/tporigin/k8s (github.com/tpkit-dev/tpkit/pkg/tporigin/k8s,
+// package k8s) in issue 38; AddFlags and Collector, which nothing called,
+// went then.
 package tporigink8s

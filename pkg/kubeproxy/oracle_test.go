@@ -1,18 +1,18 @@
-package kubeproxyk8s_test
+package kubeproxy_test
 
 import (
 	"testing"
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
-	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
 )
 
-// TestFollowTracker: with pkg/tporigin's tracker as the oracle, a regular
-// tenant's service is served from the TP the tracker places the tenant in,
-// and follows the tracker when it learns more. The tracker names TPs; the
-// view numbers them.
-func TestFollowTracker(t *testing.T) {
+// TestTrackerAsOracle: with pkg/tporigin's tracker as the oracle
+// (Partitions.Tenants), a regular tenant's service is served from the TP the
+// tracker places the tenant in, and follows the tracker when it learns more
+// (its TenantPartitionChanged changes, passed on as View.TenantMoved). The
+// tracker names TPs; the view numbers them.
+func TestTrackerAsOracle(t *testing.T) {
 	names := kubeproxy.Partitions{"tp1", "tp2"}
 	tr, err := tporigin.Open(tporigin.Options{Partitions: names})
 	if err != nil {
@@ -20,7 +20,11 @@ func TestFollowTracker(t *testing.T) {
 	}
 	defer tr.Close()
 	v := kubeproxy.NewView(names.IDs(), kubeproxy.Options{Tenants: names.Tenants(tr)})
-	stop := kubeproxyk8s.FollowTracker(v, tr)
+	stop := tr.Subscribe(func(c tporigin.Change) {
+		if c.Op == tporigin.TenantPartitionChanged {
+			v.TenantMoved(c.Tenant)
+		}
+	})
 	defer stop()
 
 	// t1's service shows up in both TPs; the tracker knows nothing yet, so
