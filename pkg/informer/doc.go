@@ -16,8 +16,6 @@
 //     the list is read in pages (limit and continue, a consistent read)
 //     that the sink takes one by one, optionally one page at a time across
 //     feeds (PageGate), and ends as one list at the end.
-//   - Informer is a Feed whose sink keeps objects by tenant/namespace/name
-//     and hands a handler exact add, update and delete events.
 //
 // client-go's informers key their stores by namespace/name. In an Arktos TP
 // two tenants may each have default/web: in an upstream informer one hides the
@@ -27,7 +25,5 @@
 // exact adds, updates and deletes.
 //
 // Invariants: events for one Feed are delivered one at a time, in the order
-// the TP reported them, and an Informer never delivers them while its lock is
-// held, so a handler may call List. An update always pairs two versions of
-// the same tenant/namespace/name.
+// the TP reported them.
 package informer

@@ -132,7 +132,7 @@ func SliceFromAPI(es *discoveryv1.EndpointSlice) (*kubeproxy.Endpoints, error) {
 // serviceEntry is what a services informer keeps of a Service.
 type serviceEntry struct{ *kubeproxy.Service }
 
-// InformerKey is the Service's key (informer.Keyed).
+// InformerKey is the Service's key (keyedRecord).
 func (e serviceEntry) InformerKey() (tenant, namespace, name string) {
 	return e.Tenant, e.Namespace, e.Name
 }
@@ -141,7 +141,7 @@ func (e serviceEntry) InformerKey() (tenant, namespace, name string) {
 // EndpointSlice.
 type endpointsEntry struct{ *kubeproxy.Endpoints }
 
-// InformerKey is the object's key (informer.Keyed).
+// InformerKey is the object's key (keyedRecord).
 func (e endpointsEntry) InformerKey() (tenant, namespace, name string) {
 	return e.Tenant, e.Namespace, e.Name
 }

@@ -34,7 +34,7 @@ import (
 // Source does not use client-go's informers: their stores key by
 // namespace/name, so two tenants of one TP with equal service names would
 // hide each other, and an update of one would reach the handlers paired with
-// the other. Its informers (pkg/informer) key by tenant/namespace/name.
+// the other. Its informers (keyedInformer) key by tenant/namespace/name.
 type Source struct {
 	set     *partition.Set
 	opts    SourceOptions
@@ -80,7 +80,7 @@ const pageTurns = 2
 type tpSource struct {
 	name    string
 	id      int
-	svc, ep *informer.Informer
+	svc, ep *keyedInformer
 }
 
 // NewSource prepares the list/watches and handlers for every TP of set; Run
@@ -115,10 +115,10 @@ func NewSource(set *partition.Set, services []kubeproxy.ServiceHandler, endpoint
 		if err != nil {
 			return nil, err
 		}
-		t.svc = informer.New(svcLW, &corev1.Service{}, s.serviceEvents(t), informer.Options{Name: "kubeproxy " + t.name + " services", Transform: keepService,
+		t.svc = newInformer(svcLW, &corev1.Service{}, s.serviceEvents(t), informerOptions{Name: "kubeproxy " + t.name + " services", Transform: keepService,
 			PageSize: max(o.PageSize, 0), PageGate: gate})
 		// The endpoints informer delivers Endpoints or EndpointSlices.
-		t.ep = informer.New(epLW, nil, s.endpointsEvents(t), informer.Options{Name: "kubeproxy " + t.name + " endpoints", Transform: keepEndpoints(t.name),
+		t.ep = newInformer(epLW, nil, s.endpointsEvents(t), informerOptions{Name: "kubeproxy " + t.name + " endpoints", Transform: keepEndpoints(t.name),
 			PageSize: max(o.PageSize, 0), PageGate: gate})
 		s.tps = append(s.tps, t)
 		s.byName[t.name] = t

@@ -1,4 +1,4 @@
-package informer
+package kubeproxyk8s
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-func services(n int) []any {
+func benchServices(n int) []any {
 	out := make([]any, n)
 	for i := range out {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("svc-%d", i), ResourceVersion: "1"}}
@@ -24,8 +24,8 @@ func services(n int) []any {
 // BenchmarkReplace10k is a relist of 10,000 services that are all known: the
 // store swaps its map and pairs every object with its previous version.
 func BenchmarkReplace10k(b *testing.B) {
-	objs := services(10000)
-	i := New(&cache.ListWatch{}, &corev1.Service{}, cache.ResourceEventHandlerFuncs{}, Options{})
+	objs := benchServices(10000)
+	i := newInformer(&cache.ListWatch{}, &corev1.Service{}, cache.ResourceEventHandlerFuncs{}, informerOptions{})
 	s := (*store)(i)
 	if err := s.Replace(objs, "1"); err != nil {
 		b.Fatal(err)
@@ -40,8 +40,8 @@ func BenchmarkReplace10k(b *testing.B) {
 
 // BenchmarkUpdate is one watch event for a known object.
 func BenchmarkUpdate(b *testing.B) {
-	objs := services(10000)
-	i := New(&cache.ListWatch{}, &corev1.Service{}, cache.ResourceEventHandlerFuncs{}, Options{})
+	objs := benchServices(10000)
+	i := newInformer(&cache.ListWatch{}, &corev1.Service{}, cache.ResourceEventHandlerFuncs{}, informerOptions{})
 	s := (*store)(i)
 	if err := s.Replace(objs, "1"); err != nil {
 		b.Fatal(err)

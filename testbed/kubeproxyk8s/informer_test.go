@@ -1,4 +1,4 @@
-package informer_test
+package kubeproxyk8s
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func desc(obj any) string {
 }
 
 // keyed is a record a Transform keeps in place of a Service
-// (informer.Keyed).
+// (keyedRecord).
 type keyed struct{ tenant, namespace, name, v string }
 
 func (k keyed) InformerKey() (string, string, string) { return k.tenant, k.namespace, k.name }
@@ -98,7 +98,7 @@ func waitEvents(t *testing.T, r *recorder, want ...string) {
 // TestTenantsWithEqualNamesStayApart: services of equal names in two
 // tenants are two objects through adds, updates, watched deletes and a
 // relist, whether the informer keeps the objects or records a Transform
-// made of them (informer.Keyed), which the deletes' objects must find, and
+// made of them (keyedRecord), which the deletes' objects must find, and
 // whether it lists whole or in pages of one object.
 func TestTenantsWithEqualNamesStayApart(t *testing.T) {
 	t.Run("objects", func(t *testing.T) { testTenantsApart(t, nil, 0) })
@@ -126,7 +126,7 @@ func testTenantsApart(t *testing.T, transform cache.TransformFunc, pageSize int6
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	inf := informer.New(lw, &corev1.Service{}, rec, informer.Options{Name: "services", Transform: transform, PageSize: pageSize})
+	inf := newInformer(lw, &corev1.Service{}, rec, informerOptions{Name: "services", Transform: transform, PageSize: pageSize})
 	run := func() (stop func()) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
@@ -172,6 +172,9 @@ func testTenantsApart(t *testing.T, transform cache.TransformFunc, pageSize int6
 	}
 }
 
+// TestKeyOf: objects key by tenant (system when they have none),
+// namespace and name, through tombstones too, and keyed records by the key
+// they name.
 func TestKeyOf(t *testing.T) {
 	cases := []struct {
 		obj  any
@@ -185,11 +188,11 @@ func TestKeyOf(t *testing.T) {
 		{cache.DeletedFinalStateUnknown{Key: "x", Obj: keyed{"zeta", "web", "api", ""}}, "zeta/web/api"},
 	}
 	for _, tc := range cases {
-		if got, err := informer.KeyOf(tc.obj); err != nil || got != tc.want {
-			t.Errorf("KeyOf(%T) = %q, %v; want %q", tc.obj, got, err, tc.want)
+		if got, err := keyOf(tc.obj); err != nil || got.String() != tc.want {
+			t.Errorf("keyOf(%T) = %q, %v; want %q", tc.obj, got, err, tc.want)
 		}
 	}
-	if _, err := informer.KeyOf("not an object"); err == nil {
-		t.Error("KeyOf(string) gave no error")
+	if _, err := keyOf("not an object"); err == nil {
+		t.Error("keyOf(string) gave no error")
 	}
 }

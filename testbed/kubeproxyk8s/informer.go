@@ -1,4 +1,4 @@
-package informer
+package kubeproxyk8s
 
 import (
 	"context"
@@ -8,30 +8,35 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Options configure an Informer.
-type Options struct {
+// informerOptions configure a keyedInformer.
+type informerOptions struct {
 	// Name identifies the informer in client-go's logs, e.g. "tp1 services".
 	Name string
 	// Transform, when set, rewrites each object before it is stored and
 	// handed to the handler: to drop fields nobody reads, or to keep a
 	// record made of the object in its place. It returns an object of the
-	// same kind, or a Keyed value under the object's key.
+	// same kind, or a keyedRecord under the object's key.
 	Transform cache.TransformFunc
-	// PageSize and PageGate are the Feed's (FeedOptions): with a PageSize,
-	// a list is read page by page, each page's objects transformed and
-	// stored before the next is fetched, so that a list never holds more
-	// than one page of API objects; its events come when it is complete.
+	// PageSize and PageGate are the Feed's (informer.FeedOptions): with a
+	// PageSize, a list is read page by page, each page's objects
+	// transformed and stored before the next is fetched, so that a list
+	// never holds more than one page of API objects; its events come when
+	// it is complete.
 	PageSize int64
 	PageGate chan struct{}
 }
 
-// Informer lists and watches one resource through a Feed and keeps the
-// objects by tenant/namespace/name.
-type Informer struct {
-	feed      *Feed
+// keyedInformer is the Source's informer: it lists and watches one resource
+// through a pkg/informer Feed and keeps the objects, or records made of
+// them, by tenant/namespace/name, handing a handler exact add, update and
+// delete events. client-go's informers key by namespace/name, where two
+// tenants' equal names would hide each other.
+type keyedInformer struct {
+	feed      *informer.Feed
 	h         cache.ResourceEventHandler
 	transform cache.TransformFunc
 
@@ -42,23 +47,23 @@ type Informer struct {
 	staged map[objectKey]any
 }
 
-// New builds an Informer over lw (a ListWatch of this package, normally) for
-// objects like expected; nil expected accepts any object.
-func New(lw cache.ListerWatcher, expected any, h cache.ResourceEventHandler, o Options) *Informer {
-	i := &Informer{h: h, transform: o.Transform, items: map[objectKey]any{}}
-	i.feed = NewFeed(lw, expected, (*store)(i), FeedOptions{Name: o.Name, PageSize: o.PageSize, PageGate: o.PageGate})
+// newInformer builds a keyedInformer over lw (a pkg/informer ListWatch,
+// normally) for objects like expected; nil expected accepts any object.
+func newInformer(lw cache.ListerWatcher, expected any, h cache.ResourceEventHandler, o informerOptions) *keyedInformer {
+	i := &keyedInformer{h: h, transform: o.Transform, items: map[objectKey]any{}}
+	i.feed = informer.NewFeed(lw, expected, (*store)(i), informer.FeedOptions{Name: o.Name, PageSize: o.PageSize, PageGate: o.PageGate})
 	return i
 }
 
 // Run lists, then watches, until ctx ends; it relists when the watch
 // cannot continue.
-func (i *Informer) Run(ctx context.Context) { i.feed.Run(ctx) }
+func (i *keyedInformer) Run(ctx context.Context) { i.feed.Run(ctx) }
 
 // HasSynced reports whether the first full list has been delivered.
-func (i *Informer) HasSynced() bool { return i.feed.HasSynced() }
+func (i *keyedInformer) HasSynced() bool { return i.feed.HasSynced() }
 
 // List returns the objects held now, in no particular order.
-func (i *Informer) List() []any {
+func (i *keyedInformer) List() []any {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	out := make([]any, 0, len(i.items))
@@ -69,31 +74,23 @@ func (i *Informer) List() []any {
 }
 
 // Len is the number of objects held.
-func (i *Informer) Len() int {
+func (i *keyedInformer) Len() int {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	return len(i.items)
 }
 
-// KeyOf returns obj's "<tenant>/<namespace>/<name>"; cluster-scoped objects
-// have an empty namespace.
-func KeyOf(obj any) (string, error) {
-	k, err := keyOf(obj)
-	if err != nil {
-		return "", err
-	}
-	return k.String(), nil
-}
-
-// objectKey is KeyOf as a comparable struct, so a lookup builds no string.
+// objectKey is an object's tenant, namespace and name (cluster-scoped
+// objects have an empty namespace); a comparable struct, so a lookup builds
+// no string.
 type objectKey struct{ tenant, namespace, name string }
 
 func (k objectKey) String() string { return k.tenant + "/" + k.namespace + "/" + k.name }
 
-// Keyed is a value a Transform keeps in place of an API object, which
+// keyedRecord is a value a Transform keeps in place of an API object, which
 // names the object's key itself: its tenant (tenancy.TenantOf's answer),
 // namespace and name.
-type Keyed interface {
+type keyedRecord interface {
 	InformerKey() (tenant, namespace, name string)
 }
 
@@ -101,7 +98,7 @@ func keyOf(obj any) (objectKey, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if k, ok := obj.(Keyed); ok {
+	if k, ok := obj.(keyedRecord); ok {
 		t, ns, n := k.InformerKey()
 		return objectKey{t, ns, n}, nil
 	}
@@ -112,9 +109,9 @@ func keyOf(obj any) (objectKey, error) {
 	return objectKey{tenancy.TenantOf(m), m.GetNamespace(), m.GetName()}, nil
 }
 
-// store is the reflector's side of an Informer (cache.ReflectorStore). The
+// store is the reflector's side of a keyedInformer (cache.ReflectorStore). The
 // reflector calls it from one goroutine, so events stay in order.
-type store Informer
+type store keyedInformer
 
 func (s *store) prepare(obj any) (objectKey, any, error) {
 	if s.transform != nil {
@@ -163,10 +160,10 @@ func (s *store) Delete(obj any) error {
 	return nil
 }
 
-// StartList begins a paged list (PagedSink).
+// StartList begins a paged list (informer.PagedSink).
 func (s *store) StartList() { s.staged = map[objectKey]any{} }
 
-// ListPage stages one page of a paged list, transformed (PagedSink).
+// ListPage stages one page of a paged list, transformed (informer.PagedSink).
 func (s *store) ListPage(items []any) error {
 	for _, obj := range items {
 		k, obj, err := s.prepare(obj)
