@@ -1,6 +1,7 @@
 // Package informer is how tpkit lists and watches an Arktos tenant partition
-// (TP): one primitive that every consumer (partition-dns, the kube-proxy
-// source, tporigin's wiring, the kubelet caches) uses.
+// (TP): one primitive that every consumer uses (partition-dns through
+// pkg/dns/source and pkg/partition; the test bed's in-process kube-proxy and
+// origin feeds, testbed/kubeproxyk8s and testbed/tporigink8s).
 //
 //   - ListWatch reads one resource through Arktos's tenant paths: every
 //     tenant through /api/v1/tenants/all/{resource}, or one tenant (and one

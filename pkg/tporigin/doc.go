@@ -63,9 +63,9 @@ limitations under the License.
 //   - The file has a magic string and SchemaVersion. A file bbolt rejects,
 //     that panics bbolt, that another program wrote, of another version, or
 //     with a record that does not decode, is a *CorruptError naming the file:
-//     never a panic and never an empty map. Options.Rebuild (the adapter's
-//     --tporigin-rebuild, true by default) moves it aside, logs its new
-//     name and starts empty, to be refilled from the TPs. Before bbolt maps
+//     never a panic and never an empty map. Options.Rebuild (which the
+//     patched kubelet sets) moves it aside, logs its new name and starts
+//     empty, to be refilled from the TPs. Before bbolt maps
 //     the file, its meta page, size, root and freelist are checked
 //     (filecheck.go): bbolt trusts them, and a file cut short would make
 //     its first read a SIGBUS that kills the process, while a bad page read
