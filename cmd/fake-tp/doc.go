@@ -1,5 +1,7 @@
-// Command fake-tp serves fake Arktos tenant partitions (see testbed/faketp) for
-// multi-partition harnesses:
+// Command fake-tp serves fake Arktos tenant partitions for multi-partition
+// harnesses. It is testbed/faketp (pkg/faketp before issue 38) as a
+// process: the one program that imports the test bed's library, being the
+// test bed's own program.
 //
 //	fake-tp --partitions 3 --listen 127.0.0.1:6443 --kubeconfig-dir DIR
 //

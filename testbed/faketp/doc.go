@@ -169,4 +169,10 @@
 // paths and bodies get a metav1.Status with a 4xx code and the reason
 // kube-apiserver would give. Every object served carries the
 // resourceVersion it was written at, from one counter per TP.
+//
+// It moved from pkg/faketp to the test bed's own wing in issue 38, its API
+// unchanged: import github.com/tpkit-dev/tpkit/testbed/faketp (and
+// testbed/faketp/store, testbed/faketp/manifest) where
+// github.com/tpkit-dev/tpkit/pkg/faketp was; pkg/ now holds only what the
+// programs and the Arktos cores ship.
 package faketp
