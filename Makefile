@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover bench-origin bench-hollow-proxy bench-node check-arktos arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet vet-untested fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover bench-origin bench-hollow-proxy bench-node check-layout check-arktos arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster check-deploy demo fuzz clean
 
 all: build
 
@@ -33,6 +33,7 @@ help:
 	@echo "make bench-hollow-proxy ARKTOS_BIN=WORK/bin  kubemark's hollow proxy (patch 0030) over 2 fake TPs at 1.5k and 9k services each: first rules, a new service, peak RSS (root, netns)"
 	@echo "make bench-node ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin  stock vs patched Arktos kube-proxy over 3 fake TPs at 1.5k, 9k, 30k services: first complete rules, a new endpoint, RSS, per mode (root, netns)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
+	@echo "make check-layout  the folders' rules: pkg/ holds what programs and cores need, no arrow from pkg/ into testbed/, no export only its own tests use (hack/layout)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin, run Arktos's quick checks on both trees (docs/vendoring.md)"
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
@@ -175,6 +176,12 @@ bench-node:
 	@test -n "$(ARKTOS_BIN)" -a -n "$(PATCHED_BIN)" || { echo "set ARKTOS_BIN to stock Arktos binaries and PATCHED_BIN to WORK/bin of make arktos-patch"; exit 2; }
 	./hack/ensure-tools.sh iptables ip curl
 	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) PATCHED_BIN=$(abspath $(PATCHED_BIN)) ./test/bench/node/run.sh
+
+# The folders' rules (docs/architecture.md, "Layout"): pkg/ only what the
+# programs and the cores need, internal/ only what programs use, no import
+# from pkg/ into testbed/ or test/, no export only its own tests use.
+check-layout:
+	$(GO) run ./hack/layout
 
 # TestArktosTPs and TestArktosRestarts (each API server restarted 10 times,
 # once over a compacted etcd; about 4 minutes) against two real Arktos TPs

@@ -252,7 +252,7 @@ $(tput bold 2>/dev/null)Try it further$(tput sgr0 2>/dev/null) (everything stops
   dig -p $DNS_PORT @127.0.0.1 +tcp _postgres._tcp.db.web.acme.svc.cluster.local SRV
   kubectl --kubeconfig $work/tp2.kubeconfig -n default create service clusterip api --tcp=80   # then:
   dig -p $DNS_PORT @127.0.0.1 api.default.svc.cluster.local    # tp2's system tenant, legacy name
-  # fake-tp's fault controls (outages, to watch serve-stale) are on http://127.0.0.1:$ADMIN_PORT (pkg/faketp AdminHandler)
+  # fake-tp's fault controls (outages, to watch serve-stale) are on http://127.0.0.1:$ADMIN_PORT (testbed/faketp AdminHandler)
   curl http://127.0.0.1:$HEALTH_PORT/readyz/partitions         # per-TP state (ok, not synced, stale)
   curl http://127.0.0.1:$READY_PORT/ready                      # CoreDNS's ready plugin
   curl -s http://127.0.0.1:$METRICS_PORT/metrics | grep tpkit_dns

@@ -22,7 +22,7 @@ declare -A pkg=(
   [mmdebstrap]=mmdebstrap
   [newuidmap]=uidmap
   [python3]=python3
-  [kubectl]=kubernetes-client # the kubectl compatibility tests (pkg/faketp, test/multi-tp)
+  [kubectl]=kubernetes-client # the kubectl compatibility tests (testbed/faketp, test/multi-tp)
   # the cluster lab (test/arktos-cluster): a real container runtime for Arktos's kubelet
   [dockerd]=docker.io
   [skopeo]=skopeo

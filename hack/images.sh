@@ -43,7 +43,7 @@ suite=${DEBIAN_SUITE:-bookworm}
 cache=${TPKIT_IMAGE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tpkit/images}
 images=(partition-dns tp-admission-webhook fake-tp)
 
-# internal/testbin's lock: see the build below.
+# testbed/testbin's lock: see the build below.
 lockfile=${TMPDIR:-/tmp}/tpkit-testbin-build.lock
 work=$(mktemp -d -t tpkit-images.XXXXXX)
 # buildah and the containers libraries read these: a storage of our own
@@ -64,7 +64,7 @@ cleanup() {
 trap cleanup EXIT
 
 # --- The binaries. -----------------------------------------------------------
-# The lock is internal/testbin's: test binaries that build the programs
+# The lock is testbed/testbin's: test binaries that build the programs
 # (go test -p N) take turns with this build instead of compiling the same
 # packages beside it, and find its packages in the build cache.
 echo "images: building ${images[*]} $VERSION (CGO_ENABLED=0, -trimpath)"

@@ -1,5 +1,7 @@
-// Command fake-tp serves fake Arktos tenant partitions (see pkg/faketp) for
-// multi-partition harnesses:
+// Command fake-tp serves fake Arktos tenant partitions for multi-partition
+// harnesses. It is testbed/faketp (pkg/faketp before issue 38) as a
+// process: the one program that imports the test bed's library, being the
+// test bed's own program.
 //
 //	fake-tp --partitions 3 --listen 127.0.0.1:6443 --kubeconfig-dir DIR
 //
@@ -10,6 +12,6 @@
 // It logs one line per TP when it is ready and stops cleanly on SIGTERM.
 // The TPs behave as Arktos TPs by default; --controllers, --endpointslices
 // and --watch-list change that. --seed, --data-dir and --generate fill the
-// TPs; --admin-listen serves the fault controls (pkg/faketp.AdminHandler)
+// TPs; --admin-listen serves the fault controls (testbed/faketp.AdminHandler)
 // and /healthz, /readyz, /metrics on a loopback address.
 package main

@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 // config is fake-tp's command line.

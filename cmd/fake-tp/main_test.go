@@ -26,11 +26,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
-	"github.com/tpkit-dev/tpkit/internal/testbin"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // TestHelpAndVersion: fake-tp's --help and --version are a Kubernetes

@@ -15,7 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 func freePort(t *testing.T) string {

@@ -20,7 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 const deployDir = "../../deploy/partition-dns"

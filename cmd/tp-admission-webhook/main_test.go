@@ -22,9 +22,9 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
 	"github.com/tpkit-dev/tpkit/pkg/admission/webhook"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // webhookServer is the real program, run in-process on 127.0.0.1:0.

@@ -1,6 +1,7 @@
 // Package informer is how tpkit lists and watches an Arktos tenant partition
-// (TP): one primitive that every consumer (partition-dns, the kube-proxy
-// source, tporigin's wiring, the kubelet caches) uses.
+// (TP): one primitive that every consumer uses (partition-dns through
+// pkg/dns/source and pkg/partition; the test bed's in-process kube-proxy and
+// origin feeds, testbed/kubeproxyk8s and testbed/tporigink8s).
 //
 //   - ListWatch reads one resource through Arktos's tenant paths: every
 //     tenant through /api/v1/tenants/all/{resource}, or one tenant (and one
@@ -16,8 +17,6 @@
 //     the list is read in pages (limit and continue, a consistent read)
 //     that the sink takes one by one, optionally one page at a time across
 //     feeds (PageGate), and ends as one list at the end.
-//   - Informer is a Feed whose sink keeps objects by tenant/namespace/name
-//     and hands a handler exact add, update and delete events.
 //
 // client-go's informers key their stores by namespace/name. In an Arktos TP
 // two tenants may each have default/web: in an upstream informer one hides the
@@ -27,7 +26,5 @@
 // exact adds, updates and deletes.
 //
 // Invariants: events for one Feed are delivered one at a time, in the order
-// the TP reported them, and an Informer never delivers them while its lock is
-// held, so a handler may call List. An update always pairs two versions of
-// the same tenant/namespace/name.
+// the TP reported them.
 package informer

@@ -18,8 +18,8 @@ import (
 
 // Sink receives what a Feed lists and watches: every object of a full list
 // (Replace), then each change. It is client-go's cache.ReflectorStore; a
-// Sink keys objects as its job needs (tenant/namespace/name for an Informer,
-// UID for pkg/tporigin, the DNS index's own keys), never by namespace/name
+// Sink keys objects as its job needs (tenant/namespace/name for the kube-proxy
+// harness, UID for pkg/tporigin, the DNS index's own keys), never by namespace/name
 // alone.
 type Sink = cache.ReflectorStore
 

@@ -53,8 +53,6 @@ var (
 		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }}
 	ConfigMaps = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Namespaced: true,
 		New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }}
-	Secrets = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "secrets", Namespaced: true,
-		New: func() runtime.Object { return &corev1.Secret{} }, NewList: func() runtime.Object { return &corev1.SecretList{} }}
 )
 
 // Scope narrows what a ListWatch covers.

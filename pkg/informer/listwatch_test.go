@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 func named(tenant, ns, name string) *corev1.Service {
@@ -23,26 +23,27 @@ func named(tenant, ns, name string) *corev1.Service {
 	return s
 }
 
-// keys lists what an informer over scope holds once it has synced.
+// keys lists what a feed over scope holds once it has synced, as
+// "<tenant>/<namespace>/<name>".
 func keys(t *testing.T, c informer.Client, scope informer.Scope) []string {
 	t.Helper()
 	lw, err := informer.NewListWatch(c, informer.Services, scope)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf := informer.New(lw, &corev1.Service{}, cache.ResourceEventHandlerFuncs{}, informer.Options{Name: scope.String()})
-	go inf.Run(t.Context())
-	for !inf.HasSynced() {
+	st := cache.NewStore(func(obj any) (string, error) {
+		s := obj.(*corev1.Service)
+		return tenancy.TenantOf(s) + "/" + s.Namespace + "/" + s.Name, nil
+	})
+	f := informer.NewFeed(lw, &corev1.Service{}, st, informer.FeedOptions{Name: scope.String()})
+	go f.Run(t.Context())
+	for !f.HasSynced() {
 		if t.Context().Err() != nil {
-			t.Fatal("test ended before the informer synced")
+			t.Fatal("test ended before the feed synced")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	var out []string
-	for _, o := range inf.List() {
-		k, _ := informer.KeyOf(o)
-		out = append(out, k)
-	}
+	out := st.ListKeys()
 	slices.Sort(out)
 	return out
 }

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 // pagedSink records what a paged feed hands it.
@@ -110,7 +110,7 @@ var acmeOnly = informer.Scope{Tenant: "acme"}
 func TestPagedFeed(t *testing.T) {
 	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
 	for i := 0; i < 5; i++ {
-		s := svc("acme", "1")
+		s := named("acme", "web", "api")
 		s.Name = fmt.Sprintf("s%d", i)
 		if err := tp.Seed(s); err != nil {
 			t.Fatal(err)
@@ -175,7 +175,7 @@ func TestPagedFeed(t *testing.T) {
 		t.Errorf("%d pages were read at once through one gate", m)
 	}
 	// The watch follows the list.
-	s := svc("acme", "1")
+	s := named("acme", "web", "api")
 	s.Name = "s5"
 	if _, err := c.CoreV1().Services("web").Create(tenancyk8s.WithTenant(t.Context(), "acme"), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func (h hangingLW) List(o metav1.ListOptions) (runtime.Object, error) {
 // and syncs.
 func TestPageGateSurvivesAHangingTP(t *testing.T) {
 	tp := faketp.StartT(t, faketp.Options{Partitions: 1}).TPs()[0]
-	if err := tp.Seed(svc("acme", "1")); err != nil {
+	if err := tp.Seed(named("acme", "web", "api")); err != nil {
 		t.Fatal(err)
 	}
 	c, err := informer.NewClients(tenancyk8s.WrapConfig(tp.RESTConfig()), nil)

@@ -55,17 +55,6 @@ func (s Scope) String() string {
 	return fmt.Sprintf("Scope(%d)", int(s))
 }
 
-// ParseScope parses "full" or "tenant" (also "tenant-only").
-func ParseScope(s string) (Scope, error) {
-	switch s {
-	case "full", "":
-		return ScopeFull, nil
-	case "tenant", "tenant-only":
-		return ScopeTenant, nil
-	}
-	return 0, fmt.Errorf("unknown DNS search scope %q: want \"full\" or \"tenant\"", s)
-}
-
 const (
 	// systemNdots is upstream kubelet's ndots for ClusterFirst pods.
 	systemNdots = "ndots:5"

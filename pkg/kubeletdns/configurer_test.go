@@ -538,15 +538,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func TestParseScope(t *testing.T) {
-	for in, want := range map[string]Scope{"": ScopeFull, "full": ScopeFull, "tenant": ScopeTenant, "tenant-only": ScopeTenant} {
-		if got, err := ParseScope(in); err != nil || got != want {
-			t.Errorf("ParseScope(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	if _, err := ParseScope("namespace"); err == nil {
-		t.Error("ParseScope(namespace): no error")
-	}
+func TestScopeString(t *testing.T) {
 	if ScopeFull.String() != "full" || ScopeTenant.String() != "tenant" {
 		t.Errorf("String() = %q, %q", ScopeFull, ScopeTenant)
 	}

@@ -58,7 +58,7 @@ func (w benchObjects) feed(v *View) {
 
 // BenchmarkInitialEvents feeds the initial list of 3 TPs × 10k services ×
 // 3 endpoints through the handler methods, as informers do before they
-// report synced. (pkg/kubeproxy/k8s's BenchmarkInitialEventsFromAPI adds the
+// report synced. (testbed/kubeproxyk8s's BenchmarkInitialEventsFromAPI adds the
 // conversion from API objects.)
 func BenchmarkInitialEvents(b *testing.B) {
 	w := benchWorld(10000)

@@ -28,7 +28,7 @@ limitations under the License.
 //     tenantPartitionId, the TP's position in --tenant-server-kubeconfig,
 //     and synced is reported per TP. They take the core's plain records
 //     (Service, Endpoints), which an Arktos proxier builds from its
-//     *v1.Service and *v1.Endpoints in a few lines; pkg/kubeproxy/k8s builds
+//     *v1.Service and *v1.Endpoints in a few lines; testbed/kubeproxyk8s builds
 //     them from upstream types, EndpointSlices included.
 //   - View implements both: the endpoint filter. It keeps the current state
 //     per TP and records which services changed, as Arktos's change
@@ -48,9 +48,9 @@ limitations under the License.
 // (test/vendorable checks both), and has no client-go, k8s.io/api, klog or
 // Prometheus.
 // Logging goes through Options.Logger (pkg/corelog), counters are values
-// (View.Stats);
-// pkg/kubeproxy/k8s, its adapter, runs the informers, converts API objects
-// and publishes the metrics.
+// (View.Stats), which the patched kube-proxy publishes on its /metrics;
+// testbed/kubeproxyk8s runs the view in process for tpkit's harnesses
+// (informers, conversion of API objects).
 //
 // Invariants:
 //   - Every service port is identified by ServicePortName, whose String is

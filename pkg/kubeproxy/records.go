@@ -27,7 +27,7 @@ import (
 // Service is what a node proxy reads of one service: a v1.Service reduced to
 // plain values. The TP is not part of it: handlers receive it beside the
 // record, as Arktos's do. Converting an API object is field copying
-// (pkg/kubeproxy/k8s does it for upstream types; an Arktos proxier does it
+// (testbed/kubeproxyk8s does it for upstream types; an Arktos proxier does it
 // in a few lines for its own); the view parses and validates.
 type Service struct {
 	// Tenant is the service's tenant; "" means the system tenant.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
+	"github.com/tpkit-dev/tpkit/testbed/netns"
 )
 
 // TestCacheOwnRulesAndLeftovers runs the cache alone with

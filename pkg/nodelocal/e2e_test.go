@@ -20,9 +20,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
-	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
+	"github.com/tpkit-dev/tpkit/testbed/netns"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // The node of the end-to-end test, all inside one network namespace:

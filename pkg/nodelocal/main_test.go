@@ -8,8 +8,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // Child processes: the end-to-end test re-executes this test binary through

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/testbed/arktoshttp"
 )
 
 func writeKubeconfig(t *testing.T, dir, file, context, server string) string {
@@ -185,9 +185,10 @@ func TestUnreachablePartitionDoesNotBlockOthers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inf := informer.New(lw, &corev1.Pod{}, cache.ResourceEventHandlerFuncs{}, informer.Options{Name: p.Name + " pods"})
-		p.TrackSynced("pods", inf.HasSynced)
-		go inf.Run(ctx)
+		// Only the sync matters here, not the store's keys.
+		f := informer.NewFeed(lw, &corev1.Pod{}, cache.NewStore(cache.MetaNamespaceKeyFunc), informer.FeedOptions{Name: p.Name + " pods"})
+		p.TrackSynced("pods", f.HasSynced)
+		go f.Run(ctx)
 	}
 	s.Start(ctx)
 

@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 // The messages of the three transitions.
@@ -91,7 +91,8 @@ func TestTransitionsLoggedAndCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Retrying every 20ms, the feed fails often while its TP is down.
-		f := informer.NewFeed(lw, &corev1.Pod{}, cache.NewStore(informer.KeyOf), informer.FeedOptions{
+		// Only the sync matters here, not the store's keys.
+		f := informer.NewFeed(lw, &corev1.Pod{}, cache.NewStore(cache.MetaNamespaceKeyFunc), informer.FeedOptions{
 			Name: p.Name + " pods", Backoff: &wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: math.MaxInt32}})
 		p.TrackSynced("pods", f.HasSynced)
 		go f.Run(ctx)

@@ -28,7 +28,8 @@ limitations under the License.
 //   - An object with no tenant belongs to SystemTenant. An object's own
 //     GetTenant (Arktos's ObjectMeta) wins over TenantAnnotation (tpkit's
 //     stand-in for the field on upstream types).
-//   - A Key's string form is Arktos's "<tenant>_<tp>/<namespace>/<name>" and
-//     ParseKey(k.String()) == k for every valid key.
+//   - A Key's string form is Arktos's "<tenant>_<tp>/<namespace>/<name>";
+//     a valid key's tenant (a DNS label) has no '_', so the form is
+//     unambiguous.
 //   - Nothing here holds global state.
 package tenancy

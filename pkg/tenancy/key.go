@@ -88,39 +88,3 @@ func ValidatePartitionName(p string) error {
 	}
 	return nil
 }
-
-// ParseKey parses "<tenant>_<tp>/<namespace>/<name>" or "<tenant>_<tp>/<name>".
-// The tenant ends at the first '_' (a DNS label has none); the partition is the
-// rest of the first segment.
-func ParseKey(s string) (Key, error) {
-	parts := strings.Split(s, "/")
-	var k Key
-	switch len(parts) {
-	case 2:
-		k.Name = parts[1]
-	case 3:
-		k.Namespace, k.Name = parts[1], parts[2]
-		if k.Namespace == "" {
-			return Key{}, fmt.Errorf("malformed key %q: empty namespace", s)
-		}
-	default:
-		return Key{}, fmt.Errorf("malformed key %q: want <tenant>_<tp>/<namespace>/<name> or <tenant>_<tp>/<name>", s)
-	}
-	i := strings.IndexByte(parts[0], '_')
-	if i < 0 {
-		return Key{}, fmt.Errorf("malformed key %q: first segment %q lacks '_' between tenant and partition", s, parts[0])
-	}
-	k.Tenant, k.Partition = parts[0][:i], parts[0][i+1:]
-	if err := k.Validate(); err != nil {
-		return Key{}, fmt.Errorf("malformed key %q: %w", s, unwrapKeyPrefix(err))
-	}
-	return k, nil
-}
-
-// unwrapKeyPrefix avoids repeating the key twice in ParseKey's errors.
-func unwrapKeyPrefix(err error) error {
-	if u, ok := err.(interface{ Unwrap() error }); ok && u.Unwrap() != nil {
-		return u.Unwrap()
-	}
-	return err
-}

@@ -256,7 +256,7 @@ func TestCorruptFiles(t *testing.T) {
 				t.Fatalf("Open = %v, want a *CorruptError", err)
 			}
 			msg := err.Error()
-			for _, want := range []string{path, c.reason, "--tporigin-rebuild"} {
+			for _, want := range []string{path, c.reason, "Options.Rebuild"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error %q does not mention %q", msg, want)
 				}

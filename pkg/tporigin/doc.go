@@ -28,7 +28,7 @@ limitations under the License.
 // (pkg/corelog), and the
 // counters are values (Stats). The client-go feeds, the flags, the
 // Prometheus collector and the klog logger are its adapter,
-// pkg/tporigin/k8s.
+// testbed/tporigink8s.
 //
 // Arktos's kubelet kept this map in memory (kubeclientmanager) and fell
 // back to TP 0 for an unknown UID, which sent status updates and fetched
@@ -49,7 +49,7 @@ limitations under the License.
 // Where origins come from: the kubelet's pod sources, each of which is one
 // TP, record them as they deliver pods (ClientChooser.Record), so the
 // origin is known before the pod is synced; tpkit's own programs feed the
-// tracker from list/watches of every TP instead (pkg/tporigin/k8s Wire).
+// tracker from list/watches of every TP instead (testbed/tporigink8s Wire).
 //
 // Durability and crashes (with Options.Path set):
 //   - Observe and Forget change memory at once and queue the change. A change
@@ -63,9 +63,9 @@ limitations under the License.
 //   - The file has a magic string and SchemaVersion. A file bbolt rejects,
 //     that panics bbolt, that another program wrote, of another version, or
 //     with a record that does not decode, is a *CorruptError naming the file:
-//     never a panic and never an empty map. Options.Rebuild (the adapter's
-//     --tporigin-rebuild, true by default) moves it aside, logs its new
-//     name and starts empty, to be refilled from the TPs. Before bbolt maps
+//     never a panic and never an empty map. Options.Rebuild (which the
+//     patched kubelet sets) moves it aside, logs its new name and starts
+//     empty, to be refilled from the TPs. Before bbolt maps
 //     the file, its meta page, size, root and freelist are checked
 //     (filecheck.go): bbolt trusts them, and a file cut short would make
 //     its first read a SIGBUS that kills the process, while a bad page read

@@ -128,7 +128,7 @@ func (c *ClientChooser) PickClientOf(podUID string, n int) (int, error) {
 // kubelet's sync loop (Arktos: where podStorage.merge calls
 // RegisterPodSourceServer): the origin is then known, to PickClient and
 // every other reader, before anything asks for it. A watch of its own
-// (pkg/tporigin/k8s Wire) would race the kubelet's pod watch on the same
+// (testbed/tporigink8s Wire) would race the kubelet's pod watch on the same
 // TP, and a pod could be synced before its origin is known.
 //
 // Record is Observe: the origin is in memory at once and queued for the

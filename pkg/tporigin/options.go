@@ -25,15 +25,15 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Options configure a Tracker. They are a plain struct: tpkit's programs
-// bind them to flags with the adapter (pkg/tporigin/k8s AddFlags), an
-// Arktos kubelet fills them from its own flags.
+// Options configure a Tracker. They are a plain struct: an Arktos kubelet
+// fills them from its own flags.
 type Options struct {
-	// Path is the database file, one per node (--tporigin-db). Empty keeps
+	// Path is the database file, one per node (the patched kubelet's
+	// --tporigin-file). Empty keeps
 	// origins in memory only: a restart forgets them.
 	Path string
 	// Rebuild moves an unusable file aside and starts empty instead of
-	// failing (--tporigin-rebuild).
+	// failing.
 	Rebuild bool
 	// Partitions are the TP names in flag order. A regular tenant seen in
 	// several TPs is answered with the first of them in this order, and a
@@ -41,10 +41,10 @@ type Options struct {
 	// index into the kubelet's KubeTPClients).
 	Partitions []string
 	// StaticTenants maps regular tenants to their TP; it overrides what is
-	// observed (--tporigin-static-tenants).
+	// observed.
 	StaticTenants map[string]string
 	// BatchDelay is how long Run waits after a change for more before
-	// committing (--tporigin-batch-delay). Zero commits at once.
+	// committing. Zero commits at once.
 	BatchDelay time.Duration
 	// LockTimeout bounds the wait for the file lock held by another process.
 	LockTimeout time.Duration
@@ -54,11 +54,8 @@ type Options struct {
 	Logger corelog.Logger
 }
 
-// Defaults.
-const (
-	DefaultBatchDelay  = 5 * time.Millisecond
-	DefaultLockTimeout = 10 * time.Second
-)
+// DefaultLockTimeout is Options.LockTimeout's default.
+const DefaultLockTimeout = 10 * time.Second
 
 func (o *Options) setDefaults() {
 	if o.LockTimeout == 0 {

@@ -23,8 +23,8 @@ import (
 )
 
 // Stats are the tracker's counters and gauges as plain values. The core
-// imports no metrics library; the adapter (pkg/tporigin/k8s Collector)
-// publishes them as the tpkit_tporigin_* Prometheus metrics.
+// imports no metrics library; the program that runs the tracker publishes
+// them (the patched Arktos kubelet, as the tpkit_tporigin_* metrics).
 type Stats struct {
 	// Entries are the known origins per TP and kind, for every TP the
 	// tracker has seen (zero counts included), in flag order, then by name.

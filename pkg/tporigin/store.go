@@ -71,7 +71,7 @@ func (e *CorruptError) Error() string {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return msg + "; restart with --tporigin-rebuild to move it aside and rebuild it from the tenant partitions"
+	return msg + "; open it with Options.Rebuild to move it aside and rebuild it from the tenant partitions"
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoslab"
+	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
 )
 
 // The lab's fixed values. The node's name is in the lab's /etc/hosts

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoslab"
+	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
 )
 
 // hollowRulesPath is where the patched hollow proxy serves the rules its

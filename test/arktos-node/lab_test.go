@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoslab"
-	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // The lab's names: one node; the TPs are tp1 and tp2 to lab.sh and the lab,

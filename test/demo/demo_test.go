@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // TestDemoRefusesTakenPorts runs hack/demo.sh with its health port (TCP)

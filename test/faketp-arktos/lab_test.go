@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoslab"
+	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
 )
 
 const (

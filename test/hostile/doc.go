@@ -33,5 +33,5 @@
 // (pkg/nodelocal), fake-tp keeps every change across a restart with --seed
 // and --data-dir (cmd/fake-tp TestProgramServesSeedsFaultsAndPersists),
 // slow and idle HTTP clients and the accept loop's back-off (pkg/ops,
-// pkg/faketp, pkg/dns/server).
+// testbed/faketp, pkg/dns/server).
 package hostile

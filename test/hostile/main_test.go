@@ -17,7 +17,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // binDir holds the programs TestMain built.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // idleConn is a keep-alive connection that has had its answer and sends

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // programs are the images make images builds, each named after its program.

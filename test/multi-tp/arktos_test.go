@@ -17,11 +17,11 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
-	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
-	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
+	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
 // TestArktosTPs checks partition-dns against two tenant partitions set up as

@@ -22,13 +22,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
 	"github.com/tpkit-dev/tpkit/pkg/corelog"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
-	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
-	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
+	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
 // binDir holds the programs TestMain built.

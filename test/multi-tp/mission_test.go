@@ -23,14 +23,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
-	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
-	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
 // The seed's facts that the assertions check (testdata/tps).

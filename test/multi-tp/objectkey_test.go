@@ -7,11 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 // podConfigMap reads a pod's configmap the way Arktos's kubelet does with

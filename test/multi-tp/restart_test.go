@@ -18,10 +18,10 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
-	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
-	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
+	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
 // convergeWithin is how soon after a restarted TP answers again the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpkit-dev/tpkit/internal/testbin"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // MinLang is the Go release the cores are written for, language and

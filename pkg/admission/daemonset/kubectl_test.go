@@ -9,7 +9,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/admission/daemonset"
 	"github.com/tpkit-dev/tpkit/pkg/admission/tenantname"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 // kubectl runs the real kubectl against kubeconfig and returns its combined

@@ -12,8 +12,8 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 // startExamples runs the source over 3 fake TPs seeded from examples/tps.

@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 // TestMultiListWatchResumesEachSub reads the services of two namespaces

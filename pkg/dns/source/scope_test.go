@@ -20,11 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 // wire sits in front of a fake TP and records what it sends: every

@@ -10,7 +10,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
+	"github.com/tpkit-dev/tpkit/testbed/upstreamtest"
 )
 
 // cannedServer is a real DNS server on loopback with canned zone data.

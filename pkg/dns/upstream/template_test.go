@@ -6,7 +6,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
+	"github.com/tpkit-dev/tpkit/testbed/upstreamtest"
 )
 
 func FuzzTTLOffsets(f *testing.F) {

@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
-	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
+	"github.com/tpkit-dev/tpkit/testbed/upstreamtest"
 )
 
 // recorder is a dns.ResponseWriter that keeps what is written.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
-	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
+	"github.com/tpkit-dev/tpkit/testbed/upstreamtest"
 )
 
 // testUpstream is a real DNS server on loopback that answers by name and counts

@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
-	"github.com/tpkit-dev/tpkit/pkg/dns/upstream/upstreamtest"
+	"github.com/tpkit-dev/tpkit/testbed/upstreamtest"
 )
 
 // TestFastPathMatchesBuiltAnswer compares the template hit path with the

@@ -41,11 +41,6 @@ type Options struct {
 	IPCommand string
 }
 
-// DefaultOptions returns the documented defaults for ips.
-func DefaultOptions(ips []netip.Addr) Options {
-	return Options{Name: "nodelocaldns", Fallback: "lo", IPs: ips, IPCommand: "ip"}
-}
-
 // Manager keeps the IPs on the interface. Safe for concurrent use.
 //
 // The dummy interface (Options.Name) is the cache's own, as in upstream

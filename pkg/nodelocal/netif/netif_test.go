@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
+	"github.com/tpkit-dev/tpkit/testbed/netns"
 )
 
 func TestParseAddrJSON(t *testing.T) {
@@ -52,7 +52,7 @@ func FuzzParseAddrJSON(f *testing.F) {
 func TestEnsureTeardownInNetns(t *testing.T) {
 	ns := netns.New(t)
 	ips := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10")}
-	m := New(DefaultOptions(ips))
+	m := New(Options{Fallback: "lo", IPs: ips})
 	var res Result
 	run := func(f func() error) {
 		t.Helper()
@@ -110,9 +110,7 @@ func TestNoFallbackFailsClearly(t *testing.T) {
 	if _, err := ns.Run("ip", "link", "add", "tpk-probe0", "type", "dummy"); err == nil {
 		t.Skip("skipping: the kernel supports dummy interfaces, so there is nothing to fall back from")
 	}
-	opts := DefaultOptions([]netip.Addr{netip.MustParseAddr("169.254.20.10")})
-	opts.Fallback = ""
-	m := New(opts)
+	m := New(Options{IPs: []netip.Addr{netip.MustParseAddr("169.254.20.10")}}) // no fallback
 	err := ns.Do(func() error { _, err := m.Ensure(); return err })
 	var e *Error
 	if err == nil || !errors.As(err, &e) || e.Kind != KindInterfaceAdd {
@@ -127,8 +125,7 @@ func TestNoFallbackFailsClearly(t *testing.T) {
 func TestTeardownKeepsWhatWasThere(t *testing.T) {
 	ips := []netip.Addr{netip.MustParseAddr("169.254.20.10"), netip.MustParseAddr("10.0.0.10"), netip.MustParseAddr("10.0.0.11")}
 	ns := netns.New(t)
-	o := DefaultOptions(ips)
-	o.Name = "name-too-long-for-a-link" // link add fails: the loopback fallback is used
+	o := Options{Name: "name-too-long-for-a-link", Fallback: "lo", IPs: ips} // link add fails: the loopback fallback is used
 	ns.MustRun(t, "ip", "link", "set", "dev", "lo", "up")
 	ns.MustRun(t, "ip", "addr", "add", "169.254.20.10/32", "dev", "lo")                      // someone else's
 	ns.MustRun(t, "ip", "addr", "add", "192.0.2.1/32", "dev", "lo")                          // unrelated

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
+	"github.com/tpkit-dev/tpkit/testbed/netns"
 )
 
 // backends are the iptables commands to test with: the default, and each of

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tpkit-dev/tpkit/pkg/nodelocal/internal/netns"
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
+	"github.com/tpkit-dev/tpkit/testbed/netns"
 )
 
 func TestSwitch(t *testing.T) {

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/tpkit-dev/tpkit/internal/arktoshttp"
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/arktoshttp"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 // TestInformersKeepTenant runs a real client-go informer over HTTP against

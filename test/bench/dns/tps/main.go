@@ -23,9 +23,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
 )
 
 const namespaces = 20

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpkit-dev/tpkit/pkg/faketp"
-	"github.com/tpkit-dev/tpkit/pkg/faketp/store"
+	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/faketp/store"
 )
 
 // The query mix of make bench-dns is only meaningful if its hits name

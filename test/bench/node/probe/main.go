@@ -54,9 +54,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 func main() {

@@ -31,9 +31,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tpkit-dev/tpkit/internal/partitiontest"
 	"github.com/tpkit-dev/tpkit/pkg/ops"
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
+	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
 )
 
 func main() {

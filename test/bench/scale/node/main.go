@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/tpkit-dev/tpkit/pkg/kubeproxy"
-	kubeproxyk8s "github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s"
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
-	tporigink8s "github.com/tpkit-dev/tpkit/pkg/tporigin/k8s"
+	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
+	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
 func main() {
