@@ -10,6 +10,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/nodelocal/rules"
 	"github.com/tpkit-dev/tpkit/testbed/netns"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // TestCacheOwnRulesAndLeftovers runs the cache alone with
@@ -60,13 +61,13 @@ func TestCacheOwnRulesAndLeftovers(t *testing.T) {
 
 	// Own rules, exact through syncs, removed on SIGTERM.
 	c := startChild(t, ns, "cache", args...)
-	waitFor(t, "the cache to answer", answered)
-	waitFor(t, "the cache's rules", func() bool { return exactly(set) })
+	testbin.Eventually(t, "the cache to answer", answered)
+	testbin.Eventually(t, "the cache's rules", func() bool { return exactly(set) })
 	// Someone deletes a rule and duplicates another: the next syncs repair both.
 	r0, r1 := set[0], set[3]
 	ns.MustRun(t, "iptables", append([]string{"-w", "-t", r0.Table, "-D", r0.Chain}, r0.Spec()...)...)
 	ns.MustRun(t, "iptables", append([]string{"-w", "-t", r1.Table, "-A", r1.Chain}, r1.Spec()...)...)
-	waitFor(t, "the cache to repair its rules", func() bool { return exactly(set) })
+	testbin.Eventually(t, "the cache to repair its rules", func() bool { return exactly(set) })
 	time.Sleep(500 * time.Millisecond)
 	if !exactly(set) {
 		t.Errorf("rules not exact after syncs: %v", owned())
@@ -80,7 +81,7 @@ func TestCacheOwnRulesAndLeftovers(t *testing.T) {
 
 	// --skip-teardown leaves rules and addresses.
 	c = startChild(t, ns, "cache", append(args, "--skip-teardown")...)
-	waitFor(t, "the cache's rules", func() bool { return exactly(set) })
+	testbin.Eventually(t, "the cache's rules", func() bool { return exactly(set) })
 	if err := c.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("cache exit: %v", err)
 	}
@@ -91,13 +92,13 @@ func TestCacheOwnRulesAndLeftovers(t *testing.T) {
 	// kill -9 leaves everything; a watcher removes the dead cache's switch
 	// rules, then tears the rest down on SIGTERM.
 	c = startChild(t, ns, "cache", args...)
-	waitFor(t, "the cache to answer", answered)
+	testbin.Eventually(t, "the cache to answer", answered)
 	_ = c.stop(syscall.SIGKILL)
 	if !exactly(set) {
 		t.Fatalf("rules after kill -9: %v", owned())
 	}
 	w := startChild(t, ns, "watch", "--local-ip="+linkLocal+","+kubeDNS, "--sync-interval=100ms", "--metrics-listen-address=")
-	waitFor(t, "the watcher to remove the dead cache's switch rules", func() bool { return exactly(rules.WithoutSwitch(set)) })
+	testbin.Eventually(t, "the watcher to remove the dead cache's switch rules", func() bool { return exactly(rules.WithoutSwitch(set)) })
 	if err := w.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("watcher exit: %v", err)
 	}

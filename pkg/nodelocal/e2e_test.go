@@ -191,16 +191,6 @@ func metric(body, prefix string) float64 {
 	return -1
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out after 60s waiting for %s", what)
-}
-
 // prober sends a query to the kube-dns IP every 10 ms and records who
 // answered.
 type prober struct {
@@ -319,7 +309,7 @@ func testHASwitch(t *testing.T, bin string) {
 	dnsServer(t, ns, endpointIP+":53", viaEndpoint)
 	dnsServer(t, ns, upstreamEP+":53", viaCache)
 	// Before any NodeLocal part runs, the service IP reaches the endpoint.
-	waitFor(t, "the kube-dns endpoint behind the DNAT", func() bool {
+	testbin.Eventually(t, "the kube-dns endpoint behind the DNAT", func() bool {
 		a, _ := query(ns, kubeDNS+":53", probeQuestion, time.Second)
 		return a == viaEndpoint
 	})
@@ -367,12 +357,12 @@ func testHASwitch(t *testing.T, bin string) {
 	}
 
 	// 1. The cache answers queries to the kube-dns service IP.
-	waitFor(t, "the cache to answer on the kube-dns IP", func() bool {
+	testbin.Eventually(t, "the cache to answer on the kube-dns IP", func() bool {
 		a, _ := query(ns, kubeDNS+":53", probeQuestion, time.Second)
 		return a == viaCache
 	})
 	// The flip adds the rules one by one; wait for the last.
-	waitFor(t, "the whole rule set", func() bool { return exact(set) == nil })
+	testbin.Eventually(t, "the whole rule set", func() bool { return exact(set) == nil })
 	if _, err := exec.LookPath("dig"); err == nil {
 		out := ns.MustRun(t, "dig", "+short", "+time=2", "+tries=1", "@"+kubeDNS, "web.default.svc.cluster.local", "A")
 		if strings.TrimSpace(out) != viaCache {
@@ -415,12 +405,12 @@ func testHASwitch(t *testing.T, bin string) {
 	}
 	var failover time.Duration
 	var lostFail int
-	waitFor(t, "queries to fail over to the kube-dns endpoint", func() bool {
+	testbin.Eventually(t, "queries to fail over to the kube-dns endpoint", func() bool {
 		var ok bool
 		failover, lostFail, ok = p.since(t0, viaEndpoint)
 		return ok
 	})
-	waitFor(t, "the switch rules to be removed", func() bool { return exact(rules.WithoutSwitch(set)) == nil })
+	testbin.Eventually(t, "the switch rules to be removed", func() bool { return exact(rules.WithoutSwitch(set)) == nil })
 	time.Sleep(600 * time.Millisecond) // a few syncs
 	if err := exact(rules.WithoutSwitch(set)); err != nil {
 		t.Errorf("after failover and syncs: %v", err)
@@ -438,13 +428,13 @@ func testHASwitch(t *testing.T, bin string) {
 	cacheProc = startChild(t, ns, "cache", cacheArgs...)
 	var failback time.Duration
 	var lostBack int
-	waitFor(t, "queries to return to the cache", func() bool {
+	testbin.Eventually(t, "queries to return to the cache", func() bool {
 		var ok bool
 		failback, lostBack, ok = p.since(t1, viaCache)
 		return ok
 	})
 	p.halt()
-	waitFor(t, "the switch rules to return", func() bool { return exact(set) == nil })
+	testbin.Eventually(t, "the switch rules to return", func() bool { return exact(set) == nil })
 	time.Sleep(600 * time.Millisecond) // a few more syncs
 	if err := exact(set); err != nil {
 		t.Errorf("after fail-back: %v", err)
@@ -465,7 +455,7 @@ func testHASwitch(t *testing.T, bin string) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- cacheProc.stop(syscall.SIGTERM) }()
 	var drainSwitch time.Duration
-	waitFor(t, "a graceful stop to move the traffic to the endpoint", func() bool {
+	testbin.Eventually(t, "a graceful stop to move the traffic to the endpoint", func() bool {
 		var ok bool
 		drainSwitch, _, ok = p.since(t2, viaEndpoint)
 		return ok
@@ -479,11 +469,11 @@ func testHASwitch(t *testing.T, bin string) {
 	t.Logf("RESULT backend=%s graceful_stop_switch=%v lost_during_graceful_stop=%d",
 		bin, drainSwitch.Round(time.Millisecond), lostAfter)
 	cacheProc = startChild(t, ns, "cache", cacheArgs...)
-	waitFor(t, "the restarted cache to answer again", func() bool {
+	testbin.Eventually(t, "the restarted cache to answer again", func() bool {
 		a, _ := query(ns, kubeDNS+":53", probeQuestion, time.Second)
 		return a == viaCache
 	})
-	waitFor(t, "the switch rules to return", func() bool { return exact(set) == nil })
+	testbin.Eventually(t, "the switch rules to return", func() bool { return exact(set) == nil })
 
 	// 5. Teardown: the watcher removes every rule; the cache its addresses.
 	if err := watcher.stop(syscall.SIGTERM); err != nil {

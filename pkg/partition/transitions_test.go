@@ -19,6 +19,7 @@ import (
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // The messages of the three transitions.
@@ -50,19 +51,6 @@ func transitionLog(logger klog.Logger, tp string) []string {
 		out = append(out, line)
 	}
 	return out
-}
-
-// pollUntil polls cond until it holds; there is no time limit beyond the
-// test's own, but a failure says what was awaited.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestTransitionsLoggedAndCounted runs two fake TPs; tp2 goes down twice
@@ -130,18 +118,18 @@ func TestTransitionsLoggedAndCounted(t *testing.T) {
 		// A 503 outage answers new requests only: end the open watch so
 		// that the feed asks again.
 		tp2.CloseWatches()
-		pollUntil(t, "tp2 stale in "+outage.mode.String(), func() bool { return p2.Status().Stale })
+		testbin.Eventually(t, "tp2 stale in "+outage.mode.String(), func() bool { return p2.Status().Stale })
 		// The feed keeps retrying and failing: the state holds, and is
 		// not logged again.
 		failed := p2.Status().Errors
-		pollUntil(t, "tp2's feed fails 3 more times", func() bool { return p2.Status().Errors >= failed+3 })
+		testbin.Eventually(t, "tp2's feed fails 3 more times", func() bool { return p2.Status().Errors >= failed+3 })
 		want = append(want, msgStale)
 		check(outage.err)
 
 		if err := tp2.SetOutage(ctx, faketp.OutageNone); err != nil {
 			t.Fatal(err)
 		}
-		pollUntil(t, "tp2 recovered from "+outage.mode.String(), func() bool { return !p2.Status().Stale })
+		testbin.Eventually(t, "tp2 recovered from "+outage.mode.String(), func() bool { return !p2.Status().Stale })
 		want = append(want, msgRecovered)
 		check("")
 	}

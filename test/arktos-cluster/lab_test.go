@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // The lab's fixed values. The node's name is in the lab's /etc/hosts
@@ -177,7 +178,7 @@ func (l *lab) up() {
 		"--conntrack-max-per-core=0", "--conntrack-min=0",
 		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
 		"--tenant-partition-state-dir="+filepath.Join(l.dir, "kube-proxy-state"), "--v=2")
-	err := arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+	err := testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		if !arktoslab.Alive(l.proxy) {
 			return fmt.Errorf("kube-proxy exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, "kube-proxy.log"), 20))
 		}
@@ -274,7 +275,7 @@ func (l *lab) teardown() {
 
 // nodeReady: the node registers in the resource partition and is Ready.
 func (l *lab) nodeReady() error {
-	return arktoslab.Poll(90*time.Second, 200*time.Millisecond, func() error {
+	return testbin.Poll(90*time.Second, 200*time.Millisecond, func() error {
 		if !arktoslab.Alive(l.kubelet) {
 			return fmt.Errorf("the kubelet exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, l.kubeletLog), 30))
 		}
@@ -350,7 +351,7 @@ func (l *lab) deployPartitionDNS() error {
 // node and are ready by their own probes, and became ready at since or
 // later (the zero time: whenever).
 func (l *lab) partitionDNSReady(d time.Duration, since time.Time) error {
-	return arktoslab.Poll(d, 500*time.Millisecond, func() error {
+	return testbin.Poll(d, 500*time.Millisecond, func() error {
 		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=partition-dns",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\n"}{end}`)
 		if err != nil {
@@ -456,7 +457,7 @@ func (l *lab) lookups(i int, tenant, ns, pod, want string, names []string, extra
 		return nil, nil, err
 	}
 	var msg string
-	err = arktoslab.Poll(90*time.Second, 500*time.Millisecond, func() error {
+	err = testbin.Poll(90*time.Second, 500*time.Millisecond, func() error {
 		obj, err := l.get(i, path+"/"+pod)
 		if err != nil {
 			return err
@@ -575,7 +576,7 @@ func (l *lab) deployNodeLocal() error {
 	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
 		return err
 	}
-	err = arktoslab.Poll(90*time.Second, 500*time.Millisecond, func() error {
+	err = testbin.Poll(90*time.Second, 500*time.Millisecond, func() error {
 		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "k8s-app=node-local-dns",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		if err != nil {
@@ -756,7 +757,7 @@ func (l *lab) nodeCacheKilled() error {
 			return fmt.Errorf("the watcher never took the NOTRACK rules away: the kubelet restarted the cache first, %d times", attempt)
 		}
 		fmt.Printf("      the kubelet restarted the cache before the watcher acted; killing it again\n")
-		if err := arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+		if err := testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
 			if _, err := nodeCachePID(); err != nil {
 				return err
 			}
@@ -819,7 +820,7 @@ func (l *lab) killNodeCache(ask func() (string, error), name, own string) (resta
 		return false, fmt.Errorf("the watcher never took the NOTRACK rules away")
 	}
 	// The kubelet restarts the cache; the watcher switches back.
-	return false, arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+	return false, testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		n, err := notrack()
 		if err == nil && n < l.notrackOn {
 			err = fmt.Errorf("%d NOTRACK rules for %s, %d with the switch on: the switch stays off", n, clusterDNS, l.notrackOn)
@@ -882,7 +883,7 @@ func (l *lab) kubeletRestart() error {
 		return err
 	}
 	_ = syscall.Kill(l.kubelet.Process.Pid, syscall.SIGTERM)
-	if err := arktoslab.Poll(30*time.Second, 100*time.Millisecond, func() error {
+	if err := testbin.Poll(30*time.Second, 100*time.Millisecond, func() error {
 		if arktoslab.Alive(l.kubelet) {
 			return fmt.Errorf("the kubelet did not exit on SIGTERM")
 		}
@@ -893,7 +894,7 @@ func (l *lab) kubeletRestart() error {
 	start := time.Now()
 	l.runKubelet()
 	// Ready as the new kubelet reports it: a heartbeat after its start.
-	err = arktoslab.Poll(90*time.Second, 200*time.Millisecond, func() error {
+	err = testbin.Poll(90*time.Second, 200*time.Millisecond, func() error {
 		out, err := l.kubectl(l.rpKC, "get", "node", l.node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}`)
 		if err != nil {
 			return err

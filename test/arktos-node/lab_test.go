@@ -1181,7 +1181,7 @@ func contains(list []string, s string) bool {
 
 // poll retries fn every 100 ms until it succeeds or d has passed, and
 // returns its last error.
-func poll(d time.Duration, fn func() error) error { return arktoslab.Poll(d, 100*time.Millisecond, fn) }
+func poll(d time.Duration, fn func() error) error { return testbin.Poll(d, 100*time.Millisecond, fn) }
 
 func freePort(t *testing.T) int {
 	p, err := arktoslab.FreePort()

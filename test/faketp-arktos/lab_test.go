@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 const (
@@ -163,7 +164,7 @@ func (l *lab) startFakeTP(path string) {
 	var log string
 	l.fakeTP, log = l.spawn(path, "--partitions=2", "--listen="+net.JoinHostPort(l.addr, strconv.Itoa(port)),
 		"--kubeconfig-dir="+kcDir, "--seed="+seedDir, "--admin-listen=127.0.0.1:"+strconv.Itoa(admin))
-	err := arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+	err := testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		if !arktoslab.Alive(l.fakeTP) {
 			return fmt.Errorf("fake-tp exited:\n%s", arktoslab.Tail(log, 20))
 		}
@@ -243,7 +244,7 @@ func (l *lab) startNode() {
 // configManagerFound: kube-proxy's API-server config manager read the
 // master Endpoints at once, without a failed try.
 func (l *lab) configManagerFound() error {
-	return arktoslab.Poll(60*time.Second, 200*time.Millisecond, func() error {
+	return testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		b, _ := os.ReadFile(l.proxyLog)
 		if strings.Contains(string(b), configManagerFailed) {
 			return fmt.Errorf("kube-proxy could not get the master Endpoints:\n%s", arktoslab.Tail(l.proxyLog, 20))
@@ -262,7 +263,7 @@ func (l *lab) configManagerFound() error {
 func (l *lab) waitDNAT(what, ip, proto string, port int, want string) error {
 	start := time.Now()
 	var got []string
-	err := arktoslab.Poll(90*time.Second, 250*time.Millisecond, func() error {
+	err := testbin.Poll(90*time.Second, 250*time.Millisecond, func() error {
 		if !arktoslab.Alive(l.proxy) {
 			return fmt.Errorf("kube-proxy exited:\n%s", arktoslab.Tail(l.proxyLog, 20))
 		}
@@ -284,7 +285,7 @@ func (l *lab) waitDNAT(what, ip, proto string, port int, want string) error {
 // nodeRegistered: hollow-node's kubelet registered its Node in the
 // resource partition, and it is Ready.
 func (l *lab) nodeRegistered() error {
-	return arktoslab.Poll(120*time.Second, time.Second, func() error {
+	return testbin.Poll(120*time.Second, time.Second, func() error {
 		if !arktoslab.Alive(l.node) {
 			return fmt.Errorf("hollow-node exited:\n%s", arktoslab.Tail(l.nodeLog, 20))
 		}

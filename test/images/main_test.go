@@ -232,20 +232,16 @@ func startImage(t *testing.T, program string, opts []string, args ...string) *te
 	return p
 }
 
-// eventually polls cond until it holds, failing t after testbin.Deadline or
-// when p exits first.
+// eventually is testbin.Eventually that gives up at once when p exits
+// first.
 func eventually(t *testing.T, p *testbin.Proc, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(testbin.Deadline)
-	for !cond() {
+	testbin.Eventually(t, what, func() bool {
 		if p.Exited() {
 			t.Fatalf("%s exited (%v) before %s", p.Label, p.Err(), what)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("no %s within %v", what, testbin.Deadline)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 // sharedDir is a new directory that the containers' users (65532 and root)

@@ -100,7 +100,7 @@ func TestArktosTPs(t *testing.T) {
 	t.Run("new-service", func(t *testing.T) {
 		began := time.Now()
 		ip := tps.createService(t, 1, "zeta", "web", "fresh")
-		eventually(t, "fresh.web.zeta to resolve", func() bool {
+		testbin.Eventually(t, "fresh.web.zeta to resolve", func() bool {
 			return answer(query(t, d.addr, "udp", "", "fresh.web.zeta.svc.cluster.local", dns.TypeA)) == "NOERROR "+ip
 		})
 		took := time.Since(began)
@@ -115,7 +115,7 @@ func TestArktosTPs(t *testing.T) {
 
 	t.Run("tp2-stopped", func(t *testing.T) {
 		tps.stop(t, 1)
-		eventually(t, "tp2 to show stale", func() bool {
+		testbin.Eventually(t, "tp2 to show stale", func() bool {
 			_, body := httpGet(d.health + "/readyz/partitions")
 			return strings.Contains(body, "tp2: stale")
 		})
@@ -131,7 +131,7 @@ func TestArktosTPs(t *testing.T) {
 			}
 		}
 		ip := tps.createService(t, 0, "acme", "web", "during")
-		eventually(t, "tp1's new service while tp2 is stopped", func() bool {
+		testbin.Eventually(t, "tp1's new service while tp2 is stopped", func() bool {
 			return answer(query(t, d.addr, "udp", "", "during.web.acme.svc.cluster.local", dns.TypeA)) == "NOERROR "+ip
 		})
 	})
@@ -302,7 +302,7 @@ func restartAPIServer(t *testing.T, pid int, tpDir string, compact bool) int {
 		t.Fatalf("starting the API server again: %v", err)
 	}
 	go func() { _ = cmd.Wait() }()
-	eventually(t, "the restarted API server to be healthy", func() bool {
+	testbin.Eventually(t, "the restarted API server to be healthy", func() bool {
 		code, _ := httpGet("http://127.0.0.1:" + port + "/healthz")
 		return code == http.StatusOK
 	})

@@ -180,7 +180,7 @@ func startNodeLibraries(t *testing.T, o partition.Options, po kubeproxyk8s.Sourc
 	set.Start(ctx)
 	go src.Run(ctx)
 	wiring.Start(ctx)
-	eventually(t, "the kube-proxy view, the origin wiring and the partition set to sync with every TP", func() bool {
+	testbin.Eventually(t, "the kube-proxy view, the origin wiring and the partition set to sync with every TP", func() bool {
 		return view.Synced() && wiring.HasSynced() && set.AllSynced()
 	})
 	return &nodeLibraries{set: set, view: view, tracker: tracker}
@@ -287,16 +287,4 @@ func answer(r *dns.Msg) string {
 		}
 	}
 	return s
-}
-
-// eventually polls cond until it holds; the deadline only detects a hang.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", deadline, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
@@ -277,7 +278,7 @@ func testChange(t *testing.T, m *mission) {
 	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"default"},` +
 		`"spec":{"clusterIP":"` + ip + `","clusterIPs":["` + ip + `"],"ports":[{"name":"http","port":8080,"protocol":"TCP"}]}}`
 	k.must("create", "--raw", "/api/v1/tenants/acme/namespaces/default/services", "-f", writeFile(t, "svc.json", svc))
-	eventually(t, name+" to answer "+ip, func() bool {
+	testbin.Eventually(t, name+" to answer "+ip, func() bool {
 		return answer(query(t, m.dns.addr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
 	})
 	if got := answer(query(t, m.dns.addr, "tcp", "", name, dns.TypeA)); got != "NOERROR "+ip {
@@ -288,7 +289,7 @@ func testChange(t *testing.T, m *mission) {
 		t.Fatalf("zeta's api: %q", got)
 	}
 	k.must("delete", "--raw", "/api/v1/tenants/acme/namespaces/default/services/api")
-	eventually(t, name+" to become NXDOMAIN after its deletion", func() bool {
+	testbin.Eventually(t, name+" to become NXDOMAIN after its deletion", func() bool {
 		return answer(query(t, m.dns.addr, "udp", "", name, dns.TypeA)) == "NXDOMAIN"
 	})
 	if got := answer(query(t, m.dns.addr, "udp", "", "web.default.acme.svc.cluster.local", dns.TypeA)); got != "NOERROR "+acmeWeb {
@@ -482,7 +483,7 @@ func testOutage(t *testing.T, m *mission) {
 		t.Fatal("fake-tp tp3 exited with status 0 after SIGKILL")
 	}
 	const zeta = "web.default.zeta.svc.cluster.local"
-	eventually(t, "/readyz/partitions to report tp3 stale", func() bool {
+	testbin.Eventually(t, "/readyz/partitions to report tp3 stale", func() bool {
 		// Every answer while partition-dns notices the outage is the
 		// last known one.
 		if got := answer(query(t, m.dns.addr, "udp", "", zeta, dns.TypeA)); got != "NOERROR "+zetaWeb {
@@ -562,7 +563,7 @@ func testReturn(t *testing.T, m *mission) {
 		servers = append(servers, m.late)
 	}
 	for _, d := range servers {
-		eventually(t, d.Label+" to report tp3 ok", func() bool {
+		testbin.Eventually(t, d.Label+" to report tp3 ok", func() bool {
 			_, body := httpGet(d.health + "/readyz/partitions")
 			return strings.Contains(body, "tp3: ok")
 		})
@@ -591,7 +592,7 @@ func testReturn(t *testing.T, m *mission) {
 		t.Fatalf("created service: tenant %q", tenancy.TenantOf(created))
 	}
 	for _, d := range servers {
-		eventually(t, d.Label+": "+name+" to answer "+ip, func() bool {
+		testbin.Eventually(t, d.Label+": "+name+" to answer "+ip, func() bool {
 			return answer(query(t, d.addr, "udp", "", name, dns.TypeA)) == "NOERROR "+ip
 		})
 		if got := answer(query(t, d.addr, "tcp", "", "web.default.zeta.svc.cluster.local", dns.TypeA)); got != "NOERROR "+zetaWeb {

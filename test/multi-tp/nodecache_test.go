@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // Pods of two regular tenants in two TPs, made by testNodeCache.
@@ -42,7 +44,7 @@ func testNodeCache(t *testing.T, m *mission) {
 		"--tenant-isolation", "--isolation-unknown-sources", "deny", "--trusted-forwarders", "127.0.0.1/32")
 	// With unknown sources denied, the pods' own names answer only once
 	// partition-dns knows the pods.
-	eventually(t, "partition-dns to know the new pods", func() bool {
+	testbin.Eventually(t, "partition-dns to know the new pods", func() bool {
 		return answer(query(t, d.addr, "udp", acmePod, "web.default.acme.svc.cluster.local", dns.TypeA)) == "NOERROR "+acmeWeb &&
 			answer(query(t, d.addr, "udp", zetaPod, "web.default.zeta.svc.cluster.local", dns.TypeA)) == "NOERROR "+zetaWeb
 	})

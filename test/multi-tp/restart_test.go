@@ -21,6 +21,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/partition"
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
@@ -482,7 +483,7 @@ func (c *churner) do(method, path, body string) bool {
 // waitDone waits until the churner has made n changes in all.
 func (c *churner) waitDone(t *testing.T, n int64) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d changes in %s's TP", n, c.tenant), func() bool { return c.done.Load() >= n })
+	testbin.Eventually(t, fmt.Sprintf("%d changes in %s's TP", n, c.tenant), func() bool { return c.done.Load() >= n })
 }
 
 func (c *churner) pause()  { c.mu.Lock() }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 func TestRequest(t *testing.T) {
@@ -122,7 +124,7 @@ func TestSpawnStopTail(t *testing.T) {
 	if !Alive(cmd) {
 		t.Fatal("not alive after Spawn")
 	}
-	err = Poll(5*time.Second, 10*time.Millisecond, func() error {
+	err = testbin.Poll(5*time.Second, 10*time.Millisecond, func() error {
 		if got := Tail(log, 2); got != "two\naws=true" {
 			return fmt.Errorf("Tail = %q", got)
 		}
@@ -143,23 +145,6 @@ func TestSpawnStopTail(t *testing.T) {
 	}
 	if _, err := os.Stat(log); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestPoll(t *testing.T) {
-	n := 0
-	if err := Poll(time.Second, time.Millisecond, func() error {
-		n++
-		if n < 3 {
-			return errors.New("not yet")
-		}
-		return nil
-	}); err != nil || n != 3 {
-		t.Errorf("Poll: %v after %d calls", err, n)
-	}
-	err := Poll(0, time.Millisecond, func() error { return errors.New("never") })
-	if err == nil || err.Error() != "never" {
-		t.Errorf("Poll past its deadline: %v", err)
 	}
 }
 

@@ -59,19 +59,6 @@ func Tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// Poll calls fn every interval until it returns nil or d has passed, and
-// returns its last error.
-func Poll(d, interval time.Duration, fn func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(interval)
-	}
-}
-
 // FreePort is a TCP port that was free on 127.0.0.1 a moment ago, for a
 // program that takes its port as a flag.
 func FreePort() (int, error) {

@@ -21,22 +21,12 @@ import (
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // waitTimeout only keeps a broken test from hanging; nothing is asserted
 // about how long things take.
 const waitTimeout = 60 * time.Second
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // recorder keeps what an informer's handler saw, by kind and key.
 type recorder struct {
@@ -225,7 +215,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 	}
 	recs := startInformers(t, tps)
 	for i := range tps {
-		eventually(t, "the seeded configmap", func() bool { return recs[i].saw(fmt.Sprintf("configmap t%d/default/pre", i+1), "add") })
+		testbin.Eventually(t, "the seeded configmap", func() bool { return recs[i].saw(fmt.Sprintf("configmap t%d/default/pre", i+1), "add") })
 	}
 
 	ctx := context.Background()
@@ -262,7 +252,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		for _, tn := range []string{tenancy.SystemTenant, fmt.Sprintf("t%d", i+1)} {
 			for _, kind := range kinds {
 				key := fmt.Sprintf("%s %s/ns1/x-%s", kind, tn, tn)
-				eventually(t, fmt.Sprintf("tp%d add %s", i+1, key), func() bool { return recs[i].saw(key, "add") })
+				testbin.Eventually(t, fmt.Sprintf("tp%d add %s", i+1, key), func() bool { return recs[i].saw(key, "add") })
 			}
 		}
 		// Nothing of another TP leaks in.
@@ -318,7 +308,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		tn := fmt.Sprintf("t%d", i+1)
 		for _, kind := range kinds {
 			key := fmt.Sprintf("%s %s/ns1/x-%s", kind, tn, tn)
-			eventually(t, "update of "+key, func() bool { return recs[i].saw(key, "update") })
+			testbin.Eventually(t, "update of "+key, func() bool { return recs[i].saw(key, "update") })
 		}
 		cm := recs[i].lastOf(fmt.Sprintf("configmap %s/ns1/x-%s", tn, tn)).(*corev1.ConfigMap)
 		if cm.Data["v"] != "2" || tenancy.TenantOf(cm) != tn {
@@ -353,7 +343,7 @@ func testInformers(t *testing.T, mode faketp.WatchListMode) []*faketp.TP {
 		tn := fmt.Sprintf("t%d", i+1)
 		for _, kind := range kinds {
 			key := fmt.Sprintf("%s %s/ns1/x-%s", kind, tn, tn)
-			eventually(t, "delete of "+key, func() bool { return recs[i].saw(key, "delete") })
+			testbin.Eventually(t, "delete of "+key, func() bool { return recs[i].saw(key, "delete") })
 			if sys := fmt.Sprintf("%s system/ns1/x-system", kind); recs[i].saw(sys, "delete") {
 				t.Fatalf("tp%d: %s deleted, but only tenant %s's was", i+1, sys, tn)
 			}
@@ -382,7 +372,7 @@ func TestSameKeyInTwoTPsStaysDistinct(t *testing.T) {
 	recs := startInformers(t, tps)
 	keys := map[tenancy.Key]string{}
 	for i, tp := range tps {
-		eventually(t, "kube-dns configmap", func() bool { return recs[i].lastOf("configmap system/kube-system/kube-dns") != nil })
+		testbin.Eventually(t, "kube-dns configmap", func() bool { return recs[i].lastOf("configmap system/kube-system/kube-dns") != nil })
 		o := recs[i].lastOf("configmap system/kube-system/kube-dns")
 		cm, ok := o.(*corev1.ConfigMap)
 		if !ok {
@@ -408,7 +398,7 @@ func TestSameKeyInTwoTPsStaysDistinct(t *testing.T) {
 	if err := tpClient(t, tps[0]).CoreV1().ConfigMaps("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "delete in tp1", func() bool { return recs[0].saw("configmap system/kube-system/kube-dns", "delete") })
+	testbin.Eventually(t, "delete in tp1", func() bool { return recs[0].saw("configmap system/kube-system/kube-dns", "delete") })
 	if _, err := tpClient(t, tps[1]).CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err != nil {
 		t.Fatalf("tp2 lost its configmap: %v", err)
 	}
@@ -440,8 +430,8 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 			if _, err := cs.CoreV1().Pods("default").Create(ctx, mk("after-close"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "pod created after the watch closed", func() bool { return rec.saw("pod system/default/after-close", "add") })
-			eventually(t, "a new pod watch", func() bool { return tp.RequestCount("watch", "pods") > watches })
+			testbin.Eventually(t, "pod created after the watch closed", func() bool { return rec.saw("pod system/default/after-close", "add") })
+			testbin.Eventually(t, "a new pod watch", func() bool { return tp.RequestCount("watch", "pods") > watches })
 
 			// A 410: ten pods written in one commit overflow the history
 			// of four events before any watcher can read them, so the open
@@ -457,7 +447,7 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 			}
 			for i := 0; i < 10; i++ {
 				key := fmt.Sprintf("pod system/default/batch-%d", i)
-				eventually(t, key+" after a 410", func() bool { return rec.saw(key, "add") })
+				testbin.Eventually(t, key+" after a 410", func() bool { return rec.saw(key, "add") })
 			}
 			if tp.ExpiredWatches() == expired {
 				t.Fatal("no watch was answered 410; the test did not exercise the relist")
@@ -475,13 +465,13 @@ func TestReflectorRecoversFromGoneAndClosedWatches(t *testing.T) {
 			if err := tp.SetOutage(ctx, faketp.OutageNone); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "pod created during the outage", func() bool { return rec.saw("pod system/default/during-outage", "add") })
+			testbin.Eventually(t, "pod created during the outage", func() bool { return rec.saw("pod system/default/during-outage", "add") })
 
 			// And the informer keeps following changes.
 			if err := cs.CoreV1().Pods("default").Delete(ctx, "after-close", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "delete after recovery", func() bool { return rec.saw("pod system/default/after-close", "delete") })
+			testbin.Eventually(t, "delete after recovery", func() bool { return rec.saw("pod system/default/after-close", "delete") })
 		})
 	}
 }
@@ -503,7 +493,7 @@ func TestRestartWithDataDirKeepsObjectsAndInformerResumes(t *testing.T) {
 	}
 	recs := startInformers(t, c.TPs())
 	rec := recs[0]
-	eventually(t, "kept configmap in the informer", func() bool { return rec.saw("configmap acme/web/kept", "add") })
+	testbin.Eventually(t, "kept configmap in the informer", func() bool { return rec.saw("configmap acme/web/kept", "add") })
 	rvBefore := tp.Store().RV()
 	url := tp.URL()
 
@@ -526,7 +516,7 @@ func TestRestartWithDataDirKeepsObjectsAndInformerResumes(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("web").Create(tctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "informer resumed after restart", func() bool { return rec.saw("configmap acme/web/new", "add") })
+	testbin.Eventually(t, "informer resumed after restart", func() bool { return rec.saw("configmap acme/web/new", "add") })
 	if rec.saw("configmap acme/web/kept", "delete") {
 		t.Fatal("informer saw the kept object deleted across the restart")
 	}
@@ -559,7 +549,7 @@ func TestWatchListModes(t *testing.T) {
 			t.Fatalf("watch-list request: %d", r.code)
 		}
 		rec := startInformers(t, c.TPs())[0]
-		eventually(t, "the pod through the fallback list", func() bool { return rec.saw("pod system/default/p", "add") })
+		testbin.Eventually(t, "the pod through the fallback list", func() bool { return rec.saw("pod system/default/p", "add") })
 		if tp.RequestCount("list", "pods") == 0 {
 			t.Fatal("the reflector did not fall back to list")
 		}
@@ -584,6 +574,6 @@ func TestWatchListModes(t *testing.T) {
 		// Arktos, informers list and sync.
 		clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 		rec := startInformers(t, c.TPs())[0]
-		eventually(t, "the pod", func() bool { return rec.saw("pod system/default/p", "add") })
+		testbin.Eventually(t, "the pod", func() bool { return rec.saw("pod system/default/p", "add") })
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // kubectlRunner runs the real kubectl against one TP.
@@ -195,7 +196,7 @@ func TestKubectlCRUDApplyAndWatch(t *testing.T) {
 			w := k.watch(with("get", tc.res, "-w", "--output-watch-events")...)
 			// Go on once kubectl's watch is open, so that it sees every
 			// change below as an event of its own.
-			eventually(t, "kubectl get -w to open its watch", func() bool { return tp.RequestCount("watch", tc.res) > watches })
+			testbin.Eventually(t, "kubectl get -w to open its watch", func() bool { return tp.RequestCount("watch", tc.res) > watches })
 
 			// create, get, get -o yaml
 			if out := k.must(with("create", "-f", v1)...); !strings.Contains(out, "created") {
@@ -230,14 +231,14 @@ func TestKubectlCRUDApplyAndWatch(t *testing.T) {
 				t.Fatalf("a third, identical apply said %q", out)
 			}
 			// get -w saw the change as an event of its own.
-			eventually(t, "kubectl get -w to print MODIFIED "+tc.name, func() bool { return w.has("MODIFIED", tc.name) })
+			testbin.Eventually(t, "kubectl get -w to print MODIFIED "+tc.name, func() bool { return w.has("MODIFIED", tc.name) })
 
 			// delete
 			if out := k.must(with("delete", tc.res, tc.name)...); !strings.Contains(out, "deleted") {
 				t.Fatalf("delete said %q", out)
 			}
 			k.fails("NotFound", with("get", tc.res, tc.name)...)
-			eventually(t, "kubectl get -w to print DELETED "+tc.name, func() bool { return w.has("DELETED", tc.name) })
+			testbin.Eventually(t, "kubectl get -w to print DELETED "+tc.name, func() bool { return w.has("DELETED", tc.name) })
 			if !w.has("ADDED", tc.name) {
 				t.Fatalf("get -w missed the ADDED event:\n%s", w.output())
 			}

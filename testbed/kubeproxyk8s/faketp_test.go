@@ -25,6 +25,7 @@ import (
 	"github.com/tpkit-dev/tpkit/testbed/faketp/store"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 func service(tenant, ns, name, ip string) *corev1.Service {
@@ -214,18 +215,6 @@ func start(t *testing.T, o faketp.Options, tp2Down bool, so kubeproxyk8s.SourceO
 	return e
 }
 
-// waitFor polls cond; the deadline only guards against a hang.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // portName is the name of port dns of service tenant/ns/name in TP tp (by
 // the fake TPs' names: tp1 is tenantPartitionId 0).
 func portName(tp, tenant, ns, name string) kubeproxy.ServicePortName {
@@ -260,7 +249,7 @@ func TestFakeTPSameSystemServiceInTwoTPs(t *testing.T) { eachMode(t, testSameSys
 
 func testSameSystemServiceInTwoTPs(t *testing.T, o faketp.Options) {
 	e := start(t, o, false, kubeproxyk8s.SourceOptions{PageSize: -1}) // whole lists
-	waitFor(t, "view synced", e.view.Synced)
+	testbin.Eventually(t, "view synced", e.view.Synced)
 	s := e.view.Snapshot()
 	if s.Services() != 5 {
 		t.Fatalf("snapshot has %d services, want 5 (kube-dns and the master service kubernetes in tp1 and tp2, t1's api)", s.Services())
@@ -299,7 +288,7 @@ func TestFakeTPUpdatesDeletesAndOutage(t *testing.T) { eachMode(t, testUpdatesDe
 
 func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	e := start(t, o, false, kubeproxyk8s.SourceOptions{})
-	waitFor(t, "view synced", e.view.Synced)
+	testbin.Eventually(t, "view synced", e.view.Synced)
 	tps := e.set.Partitions()
 	ctx := context.Background()
 	snap := kubeproxy.NewSnapshot()
@@ -308,7 +297,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	// Update tp2's endpoints: only tp2's kube-dns changes.
 	setEndpoints(t, tps[1], "system", "kube-system", "kube-dns", "10.244.2.1", "10.244.2.2")
 	var changed []kubeproxy.ServiceName
-	waitFor(t, "tp2 update", func() bool {
+	testbin.Eventually(t, "tp2 update", func() bool {
 		changed = append(changed, e.view.Apply(snap).Services...)
 		return eps(snap, dnsName("tp2")) == "10.244.2.1:5353,10.244.2.2:5353"
 	})
@@ -323,7 +312,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	if err := partitiontest.Clientset(t, tps[0]).CoreV1().Services("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp1 delete", func() bool { e.view.Apply(snap); _, ok := snap.Port(dnsName("tp1")); return !ok })
+	testbin.Eventually(t, "tp1 delete", func() bool { e.view.Apply(snap); _, ok := snap.Port(dnsName("tp1")); return !ok })
 	if _, ok := snap.Port(dnsName("tp2")); !ok {
 		t.Fatal("deleting tp1's kube-dns deleted tp2's")
 	}
@@ -333,13 +322,13 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	if err := tp2.SetOutage(ctx, faketp.OutageRefuse); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
+	testbin.Eventually(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
 	actx := tenancyk8s.WithTenant(ctx, "t1")
 	if err := partitiontest.Clientset(t, tps[0]).CoreV1().Services("web").Delete(actx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	api := portName("tp1", "t1", "web", "api")
-	waitFor(t, "tp1 event during tp2's outage", func() bool { e.view.Apply(snap); _, ok := snap.Port(api); return !ok })
+	testbin.Eventually(t, "tp1 event during tp2's outage", func() bool { e.view.Apply(snap); _, ok := snap.Port(api); return !ok })
 	if got := eps(snap, dnsName("tp2")); got != "10.244.2.1:5353,10.244.2.2:5353" {
 		t.Fatalf("tp2's kube-dns during its outage: %q", got)
 	}
@@ -355,7 +344,7 @@ func testUpdatesDeletesAndOutage(t *testing.T, o faketp.Options) {
 	if err := partitiontest.Clientset(t, tps[1]).CoreV1().Endpoints("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp2 back", func() bool { e.view.Apply(snap); return eps(snap, dnsName("tp2")) == "" })
+	testbin.Eventually(t, "tp2 back", func() bool { e.view.Apply(snap); return eps(snap, dnsName("tp2")) == "" })
 	if _, ok := snap.Port(dnsName("tp2")); !ok {
 		t.Fatal("tp2's kube-dns should stay, without endpoints")
 	}
@@ -388,13 +377,13 @@ func testChangesDuringOutage(t *testing.T, o faketp.Options) {
 	// Pages of one object: the relist after the outage stages them one by
 	// one, and what it lacks is a delete only once the last has come.
 	e := start(t, o, false, kubeproxyk8s.SourceOptions{PageSize: 1})
-	waitFor(t, "view synced", e.view.Synced)
+	testbin.Eventually(t, "view synced", e.view.Synced)
 	tp2 := e.cluster.TP("tp2")
 	ctx := context.Background()
 	if err := tp2.SetOutage(ctx, faketp.OutageRefuse); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
+	testbin.Eventually(t, "tp2 unreachable", func() bool { return !e.set.Statuses()[1].Reachable })
 	k := store.Key{Resource: "services", Tenant: "system", Namespace: "kube-system", Name: "kube-dns"}
 	old, ok := tp2.Store().Get(k)
 	if !ok {
@@ -414,7 +403,7 @@ func testChangesDuringOutage(t *testing.T, o faketp.Options) {
 		t.Fatal(err)
 	}
 	late := portName("tp2", "system", "default", "late")
-	waitFor(t, "tp2's changes after the outage", func() bool {
+	testbin.Eventually(t, "tp2's changes after the outage", func() bool {
 		s := e.view.Snapshot()
 		_, dnsThere := s.Port(dnsName("tp2"))
 		_, lateThere := s.Port(late)
@@ -433,13 +422,13 @@ func testChangesDuringOutage(t *testing.T, o faketp.Options) {
 // arrive, but Synced waits for tp2.
 func TestFakeTPSyncedOnlyAfterAllTPs(t *testing.T) {
 	e := start(t, faketp.Options{}, true, kubeproxyk8s.SourceOptions{})
-	waitFor(t, "tp1 synced", func() bool { p, _ := e.set.Get("tp1"); return p.Synced() })
-	waitFor(t, "tp1's services in the view", func() bool {
+	testbin.Eventually(t, "tp1 synced", func() bool { p, _ := e.set.Get("tp1"); return p.Synced() })
+	testbin.Eventually(t, "tp1's services in the view", func() bool {
 		_, ok := e.view.Snapshot().Port(dnsName("tp1"))
 		return ok
 	})
 	// tp1 (id 0) reports synced on its own; the view waits for tp2.
-	waitFor(t, "tp1's Synced calls", func() bool { _, s, es := e.rec.snapshot(); return len(s) == 1 && len(es) == 1 })
+	testbin.Eventually(t, "tp1's Synced calls", func() bool { _, s, es := e.rec.snapshot(); return len(s) == 1 && len(es) == 1 })
 	if e.view.Synced() {
 		t.Fatal("view synced while tp2 is down")
 	}
@@ -454,7 +443,7 @@ func TestFakeTPSyncedOnlyAfterAllTPs(t *testing.T) {
 	if err := e.cluster.TP("tp2").SetOutage(context.Background(), faketp.OutageNone); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "view synced", e.view.Synced)
+	testbin.Eventually(t, "view synced", e.view.Synced)
 	<-e.src.Synced()
 	if _, s, es := e.rec.snapshot(); !slices.Equal(s, []int{0, 1}) || !slices.Equal(es, []int{0, 1}) {
 		t.Fatalf("Synced calls for TPs %v/%v, want once per TP", s, es)
@@ -474,8 +463,8 @@ func TestFakeTPSyncTimeout(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	e := start(t, faketp.Options{}, true, kubeproxyk8s.SourceOptions{SyncTimeout: time.Minute, Clock: clk})
 	// tp1's services and endpoints have both listed.
-	waitFor(t, "tp1 synced", func() bool { p, _ := e.set.Get("tp1"); return p.Synced() })
-	waitFor(t, "the source to wait on its clock", clk.HasWaiters)
+	testbin.Eventually(t, "tp1 synced", func() bool { p, _ := e.set.Get("tp1"); return p.Synced() })
+	testbin.Eventually(t, "the source to wait on its clock", clk.HasWaiters)
 	if e.view.Synced() {
 		t.Fatal("view synced before the timeout")
 	}
@@ -490,10 +479,10 @@ func TestFakeTPSyncTimeout(t *testing.T) {
 	if err := e.cluster.TP("tp2").SetOutage(context.Background(), faketp.OutageNone); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp2's kube-dns after it came up", func() bool {
+	testbin.Eventually(t, "tp2's kube-dns after it came up", func() bool {
 		return eps(e.view.Snapshot(), dnsName("tp2")) == "10.244.2.1:5353"
 	})
-	waitFor(t, "tp2 listed", func() bool { p, _ := e.set.Get("tp2"); return p.Synced() })
+	testbin.Eventually(t, "tp2 listed", func() bool { p, _ := e.set.Get("tp2"); return p.Synced() })
 	if _, s, es := e.rec.snapshot(); len(s) != 2 || len(es) != 2 {
 		t.Fatalf("tp2's late list made Synced calls again: %v/%v", s, es)
 	}

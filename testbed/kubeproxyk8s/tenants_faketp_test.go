@@ -17,6 +17,7 @@ import (
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
 	kubeproxyk8s "github.com/tpkit-dev/tpkit/testbed/kubeproxyk8s"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // Two regular tenants of one TP each have service web/api and its
@@ -51,14 +52,14 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	defer cancel()
 	set.Start(ctx)
 	go src.Run(ctx)
-	waitFor(t, "view synced", view.Synced)
+	testbin.Eventually(t, "view synced", view.Synced)
 
 	name := func(tenant string) kubeproxy.ServicePortName {
 		return portName(tp.Name(), tenant, "web", "api")
 	}
 	check := func(when string, want map[string]string) {
 		t.Helper()
-		waitFor(t, when, func() bool {
+		testbin.Eventually(t, when, func() bool {
 			s := view.Snapshot()
 			if s.Services() != len(want)+1 { // and the TP's master service
 
@@ -93,7 +94,7 @@ func TestFakeTPTenantsWithEqualNamesInOneTP(t *testing.T) {
 	if _, err := cs.CoreV1().Services("web").Update(tenancyk8s.WithTenant(ctx, "acme"), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "acme's update", func() bool { return pairs.updates() > 0 })
+	testbin.Eventually(t, "acme's update", func() bool { return pairs.updates() > 0 })
 	if bad := pairs.mismatches(); len(bad) != 0 {
 		t.Errorf("updates paired across tenants: %v", bad)
 	}

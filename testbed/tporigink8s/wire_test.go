@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tporigin"
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
@@ -28,16 +28,6 @@ func pod(tenant, ns, name, uid, node string) *corev1.Pod {
 	}
 	tenancy.SetTenant(p, tenant)
 	return p
-}
-
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if t.Context().Err() != nil {
-			t.Fatalf("test ended waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestWireAgainstFakeTPs feeds a tracker from two fake TPs through a
@@ -109,7 +99,7 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	go tr.Run(ctx)
 	set.Start(ctx)
 	w.Start(ctx)
-	until(t, "the wiring to sync", w.HasSynced)
+	testbin.Eventually(t, "the wiring to sync", w.HasSynced)
 
 	want := map[string]string{uidA: "tp1", uidC: "tp2", uidS: "tp1", uidE: "tp2", uidB: "", uidStale: ""}
 	for u, tp := range want {
@@ -132,12 +122,12 @@ func TestWireAgainstFakeTPs(t *testing.T) {
 	if err := partitiontest.Clientset(t, set.Partitions()[0]).CoreV1().Pods("kube-system").Delete(ctx, "ds-x", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "A to move to tp2", func() bool { tp, _ := tr.OriginOf(uidA); return tp == "tp2" })
+	testbin.Eventually(t, "A to move to tp2", func() bool { tp, _ := tr.OriginOf(uidA); return tp == "tp2" })
 	// tp2 deletes its tenant pod: forgotten.
 	if err := partitiontest.Clientset(t, set.Partitions()[1]).CoreV1().Pods("default").Delete(tenancyk8s.WithTenant(ctx, "t1"), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "C to be forgotten", func() bool { _, ok := tr.OriginOf(uidC); return !ok })
+	testbin.Eventually(t, "C to be forgotten", func() bool { _, ok := tr.OriginOf(uidC); return !ok })
 	if _, ok := tr.PartitionOfTenant("t1"); ok {
 		t.Error("t1 still has a partition after its only object was deleted")
 	}
@@ -206,7 +196,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 	go tr.Run(ctx)
 	set.Start(ctx)
 	w.Start(ctx)
-	until(t, "the wiring to sync", w.HasSynced)
+	testbin.Eventually(t, "the wiring to sync", w.HasSynced)
 
 	for _, u := range []string{podAcme, podZeta, svcAcme, svcZeta} {
 		if tp, ok := tr.OriginOf(u); !ok || tp != "tp1" {
@@ -224,7 +214,7 @@ func TestWireKeepsTenantsApart(t *testing.T) {
 	if err := c.CoreV1().Pods("default").Delete(tenancyk8s.WithTenant(ctx, "zeta"), "web-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "the deleted objects to be forgotten", func() bool {
+	testbin.Eventually(t, "the deleted objects to be forgotten", func() bool {
 		_, s := tr.OriginOf(svcAcme)
 		_, p := tr.OriginOf(podZeta)
 		return !s && !p

@@ -23,6 +23,7 @@ import (
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 func ns(tenant, name string) *corev1.Namespace {
@@ -190,7 +191,7 @@ func (e *env) run(t *testing.T) {
 	// Wait for the synced state to be published.
 	for e.builder.Publish() {
 	}
-	waitFor(t, "index has kube-dns", func() bool {
+	testbin.Eventually(t, "index has kube-dns", func() bool {
 		r := ask(t, e.addr, "udp", "127.0.0.1", "kube-dns.kube-system.svc.cluster.local.", dns.TypeA)
 		return len(r.Answer) == 1
 	})
@@ -213,18 +214,6 @@ func ask(t *testing.T, addr, network, from, name string, qtype uint16) *dns.Msg 
 		t.Fatalf("%s %s: %v", network, name, err)
 	}
 	return r
-}
-
-// waitFor polls cond; there is no time limit beyond the test's own.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func answers(r *dns.Msg) []string {
@@ -340,7 +329,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize
 	if _, err := tp2.CoreV1().Services("web").Create(ctx, svc("beta", "web", "new", []string{"10.97.1.2"}, port("http", corev1.ProtocolTCP, 80)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "new service answered", func() bool {
+	testbin.Eventually(t, "new service answered", func() bool {
 		return strings.Join(answers(ask(t, e.addr, "udp", "127.0.0.1", "new.web.beta.svc.cluster.local.", dns.TypeA)), ",") == "10.97.1.2"
 	})
 	actx := tenancyk8s.WithTenant(context.Background(), "alpha")
@@ -354,13 +343,13 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize
 	if _, err := tp1.CoreV1().Endpoints("web").Update(actx, ep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "endpoint turned ready", func() bool {
+	testbin.Eventually(t, "endpoint turned ready", func() bool {
 		return strings.Join(answers(ask(t, e.addr, "udp", "127.0.0.1", "db.web.alpha.svc.cluster.local.", dns.TypeA)), ",") == "10.244.1.5,10.244.1.6"
 	})
 	if err := tp2.CoreV1().Services("web").Delete(ctx, "new", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "deleted service gone", func() bool {
+	testbin.Eventually(t, "deleted service gone", func() bool {
 		return ask(t, e.addr, "udp", "127.0.0.1", "new.web.beta.svc.cluster.local.", dns.TypeA).Rcode == dns.RcodeNameError
 	})
 
@@ -370,7 +359,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize
 	if err := tp.SetOutage(context.Background(), faketp.OutageRefuse); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp2 stale", func() bool { return e.src.States()[1].Stale })
+	testbin.Eventually(t, "tp2 stale", func() bool { return e.src.States()[1].Stale })
 	if err := e.src.CheckReady(); err != nil {
 		t.Errorf("ready check while tp2 is stale: %v", err)
 	}
@@ -387,7 +376,7 @@ func testEndToEnd(t *testing.T, o faketp.Options, wantEndpoints string, pageSize
 	if err := tp.SetOutage(context.Background(), faketp.OutageNone); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "tp2 back", func() bool { return !e.src.States()[1].Stale })
+	testbin.Eventually(t, "tp2 back", func() bool { return !e.src.States()[1].Stale })
 	if r := ask(t, e.addr, "udp", "127.0.0.1", "api.web.beta.svc.cluster.local.", dns.TypeA); len(r.Answer) != 1 {
 		t.Errorf("after outage: %v", r)
 	}

@@ -25,6 +25,7 @@ import (
 	tenancyk8s "github.com/tpkit-dev/tpkit/pkg/tenancy/k8s"
 	"github.com/tpkit-dev/tpkit/testbed/faketp"
 	"github.com/tpkit-dev/tpkit/testbed/partitiontest"
+	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
 // wire sits in front of a fake TP and records what it sends: every
@@ -293,7 +294,7 @@ func TestScopeOnTheWire(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, "late.web.alpha answered", func() bool {
+			testbin.Eventually(t, "late.web.alpha answered", func() bool {
 				return strings.Join(answers(ask(t, addr, "udp", "127.0.0.1", "late.web.alpha.svc.cluster.local.", dns.TypeA)), ",") == "10.96.1.9"
 			})
 			for _, x := range tc.queries {
@@ -375,7 +376,7 @@ func TestScopeSurvivesWatchRestarts(t *testing.T) {
 		if _, err := cs.CoreV1().Services("web").Create(ctx, svc("alpha", "web", name, []string{ip}, port("http", corev1.ProtocolTCP, 80)), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, name+" answered", resolves(name+".web.alpha", ip))
+		testbin.Eventually(t, name+" answered", resolves(name+".web.alpha", ip))
 	}
 	for i := 0; i < 3; i++ {
 		tp.CloseWatches()
@@ -390,12 +391,12 @@ func TestScopeSurvivesWatchRestarts(t *testing.T) {
 	}
 	tp.Compact()
 	tp.CloseWatches()
-	waitFor(t, "services listed again", func() bool { _, n := wires[0].reads("services"); return n >= lists+2 })
+	testbin.Eventually(t, "services listed again", func() bool { _, n := wires[0].reads("services"); return n >= lists+2 })
 	create("after-compaction", "10.96.1.110")
 	if err := cs.CoreV1().Services("web").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "api.web.alpha gone", resolves("api.web.alpha", "NXDOMAIN"))
+	testbin.Eventually(t, "api.web.alpha gone", resolves("api.web.alpha", "NXDOMAIN"))
 	for _, x := range [][2]string{{"kubernetes.default", "10.96.0.1"}, {"after-close-0.web.alpha", "10.96.1.100"}, {"api.other.alpha", "NXDOMAIN"}} {
 		if !resolves(x[0], x[1])() {
 			t.Errorf("%s: want %s", x[0], x[1])
