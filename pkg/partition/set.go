@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -237,17 +238,11 @@ func (s *Set) Start(ctx context.Context) {
 
 func (s *Set) awaitSync(ctx context.Context, p *Partition) {
 	start := time.Now()
-	t := time.NewTicker(syncPoll)
-	defer t.Stop()
-	for {
-		if pending, tracked := p.pending(); tracked && len(pending) == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	if wait.PollUntilContextCancel(ctx, syncPoll, true, func(context.Context) (bool, error) {
+		pending, tracked := p.pending()
+		return tracked && len(pending) == 0, nil
+	}) != nil {
+		return // ctx ended
 	}
 	// Logged first, so that whoever sees the TP synced finds the line.
 	p.health.markSynced(time.Since(start))
