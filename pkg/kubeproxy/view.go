@@ -46,6 +46,11 @@ type Options struct {
 // pending services into snapshot entries. So an event costs O(size of the
 // object) and an Apply costs O(size of the changed services), whatever the
 // total number of services.
+//
+// An update's old record is not read (it may be nil), and nothing of a
+// record is kept once the call returns (its strings are, being immutable):
+// a caller converting API objects may skip the old one and reuse its
+// records and their slices.
 type View struct {
 	// skipped and dropped are updated with sync/atomic; they come first
 	// so that they are 64-bit aligned on 32-bit platforms too.
@@ -185,7 +190,7 @@ func (v *View) OnServiceAdd(service *Service, tenantPartitionId int) {
 }
 
 // OnServiceUpdate records the new state of a service of TP
-// tenantPartitionId.
+// tenantPartitionId; the old record is not read.
 func (v *View) OnServiceUpdate(_, service *Service, tenantPartitionId int) {
 	v.upsertService(service, tenantPartitionId)
 }
@@ -227,7 +232,7 @@ func (v *View) OnEndpointsAdd(endpoints *Endpoints, tenantPartitionId int) {
 }
 
 // OnEndpointsUpdate records the new state of an endpoints object of TP
-// tenantPartitionId.
+// tenantPartitionId; the old record is not read.
 func (v *View) OnEndpointsUpdate(_, endpoints *Endpoints, tenantPartitionId int) {
 	v.upsertEndpoints(endpoints, tenantPartitionId)
 }

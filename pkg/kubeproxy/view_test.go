@@ -347,6 +347,28 @@ func TestSnapshotsKeepTheirEndpoints(t *testing.T) {
 	}
 }
 
+// TestRecordsAreNotKept: a caller may reuse a record and its slices once a
+// call returns, and pass nil as an update's old record.
+func TestRecordsAreNotKept(t *testing.T) {
+	v := NewView([]int{tp0}, Options{})
+	svc := svcRec("t1", "ns", "web", "10.0.0.1", port("p", 80))
+	v.OnServiceUpdate(nil, svc, tp0)
+	eps := epsRec("t1", "ns", "web", "web", "p", 80, ready("192.168.0.1", "192.168.0.2")...)
+	v.OnEndpointsUpdate(nil, eps, tp0)
+	// The caller reuses both records for other objects.
+	svc.Name, svc.ClusterIPs[0], svc.Ports[0].Port = "other", "10.0.0.9", 81
+	eps.Name, eps.Service = "other", "other"
+	eps.Endpoints[0].Address, eps.Endpoints[1].Address = "192.168.9.9", "192.168.9.8"
+	s := v.Snapshot()
+	name := spn(tp0, "t1", "ns", "web", "p")
+	if got, want := endpointIPs(t, s, name), []string{"192.168.0.1:80", "192.168.0.2:80"}; !slices.Equal(got, want) {
+		t.Errorf("after the records were reused: %v, want %v", got, want)
+	}
+	if p, ok := s.Port(name); !ok || p.Port != 80 || p.ClusterIPs[0].String() != "10.0.0.1" {
+		t.Errorf("after the records were reused: port %+v (%v)", p, ok)
+	}
+}
+
 // tenantMap is a fixed TenantPartitions answer, as pkg/tporigin's tracker
 // gives at one moment.
 type tenantMap struct {
