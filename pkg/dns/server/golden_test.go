@@ -77,7 +77,7 @@ var goldenNames = []string{
 	"to-kube-dns.default.svc.cluster.local.", "to-ns.default.svc.cluster.local.", "to-version.default.svc.cluster.local.",
 	"to-missing.default.svc.cluster.local.", "to-reverse.default.svc.cluster.local.", "to-db.default.svc.cluster.local.",
 	"to-alpha.default.svc.cluster.local.", "to-pod.default.svc.cluster.local.", "to-beta.web.alpha.svc.cluster.local.",
-	"c0.default.svc.cluster.local.", "c1.default.svc.cluster.local.", "c8.default.svc.cluster.local.",
+	"c0.default.svc.cluster.local.", "c1.default.svc.cluster.local.", "c2.default.svc.cluster.local.", "c8.default.svc.cluster.local.",
 	"api.web.alpha.svc.cluster.local.", "api.web.beta.svc.cluster.local.", "_http._tcp.api.web.beta.svc.cluster.local.",
 	"s.x.gamma.svc.cluster.local.", "web.alpha.svc.cluster.local.", "api.web.delta.svc.cluster.local.",
 	"web.alpha.cluster.local.", "alpha.cluster.local.",
