@@ -160,6 +160,9 @@ type state struct {
 	snap *index.Snapshot
 	who  querier
 	res  result
+	// cname is the target of the CNAME last added to the result, for the
+	// resolver to follow (followTargets).
+	cname string
 	// recs and addrs are scratch space for the result's records and the
 	// addresses of ns.dns.<zone>, kept between queries.
 	recs  []record
