@@ -19,14 +19,15 @@
 // The files, by job: options.go (Options, PodMode, the defaults),
 // handler.go (the Handler, ServeDNS and Respond: from a message to a
 // reply), fast.go (the UDP fast path: plain queries read from the socket
-// and answered without unpacking), result.go (the result and record types),
-// resolve.go (zones; a question's way: its lookup, the CNAME chain of an
-// ExternalName followed in the zones, and conclude), lookup.go (names below
+// and answered without unpacking), zone.go (the served zones, and which
+// holds a name), result.go (the result and record types), resolve.go (a
+// question's way: its lookup, the CNAME chain of an ExternalName followed
+// in the zones, and conclude), lookup.go (names below
 // a forward zone, found in the index by the tenant rules), special.go (the
 // apex, dns-version and ns.dns), querier.go (who asks, and what it may
 // see), records.go (the A, AAAA, SRV and CNAME records of a found name),
-// external.go (an ExternalName's target: the zone that holds it, or the
-// forwarder asked for it), reverse.go (PTR, or the reverse-zone
+// external.go (the forwarder asked for an ExternalName's target outside
+// the zones), reverse.go (PTR, or the reverse-zone
 // fallthrough), render.go (records to wire format), forwarding.go (names
 // outside the zones, bounded), wire.go (the encoder), validate.go (strict
 // parsing), server.go and accept.go (sockets).

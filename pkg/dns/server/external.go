@@ -4,31 +4,7 @@ import (
 	"context"
 
 	"github.com/miekg/dns"
-
-	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
-
-// maxCNAMEs bounds a chain of ExternalName services answered from the
-// index (followTargets), as CoreDNS's does (it follows at most 8 CNAMEs).
-const maxCNAMEs = 8
-
-// targetZone reads target into st.lw and st.offs and returns the served
-// forward zone that holds it. A reverse zone holds no address records, so
-// a target there goes upstream, as CoreDNS's would.
-func (h *Handler) targetZone(st *state, target string) (*zone, bool) {
-	n := names.FromDotted(st.lw[:], target)
-	if n < 0 {
-		return nil, false
-	}
-	if st.nl = names.Split(st.lw[:n], st.offs[:]); st.nl < 0 {
-		return nil, false
-	}
-	z, ok := h.zoneOf(st.lw[:n], st.offs[:st.nl])
-	if !ok || z.reverse {
-		return nil, false
-	}
-	return z, true
-}
 
 // askUpstream asks the forwarder for the records of type qtype of an
 // ExternalName's target outside the zones, and appends the answer's

@@ -13,17 +13,6 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
 
-// zone is a served zone.
-type zone struct {
-	name    string
-	wire    []byte // lowercase, with the root label
-	nlabels int
-	reverse bool
-	// slot is the zone's metrics slot: 1 + its index (0 is names outside
-	// the zones).
-	slot int
-}
-
 // Handler is a dns.Handler for the cluster zones.
 type Handler struct {
 	opts  Options

@@ -8,29 +8,6 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
 
-// zoneOf returns the longest served zone that contains the lowercase wire
-// name lw, whose labels start at offs.
-func (h *Handler) zoneOf(lw []byte, offs []uint8) (*zone, bool) {
-	var best *zone
-	for i := range h.zones {
-		z := &h.zones[i]
-		if len(z.wire) > len(lw) || (best != nil && len(z.wire) <= len(best.wire)) {
-			continue
-		}
-		at := len(lw) - len(z.wire)
-		if string(lw[at:]) != string(z.wire) {
-			continue
-		}
-		for _, o := range offs {
-			if int(o) == at {
-				best = z
-				break
-			}
-		}
-	}
-	return best, best != nil
-}
-
 // resolve answers the question whose lowercase name is in st.lw (split at
 // st.offs), in zone z, for a querier at src. It reads the index and nothing
 // else, and returns st.res.
@@ -87,6 +64,10 @@ func (h *Handler) lookupQuestion(st *state, z *zone, qtype uint16) verdict {
 	}
 	return v
 }
+
+// maxCNAMEs bounds a chain of ExternalName services answered from the
+// index (followTargets), as CoreDNS's does (it follows at most 8 CNAMEs).
+const maxCNAMEs = 8
 
 // followTargets answers the CNAME chain an ExternalName started, as
 // CoreDNS's kubernetes plugin does: a target in a served forward zone is
