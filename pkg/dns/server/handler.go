@@ -292,10 +292,7 @@ func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool, rep *
 // name is malformed.
 func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, rep *reply) bool {
 	n := q.n
-	if names.Lower(st.lw[:], st.qwire[:n]) != n {
-		return false
-	}
-	if st.nl = names.Split(st.lw[:n], st.offs[:]); st.nl < 0 {
+	if !st.readQuestion(n) {
 		return false
 	}
 	z, ok := h.zoneOf(st.lw[:n], st.offs[:st.nl])
@@ -320,6 +317,9 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 				return true
 			}
 			if h.awaitSource(who) {
+				// resolve may have read an ExternalName's targets
+				// over the question's name.
+				st.readQuestion(n)
 				res = h.resolve(st, z, q.qtype, q.qclass, who)
 			}
 		}
@@ -339,6 +339,17 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 	}
 	rep.out = h.write(st, q, res, rep.rcode, rep.scope, src, tcp)
 	return true
+}
+
+// readQuestion reads the question's name, st.qwire[:n], into st.lw in
+// lowercase and splits it at st.offs. It reports false when the name is
+// malformed.
+func (st *state) readQuestion(n int) bool {
+	if names.Lower(st.lw[:], st.qwire[:n]) != n {
+		return false
+	}
+	st.nl = names.Split(st.lw[:n], st.offs[:])
+	return st.nl >= 0
 }
 
 // write renders res, the answer to q, into st's buffer: the header and the
