@@ -26,7 +26,23 @@ func (h *Handler) resolve(st *state, z *zone, qtype, qclass uint16, src netip.Ad
 	v := refuse
 	if qtype != dns.TypeAXFR && qtype != dns.TypeIXFR && qclass == dns.ClassINET {
 		st.snap = h.snaps.Current()
-		v = h.lookupQuestion(st, z, qtype)
+		nrel := st.nl - z.nlabels
+		st.readLabels(nrel)
+		switch {
+		case nrel == 0:
+			v = h.apex(st, qtype)
+		case qtype == dns.TypeSOA:
+			// CoreDNS answers SOA only at the apex, and NODATA for any
+			// name below.
+			v = exists
+		case z.reverse:
+			v = h.reverseName(st, z, qtype)
+		default:
+			v = h.lookupName(st, z, qtype, true)
+			if st.cname != "" {
+				h.followTargets(st, qtype)
+			}
+		}
 	}
 	h.conclude(st, v)
 	// A system name that several TPs have, answered from the system
@@ -42,27 +58,6 @@ func (h *Handler) resolve(st *state, z *zone, qtype, qclass uint16, src netip.Ad
 	}
 	st.recs = res.records // keep the grown scratch space
 	return res
-}
-
-// lookupQuestion looks up the question's name by the part of zone z it
-// falls in, and then the CNAME chain an ExternalName may start.
-func (h *Handler) lookupQuestion(st *state, z *zone, qtype uint16) verdict {
-	nrel := st.nl - z.nlabels
-	st.readLabels(nrel)
-	switch {
-	case nrel == 0:
-		return h.apex(st, qtype)
-	case qtype == dns.TypeSOA:
-		// CoreDNS answers SOA only at the apex, and NODATA for any name below.
-		return exists
-	case z.reverse:
-		return h.reverseName(st, z, qtype)
-	}
-	v := h.lookupName(st, z, qtype, true)
-	if st.cname != "" {
-		h.followTargets(st, qtype)
-	}
-	return v
 }
 
 // maxCNAMEs bounds a chain of ExternalName services answered from the
