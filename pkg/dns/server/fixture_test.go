@@ -78,6 +78,14 @@ func fixture(t testing.TB) *index.Builder {
 // startServer's defaults, for tests that call Respond.
 func newHandler(t testing.TB, snaps Snapshots, o Options) *Handler {
 	t.Helper()
+	h := newUnsyncedHandler(t, snaps, o)
+	h.MarkSynced()
+	return h
+}
+
+// newUnsyncedHandler is newHandler before MarkSynced.
+func newUnsyncedHandler(t testing.TB, snaps Snapshots, o Options) *Handler {
+	t.Helper()
 	if o.Zones == nil {
 		o.Zones = []string{"cluster.local", "in-addr.arpa", "ip6.arpa"}
 	}
@@ -91,7 +99,6 @@ func newHandler(t testing.TB, snaps Snapshots, o Options) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.MarkSynced()
 	return h
 }
 

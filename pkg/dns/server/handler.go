@@ -13,17 +13,6 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 )
 
-// zone is a served zone.
-type zone struct {
-	name    string
-	wire    []byte // lowercase, with the root label
-	nlabels int
-	reverse bool
-	// slot is the zone's metrics slot: 1 + its index (0 is names outside
-	// the zones).
-	slot int
-}
-
 // Handler is a dns.Handler for the cluster zones.
 type Handler struct {
 	opts  Options
@@ -160,6 +149,9 @@ type state struct {
 	snap *index.Snapshot
 	who  querier
 	res  result
+	// cname is the target of the CNAME last added to the result, for the
+	// resolver to follow (followTargets).
+	cname string
 	// recs and addrs are scratch space for the result's records and the
 	// addresses of ns.dns.<zone>, kept between queries.
 	recs  []record
@@ -300,10 +292,7 @@ func (h *Handler) respond(st *state, r *dns.Msg, src netip.Addr, tcp bool, rep *
 // name is malformed.
 func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, rep *reply) bool {
 	n := q.n
-	if names.Lower(st.lw[:], st.qwire[:n]) != n {
-		return false
-	}
-	if st.nl = names.Split(st.lw[:n], st.offs[:]); st.nl < 0 {
+	if !st.readQuestion(n) {
 		return false
 	}
 	z, ok := h.zoneOf(st.lw[:n], st.offs[:st.nl])
@@ -328,6 +317,9 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 				return true
 			}
 			if h.awaitSource(who) {
+				// resolve may have read an ExternalName's targets
+				// over the question's name.
+				st.readQuestion(n)
 				res = h.resolve(st, z, q.qtype, q.qclass, who)
 			}
 		}
@@ -347,6 +339,17 @@ func (h *Handler) respondQuery(st *state, q *query, src netip.Addr, tcp bool, re
 	}
 	rep.out = h.write(st, q, res, rep.rcode, rep.scope, src, tcp)
 	return true
+}
+
+// readQuestion reads the question's name, st.qwire[:n], into st.lw in
+// lowercase and splits it at st.offs. It reports false when the name is
+// malformed.
+func (st *state) readQuestion(n int) bool {
+	if names.Lower(st.lw[:], st.qwire[:n]) != n {
+		return false
+	}
+	st.nl = names.Split(st.lw[:n], st.offs[:])
+	return st.nl >= 0
 }
 
 // write renders res, the answer to q, into st's buffer: the header and the

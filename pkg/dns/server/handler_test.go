@@ -431,6 +431,42 @@ func askFrom(addr, network, from, name string) (*dns.Msg, error) {
 	return r, err
 }
 
+// A new pod's question for an ExternalName whose target is a system name
+// several TPs have waits as well, and once the pod is known the whole
+// answer is asked again: the CNAME and its own TP's address for the target
+// (the first answer read the target's name over the question's).
+func TestUnknownPodWaitKeepsTheCNAME(t *testing.T) {
+	b := fixture(t)
+	b.SetService(0, &index.Service{Tenant: "system", Namespace: "default", Name: "to-dns", Type: index.ExternalName,
+		ExternalName: kdns, Ports: []index.Port{{Port: index.NoPort}}})
+	b.Publish()
+	s := startServer(t, b, Options{PodCIDRs: prefixes("127.0.0.0/25"), UnknownPodWait: 20 * time.Second})
+	const from, name = "127.0.0.70", "to-dns.default.svc.cluster.local."
+	type answer struct {
+		r   *dns.Msg
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() { r, err := askFrom(s.addr, "tcp", from, name); done <- answer{r, err} }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.h.waiting.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the question never waited")
+		}
+		runtime.Gosched()
+	}
+	b.SetPod(1, &index.Pod{Tenant: "system", Namespace: "kube-system", Name: "new", IPs: ips(from)})
+	b.Publish()
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	want := parseRRs(t, []string{name + " 5 IN CNAME " + kdns, kdns + " 5 IN A 10.1.0.10"})
+	if got := rrStrings(t, a.r.Answer); !equal(got, want) {
+		t.Errorf("once tp2 has the pod: %v, want %v", got, want)
+	}
+}
+
 // A new pod's question for a system name several TPs have waits, over UDP
 // (the fast path hands it to the slow path) and TCP, until the index learns
 // the pod: then it gets its own TP's answer, cacheable. An address outside

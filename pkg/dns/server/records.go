@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/miekg/dns"
 
@@ -10,8 +11,9 @@ import (
 )
 
 // nameRecords adds the answer records of a found name, in zone z, for
-// qtype; depth is the number of CNAMEs followed to reach it.
-func (h *Handler) nameRecords(st *state, z *zone, rd *names.Reading, f *found, qtype uint16, depth int) {
+// qtype. An ExternalName's are its CNAME, whose target the resolver
+// follows (st.cname).
+func (h *Handler) nameRecords(st *state, z *zone, rd *names.Reading, f *found, qtype uint16) {
 	switch rd.Form {
 	case names.TenantOnly, names.NamespaceOnly:
 		return
@@ -26,7 +28,8 @@ func (h *Handler) nameRecords(st *state, z *zone, rd *names.Reading, f *found, q
 	case dns.TypeA, dns.TypeAAAA:
 		switch {
 		case svc.Type == index.ExternalName:
-			h.externalName(st, svc.ExternalName(), qtype, depth)
+			h.add(st, record{kind: rrCNAME, ttl: h.opts.TTL, text: svc.ExternalName()})
+			st.cname = svc.ExternalName()
 		case svc.Type == index.Headless || rd.Form == names.EndpointName:
 			h.endpointAddrs(st, rd, f.svc, qtype == dns.TypeAAAA)
 		default:
@@ -73,6 +76,20 @@ func (h *Handler) endpointAddrs(st *state, rd *names.Reading, svc *index.Service
 		}
 		h.addAddr(st, ep.Addr())
 	}
+}
+
+func portMatch(rd *names.Reading, p *index.Port) bool {
+	return (len(rd.Port) == 0 || strings.EqualFold(string(rd.Port), p.Name)) &&
+		(len(rd.Protocol) == 0 || strings.EqualFold(string(rd.Protocol), p.Protocol))
+}
+
+func anyPort(rd *names.Reading, ports []index.Port) bool {
+	for i := range ports {
+		if portMatch(rd, &ports[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func endpointMatch(rd *names.Reading, ep *index.EndpointView) bool {

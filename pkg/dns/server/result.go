@@ -29,6 +29,23 @@ const (
 	forwarded
 )
 
+// verdict is what a lookup says of a name, besides the records it adds:
+// the resolver turns it into the outcome, in one place (conclude).
+type verdict uint8
+
+const (
+	// exists: the name exists, with the records added (none: NODATA).
+	exists verdict = iota
+	// missing: the name does not exist.
+	missing
+	// fallsThrough: a reverse name the index has no owner of, which the
+	// forwarder answers when there is one.
+	fallsThrough
+	// refuse: a question the server does not answer (zone transfers,
+	// classes other than IN).
+	refuse
+)
+
 // rcode is the response code of an answer with this outcome.
 func (o outcome) rcode() int {
 	switch o {
@@ -77,6 +94,28 @@ func (r *result) answers() bool {
 
 // answeredBy notes that partition tp answered.
 func (r *result) answeredBy(tp int) { r.tp, r.fromTP = tp, true }
+
+// add appends rec to the result. The hot paths use st.next instead, which
+// fills the record in place of copying it.
+func (h *Handler) add(st *state, rec record) {
+	st.res.records = append(st.res.records, rec)
+}
+
+// next appends a zero record to the result and returns it.
+func (st *state) next() *record {
+	recs := st.res.records
+	if len(recs) < cap(recs) {
+		recs = recs[:len(recs)+1]
+		recs[len(recs)-1] = record{}
+	} else {
+		recs = append(recs, record{})
+	}
+	st.res.records = recs
+	return &recs[len(recs)-1]
+}
+
+// soaTTL is the TTL of the zone's SOA record, in answers and as authority.
+func (h *Handler) soaTTL() uint32 { return min(h.opts.TTL, maxSOATTL) }
 
 // rrKind is the type of a record in a result.
 type rrKind uint8
@@ -137,28 +176,4 @@ type record struct {
 	owns *index.PTR
 	// text is a CNAME's target or a TXT record's string.
 	text string
-}
-
-// querier is who asks: its address and, once the resolver needs it, what
-// the index says of it. Looking it up costs the fast path about 10%
-// (measured with BenchmarkLookupLegacyA), so it is done only for names
-// whose answer depends on it.
-type querier struct {
-	addr   netip.Addr
-	source index.Source
-	known  bool
-	looked bool
-}
-
-// identify looks the querier up in snap, once: an unknown source counts
-// as one in the system partition.
-func (h *Handler) identify(q *querier, snap *index.Snapshot) {
-	if q.looked {
-		return
-	}
-	q.source, q.known = snap.Source(q.addr)
-	if !q.known {
-		q.source = index.Source{TP: h.opts.SystemPartition}
-	}
-	q.looked = true
 }

@@ -8,19 +8,17 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/dns/names"
 	"github.com/tpkit-dev/tpkit/pkg/ipaddr"
-	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// resolveReverse answers names in a reverse zone: PTR for service and
-// endpoint addresses, dns-version and ns.dns as in any zone. Any other name
-// goes to the forwarder, as CoreDNS's usual "fallthrough in-addr.arpa
-// ip6.arpa" does, or is NXDOMAIN without one.
-func (h *Handler) resolveReverse(st *state, z *zone, qtype uint16) {
+// reverseName adds the records of a name in a reverse zone: PTR for
+// service and endpoint addresses, dns-version and ns.dns as in any zone.
+// Any other name falls through to the forwarder, as CoreDNS's usual
+// "fallthrough in-addr.arpa ip6.arpa" does.
+func (h *Handler) reverseName(st *state, z *zone, qtype uint16) verdict {
 	if nrel := st.nl - z.nlabels; nrel <= 2 {
 		if k := names.Parse(st.labels[:nrel]).Kind; k == names.DNSVersion || k == names.NameServer {
-			if h.special(st, k, qtype) {
-				h.finishAnswer(st, z)
-				return
+			if h.special(st, k, qtype) == exists {
+				return exists
 			}
 		}
 	}
@@ -29,17 +27,10 @@ func (h *Handler) resolveReverse(st *state, z *zone, qtype uint16) {
 			st.labels[i] = names.Label(st.lw[:], st.offs[:], i)
 		}
 		if a, ok := names.ParseReverse(st.labels[:st.nl]); ok && h.ptr(st, netipOf(a)) {
-			return
+			return exists
 		}
 	}
-	// Before the first sync the miss may be a cluster address not indexed
-	// yet: SERVFAIL (see noSuchName), not an upstream NXDOMAIN that clients
-	// would cache.
-	if h.opts.Forwarder != nil && h.synced.Load() {
-		st.res.outcome = forwarded
-		return
-	}
-	h.noSuchName(st, z)
+	return fallsThrough
 }
 
 // ptr adds the PTR records of address a, from the first partition (in the
@@ -94,19 +85,6 @@ func (h *Handler) addPTR(st *state, o *index.PTR) {
 	r := st.next()
 	r.kind, r.ttl = rrPTR, h.opts.TTL
 	r.owns = o
-}
-
-// ptrVisible reports whether the querier may see the owner o of an
-// address: a system-tenant owner always, a regular tenant's in its home
-// partition only, and as isolation allows.
-func (h *Handler) ptrVisible(snap *index.Snapshot, o *index.PTR, who *querier) bool {
-	if o.Tenant == tenancy.SystemTenant {
-		return true
-	}
-	if home, ok := snap.Home([]byte(o.Tenant)); !ok || home != o.TP {
-		return false
-	}
-	return h.allowed([]byte(o.Tenant), who)
 }
 
 // netipOf is a as a net/netip.Addr, which the index keys by: pkg/dns/names
