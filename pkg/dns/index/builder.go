@@ -251,6 +251,11 @@ type Builder struct {
 	dirty  map[dirtyKey]*pending
 	oldest time.Time
 	notify chan struct{}
+	// work counts the records and addresses changed since the last
+	// publish; full is signalled when it reaches maxWork (maxPendingWork
+	// but in tests; see Run).
+	work, maxWork int
+	full          chan struct{}
 
 	ports portTable // guarded by mu
 	seed  maphash.Seed
@@ -277,7 +282,8 @@ type srcOwner struct {
 
 // NewBuilder returns a Builder whose current snapshot is empty.
 func NewBuilder(o Options) *Builder {
-	b := &Builder{opts: o, dirty: map[dirtyKey]*pending{}, notify: make(chan struct{}, 1), seed: maphash.MakeSeed()}
+	b := &Builder{opts: o, dirty: map[dirtyKey]*pending{}, notify: make(chan struct{}, 1),
+		full: make(chan struct{}, 1), maxWork: maxPendingWork, seed: maphash.MakeSeed()}
 	b.tps = make([]map[nsKey]*nsRec, len(o.Partitions))
 	s := &Snapshot{home: map[string]int{}}
 	for i, name := range o.Partitions {
@@ -332,7 +338,28 @@ func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
 	case b.notify <- struct{}{}:
 	default:
 	}
+	b.addWork(1)
 	return r, p
+}
+
+// maxPendingWork is how many changed records and addresses a publish folds
+// in at most while lists load (Run): what is pending, and the edits a
+// publish makes of it, take ~100 bytes an address until it is published,
+// and a list read faster than the index publishes must not pile up more
+// than ~15 MB of them (a start at 1.5M objects held 100 MB in its last
+// publish).
+const maxPendingWork = 1 << 17
+
+// addWork counts n more changes pending, and signals full at maxWork.
+// Callers hold b.mu.
+func (b *Builder) addWork(n int) {
+	b.work += n
+	if b.work >= b.maxWork {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (b *Builder) valid(tp int) bool { return tp >= 0 && tp < len(b.tps) }
@@ -494,6 +521,7 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 		return
 	}
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
+	b.addWork(len(views))
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	if old, ok := r.serviceOfSlice(e.Name); ok {
 		r.removeSlice(old, e.Name)
@@ -608,7 +636,9 @@ func (p *pending) addService(name string) {
 // the index it changes, which during a list is most of it: while one is in
 // progress, after a publish that took d the next waits at least
 // publishSpacing × d, so that publishing takes at most a fifth of the time
-// however large the index grows. Watch events alone wait only interval.
+// however large the index grows, unless maxPendingWork changes are pending
+// first: their memory, not the time, then sets the pace. Watch events alone
+// wait only interval.
 func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 	for {
 		select {
@@ -627,6 +657,7 @@ func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-time.After(wait):
+			case <-b.full:
 			}
 		}
 	}
@@ -652,6 +683,11 @@ func (b *Builder) Publish() bool {
 	defer b.mu.Unlock()
 	// Everything delivered so far is folded in below (or there was nothing).
 	b.endedPublished = len(b.ended)
+	b.work = 0
+	select {
+	case <-b.full:
+	default:
+	}
 	if len(b.dirty) == 0 {
 		return false
 	}

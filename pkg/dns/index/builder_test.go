@@ -191,6 +191,50 @@ func TestRunPublishesAndReportsLatency(t *testing.T) {
 	}
 }
 
+// TestRunPublishesEarlyWhenMuchIsPending: however long Run would wait
+// after a publish, it publishes as soon as maxWork changes are pending, so
+// that a fast list does not pile up pending records; Publish starts the
+// count over.
+func TestRunPublishesEarlyWhenMuchIsPending(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.maxWork = 20
+	ctx, cancel := contextWithCancel()
+	defer cancel()
+	pod := func(i int) *Pod {
+		return &Pod{Tenant: "system", Namespace: "default", Name: fmt.Sprint("p", i), IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})}}
+	}
+	published := func(i int) bool { _, ok := b.Current().Source(pod(i).IPs[0]); return ok }
+	// An endpoint slice's addresses count too.
+	b.SetEndpointSlice(0, &EndpointSlice{Tenant: "system", Namespace: "default", Name: "s", Service: "s", Ports: []Port{{Port: NoPort}},
+		Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.1.0.1"), a("10.1.0.2")}}}})
+	if b.work != 3 {
+		t.Fatalf("pending work %d after a slice of 2 addresses, want 3", b.work)
+	}
+	b.Publish()
+	if b.work != 0 {
+		t.Fatalf("pending work %d after Publish", b.work)
+	}
+	go b.Run(ctx, time.Hour) // after its first publish, it waits an hour
+	b.SetPod(0, pod(0))
+	for !published(0) {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < b.maxWork; i++ {
+		b.SetPod(0, pod(i))
+	}
+	if published(b.maxWork - 1) {
+		t.Fatal("published before Run was due")
+	}
+	b.SetPod(0, pod(b.maxWork))
+	deadline := time.Now().Add(10 * time.Second)
+	for !published(b.maxWork) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending changes not published within 10 s", b.maxWork)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestLookupsAllocateNothing(t *testing.T) {
 	b := NewBuilder(Options{Partitions: []string{"tp1"}})
 	b.SetService(0, svc("acme", "web", "api", "10.0.1.1"))
