@@ -271,12 +271,38 @@ type Builder struct {
 
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
+
+	// nsIDs numbers every namespace the source table has named
+	// (srcOwner.ns), its number in nsNums. It only grows, so that a
+	// snapshot keeps its own prefix of it (Snapshot.nsIDs) while later
+	// publishes append: a namespace keeps its number and NamespaceID (all
+	// of whose fields are its key) when it goes and comes back.
+	nsIDs  []*NamespaceID
+	nsNums map[dirtyKey]uint32
+}
+
+// nsNum numbers namespace dk for the source table, with id as its
+// NamespaceID when it has none yet. Callers hold b.mu.
+func (b *Builder) nsNum(dk dirtyKey, id *NamespaceID) uint32 {
+	if n, ok := b.nsNums[dk]; ok {
+		return n
+	}
+	if b.nsNums == nil {
+		b.nsNums = map[dirtyKey]uint32{}
+	}
+	n := uint32(len(b.nsIDs))
+	b.nsIDs = append(b.nsIDs, id)
+	b.nsNums[dk] = n
+	return n
 }
 
 // srcOwner is a namespace with pods that have an address: how many, and
-// how many of them are not on the host network.
+// how many of them are not on the host network. The namespace is its
+// number in the snapshot's nsIDs (Builder.nsNum), not a pointer: the
+// source table then holds no pointer for the collector to follow, where
+// it held one for each of 1.25M pod addresses in a start at 1.5M objects.
 type srcOwner struct {
-	*NamespaceID
+	ns                   uint32
 	pods, notHostNetwork uint32
 }
 
@@ -702,7 +728,7 @@ func (b *Builder) Publish() bool {
 		if tv := s.TPs[dk.tp].Tenants[dk.tenant]; tv != nil {
 			oldNS = tv.Namespaces[dk.ns]
 		}
-		w.setPodAddrs(dk, rec, p.podAddrs)
+		b.setPodAddrs(w, dk, rec, p.podAddrs)
 		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
@@ -737,7 +763,7 @@ func (b *Builder) Publish() bool {
 // as long as a merge of one step takes; reverse and source lookups are only
 // eventually consistent with names anyway.
 func (b *Builder) storeAddrs(s *Snapshot, w *ipWriter) {
-	s.rev, s.src = *w.rev.old, *w.src.old
+	s.rev, s.src, s.nsIDs = *w.rev.old, *w.src.old, b.nsIDs
 	// The old snapshot must not stay reachable through the edits.
 	w.rev.old, w.src.old = nil, nil
 	steps := 1
@@ -1007,23 +1033,29 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 	}
 }
 
-// setPodAddrs applies namespace dk's pending pod counts to the source map,
-// and keeps rec.podAddrs in line.
-func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, deltas map[netip.Addr]podDelta) {
-	id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
+// setPodAddrs applies namespace dk's pending pod counts to w's source
+// map, and keeps rec.podAddrs in line. Callers hold b.mu.
+func (b *Builder) setPodAddrs(w *ipWriter, dk dirtyKey, rec *nsRec, deltas map[netip.Addr]podDelta) {
+	if len(deltas) == 0 {
+		return
+	}
+	var id *NamespaceID
 	if rec != nil {
 		id = rec.id
+	} else {
+		id = &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
 	}
+	ns := b.nsNum(dk, id)
 	for a, d := range deltas {
 		if d == (podDelta{}) {
 			continue
 		}
 		old := w.src.get(a)
 		n := w.src.alloc(len(old) + 1)
-		own := srcOwner{NamespaceID: id}
+		own := srcOwner{ns: ns}
 		had := false
 		for _, o := range old {
-			if o.is(id) {
+			if o.ns == ns {
 				own, had = o, true
 				continue
 			}

@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -232,6 +233,50 @@ func TestRunPublishesEarlyWhenMuchIsPending(t *testing.T) {
 			t.Fatalf("%d pending changes not published within 10 s", b.maxWork)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSourceTableNumbersNamespaces: the source table names namespaces by
+// number; a namespace that goes and comes back keeps its number, and an
+// older snapshot still reads its own sources.
+func TestSourceTableNumbersNamespaces(t *testing.T) {
+	if reflect.TypeOf(srcOwner{}).NumField() != 3 || reflect.TypeOf(srcOwner{}).Size() != 12 {
+		t.Fatal("srcOwner is meant to be three uint32s, with no pointer for the collector")
+	}
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.0.0.1")}})
+	b.SetPod(1, &Pod{Tenant: "beta", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.0.0.2")}})
+	b.Publish()
+	s1 := b.Current()
+	b.DeletePod(0, "acme", "web", "p") // the namespace goes
+	b.Publish()
+	if _, ok := b.Current().Source(a("10.0.0.1")); ok || b.Current().Namespace(0, []byte("acme"), []byte("web")) != nil {
+		t.Fatal("the deleted pod's namespace is still there")
+	}
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "q", IPs: []netip.Addr{a("10.0.0.3")}})
+	b.Publish()
+	s3 := b.Current()
+	for _, c := range []struct {
+		s    *Snapshot
+		addr string
+		want Source
+		ok   bool
+	}{
+		{s1, "10.0.0.1", Source{TP: 0, Tenant: "acme"}, true},
+		{s1, "10.0.0.2", Source{TP: 1, Tenant: "beta"}, true},
+		{s1, "10.0.0.3", Source{}, false},
+		{s3, "10.0.0.1", Source{}, false},
+		{s3, "10.0.0.3", Source{TP: 0, Tenant: "acme"}, true},
+	} {
+		if got, ok := c.s.Source(a(c.addr)); got != c.want || ok != c.ok {
+			t.Errorf("Source(%s) = %+v, %v; want %+v, %v", c.addr, got, ok, c.want, c.ok)
+		}
+	}
+	if !s3.HasPod(a("10.0.0.3"), 0, []byte("acme"), []byte("web")) || s3.HasPod(a("10.0.0.3"), 1, []byte("acme"), []byte("web")) {
+		t.Error("HasPod does not read the namespace's number")
+	}
+	if len(b.nsIDs) != 2 {
+		t.Errorf("%d namespace numbers for two namespaces", len(b.nsIDs))
 	}
 }
 
