@@ -60,13 +60,22 @@ for r in $(seq "$ROUNDS"); do
       (sleep 1; curl -fsS -o "$PROFILE_DIR/start-$n.cpu.pprof" "http://127.0.0.1:$HEALTH_PORT/debug/pprof/profile?seconds=${PROFILE_SECONDS:-40}") &
       prof=$!
     fi
-    start_pdns "${flags[@]}"
+    # In a subshell, whose exit on a start that dies (an OOM kill) ends
+    # only that start.
+    if ! (start_pdns "${flags[@]}" && echo "$pdns" >"$work/pdns.pid") 2>"$work/start.err"; then
+      echo "| $n | $bin | died: $(grep -c . "$work/start.err") log lines, last: $(tail -1 "$work/start.err" | cut -c1-80) | | | | | | $(memcg_peak) |"
+      ((PROFILE)) && wait "$prof"
+      memcg_drop
+      continue
+    fi
+    pdns=$(cat "$work/pdns.pid")
     ready=$(echo "$(date +%s.%N) - $start" | bc)
     c=$(cpu "$pdns") tc=$(echo "$(cpu "$tps_pid") - $tps0" | bc)
     sleep 3
     rss=$(awk '/VmRSS/{print $2}' "/proc/$pdns/status") hwm=$(awk '/VmHWM/{print $2}' "/proc/$pdns/status")
     ((PROFILE)) && wait "$prof"
-    kill -TERM "$pdns"; wait "$pdns" 2>/dev/null || true
+    kill -TERM "$pdns"
+    while kill -0 "$pdns" 2>/dev/null; do sleep 0.1; done # not this shell's child
     echo "| $n | $bin | $(printf %.1f "$ready") | $c | $tc | $((rss / 1024)) | $((rss * 1024 / objects)) | $((hwm / 1024)) | $(memcg_peak) |"
     memcg_drop
   done
