@@ -251,6 +251,11 @@ type Builder struct {
 	dirty  map[dirtyKey]*pending
 	oldest time.Time
 	notify chan struct{}
+	// work counts the records and addresses changed since the last
+	// publish; full is signalled when it reaches maxWork (maxPendingWork
+	// but in tests; see Run).
+	work, maxWork int
+	full          chan struct{}
 
 	ports portTable // guarded by mu
 	seed  maphash.Seed
@@ -266,18 +271,45 @@ type Builder struct {
 
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
+
+	// nsIDs numbers every namespace the source table has named
+	// (srcOwner.ns), its number in nsNums. It only grows, so that a
+	// snapshot keeps its own prefix of it (Snapshot.nsIDs) while later
+	// publishes append: a namespace keeps its number and NamespaceID (all
+	// of whose fields are its key) when it goes and comes back.
+	nsIDs  []*NamespaceID
+	nsNums map[dirtyKey]uint32
+}
+
+// nsNum numbers namespace dk for the source table, with id as its
+// NamespaceID when it has none yet. Callers hold b.mu.
+func (b *Builder) nsNum(dk dirtyKey, id *NamespaceID) uint32 {
+	if n, ok := b.nsNums[dk]; ok {
+		return n
+	}
+	if b.nsNums == nil {
+		b.nsNums = map[dirtyKey]uint32{}
+	}
+	n := uint32(len(b.nsIDs))
+	b.nsIDs = append(b.nsIDs, id)
+	b.nsNums[dk] = n
+	return n
 }
 
 // srcOwner is a namespace with pods that have an address: how many, and
-// how many of them are not on the host network.
+// how many of them are not on the host network. The namespace is its
+// number in the snapshot's nsIDs (Builder.nsNum), not a pointer: the
+// source table then holds no pointer for the collector to follow, where
+// it held one for each of 1.25M pod addresses in a start at 1.5M objects.
 type srcOwner struct {
-	*NamespaceID
+	ns                   uint32
 	pods, notHostNetwork uint32
 }
 
 // NewBuilder returns a Builder whose current snapshot is empty.
 func NewBuilder(o Options) *Builder {
-	b := &Builder{opts: o, dirty: map[dirtyKey]*pending{}, notify: make(chan struct{}, 1), seed: maphash.MakeSeed()}
+	b := &Builder{opts: o, dirty: map[dirtyKey]*pending{}, notify: make(chan struct{}, 1),
+		full: make(chan struct{}, 1), maxWork: maxPendingWork, seed: maphash.MakeSeed()}
 	b.tps = make([]map[nsKey]*nsRec, len(o.Partitions))
 	s := &Snapshot{home: map[string]int{}}
 	for i, name := range o.Partitions {
@@ -332,7 +364,28 @@ func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
 	case b.notify <- struct{}{}:
 	default:
 	}
+	b.addWork(1)
 	return r, p
+}
+
+// maxPendingWork is how many changed records and addresses a publish folds
+// in at most while lists load (Run): what is pending, and the edits a
+// publish makes of it, take ~100 bytes an address until it is published,
+// and a list read faster than the index publishes must not pile up more
+// than ~15 MB of them (a start at 1.5M objects held 100 MB in its last
+// publish).
+const maxPendingWork = 1 << 17
+
+// addWork counts n more changes pending, and signals full at maxWork.
+// Callers hold b.mu.
+func (b *Builder) addWork(n int) {
+	b.work += n
+	if b.work >= b.maxWork {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (b *Builder) valid(tp int) bool { return tp >= 0 && tp < len(b.tps) }
@@ -494,6 +547,7 @@ func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
 		return
 	}
 	r, p := b.touch(tp, e.Tenant, e.Namespace)
+	b.addWork(len(views))
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	if old, ok := r.serviceOfSlice(e.Name); ok {
 		r.removeSlice(old, e.Name)
@@ -608,7 +662,9 @@ func (p *pending) addService(name string) {
 // the index it changes, which during a list is most of it: while one is in
 // progress, after a publish that took d the next waits at least
 // publishSpacing × d, so that publishing takes at most a fifth of the time
-// however large the index grows. Watch events alone wait only interval.
+// however large the index grows, unless maxPendingWork changes are pending
+// first: their memory, not the time, then sets the pace. Watch events alone
+// wait only interval.
 func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 	for {
 		select {
@@ -627,6 +683,7 @@ func (b *Builder) Run(ctx context.Context, interval time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-time.After(wait):
+			case <-b.full:
 			}
 		}
 	}
@@ -652,6 +709,11 @@ func (b *Builder) Publish() bool {
 	defer b.mu.Unlock()
 	// Everything delivered so far is folded in below (or there was nothing).
 	b.endedPublished = len(b.ended)
+	b.work = 0
+	select {
+	case <-b.full:
+	default:
+	}
 	if len(b.dirty) == 0 {
 		return false
 	}
@@ -666,7 +728,7 @@ func (b *Builder) Publish() bool {
 		if tv := s.TPs[dk.tp].Tenants[dk.tenant]; tv != nil {
 			oldNS = tv.Namespaces[dk.ns]
 		}
-		w.setPodAddrs(dk, rec, p.podAddrs)
+		b.setPodAddrs(w, dk, rec, p.podAddrs)
 		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
@@ -701,7 +763,7 @@ func (b *Builder) Publish() bool {
 // as long as a merge of one step takes; reverse and source lookups are only
 // eventually consistent with names anyway.
 func (b *Builder) storeAddrs(s *Snapshot, w *ipWriter) {
-	s.rev, s.src = *w.rev.old, *w.src.old
+	s.rev, s.src, s.nsIDs = *w.rev.old, *w.src.old, b.nsIDs
 	// The old snapshot must not stay reachable through the edits.
 	w.rev.old, w.src.old = nil, nil
 	steps := 1
@@ -971,23 +1033,29 @@ func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView)
 	}
 }
 
-// setPodAddrs applies namespace dk's pending pod counts to the source map,
-// and keeps rec.podAddrs in line.
-func (w *ipWriter) setPodAddrs(dk dirtyKey, rec *nsRec, deltas map[netip.Addr]podDelta) {
-	id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
+// setPodAddrs applies namespace dk's pending pod counts to w's source
+// map, and keeps rec.podAddrs in line. Callers hold b.mu.
+func (b *Builder) setPodAddrs(w *ipWriter, dk dirtyKey, rec *nsRec, deltas map[netip.Addr]podDelta) {
+	if len(deltas) == 0 {
+		return
+	}
+	var id *NamespaceID
 	if rec != nil {
 		id = rec.id
+	} else {
+		id = &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
 	}
+	ns := b.nsNum(dk, id)
 	for a, d := range deltas {
 		if d == (podDelta{}) {
 			continue
 		}
 		old := w.src.get(a)
 		n := w.src.alloc(len(old) + 1)
-		own := srcOwner{NamespaceID: id}
+		own := srcOwner{ns: ns}
 		had := false
 		for _, o := range old {
-			if o.is(id) {
+			if o.ns == ns {
 				own, had = o, true
 				continue
 			}

@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -188,6 +189,94 @@ func TestRunPublishesAndReportsLatency(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) == 0 || seen[0] < 0 {
 		t.Fatalf("latency observations: %v", seen)
+	}
+}
+
+// TestRunPublishesEarlyWhenMuchIsPending: however long Run would wait
+// after a publish, it publishes as soon as maxWork changes are pending, so
+// that a fast list does not pile up pending records; Publish starts the
+// count over.
+func TestRunPublishesEarlyWhenMuchIsPending(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1"}})
+	b.maxWork = 20
+	ctx, cancel := contextWithCancel()
+	defer cancel()
+	pod := func(i int) *Pod {
+		return &Pod{Tenant: "system", Namespace: "default", Name: fmt.Sprint("p", i), IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})}}
+	}
+	published := func(i int) bool { _, ok := b.Current().Source(pod(i).IPs[0]); return ok }
+	// An endpoint slice's addresses count too.
+	b.SetEndpointSlice(0, &EndpointSlice{Tenant: "system", Namespace: "default", Name: "s", Service: "s", Ports: []Port{{Port: NoPort}},
+		Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.1.0.1"), a("10.1.0.2")}}}})
+	if b.work != 3 {
+		t.Fatalf("pending work %d after a slice of 2 addresses, want 3", b.work)
+	}
+	b.Publish()
+	if b.work != 0 {
+		t.Fatalf("pending work %d after Publish", b.work)
+	}
+	go b.Run(ctx, time.Hour) // after its first publish, it waits an hour
+	b.SetPod(0, pod(0))
+	for !published(0) {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < b.maxWork; i++ {
+		b.SetPod(0, pod(i))
+	}
+	if published(b.maxWork - 1) {
+		t.Fatal("published before Run was due")
+	}
+	b.SetPod(0, pod(b.maxWork))
+	deadline := time.Now().Add(10 * time.Second)
+	for !published(b.maxWork) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending changes not published within 10 s", b.maxWork)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSourceTableNumbersNamespaces: the source table names namespaces by
+// number; a namespace that goes and comes back keeps its number, and an
+// older snapshot still reads its own sources.
+func TestSourceTableNumbersNamespaces(t *testing.T) {
+	if reflect.TypeOf(srcOwner{}).NumField() != 3 || reflect.TypeOf(srcOwner{}).Size() != 12 {
+		t.Fatal("srcOwner is meant to be three uint32s, with no pointer for the collector")
+	}
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.0.0.1")}})
+	b.SetPod(1, &Pod{Tenant: "beta", Namespace: "web", Name: "p", IPs: []netip.Addr{a("10.0.0.2")}})
+	b.Publish()
+	s1 := b.Current()
+	b.DeletePod(0, "acme", "web", "p") // the namespace goes
+	b.Publish()
+	if _, ok := b.Current().Source(a("10.0.0.1")); ok || b.Current().Namespace(0, []byte("acme"), []byte("web")) != nil {
+		t.Fatal("the deleted pod's namespace is still there")
+	}
+	b.SetPod(0, &Pod{Tenant: "acme", Namespace: "web", Name: "q", IPs: []netip.Addr{a("10.0.0.3")}})
+	b.Publish()
+	s3 := b.Current()
+	for _, c := range []struct {
+		s    *Snapshot
+		addr string
+		want Source
+		ok   bool
+	}{
+		{s1, "10.0.0.1", Source{TP: 0, Tenant: "acme"}, true},
+		{s1, "10.0.0.2", Source{TP: 1, Tenant: "beta"}, true},
+		{s1, "10.0.0.3", Source{}, false},
+		{s3, "10.0.0.1", Source{}, false},
+		{s3, "10.0.0.3", Source{TP: 0, Tenant: "acme"}, true},
+	} {
+		if got, ok := c.s.Source(a(c.addr)); got != c.want || ok != c.ok {
+			t.Errorf("Source(%s) = %+v, %v; want %+v, %v", c.addr, got, ok, c.want, c.ok)
+		}
+	}
+	if !s3.HasPod(a("10.0.0.3"), 0, []byte("acme"), []byte("web")) || s3.HasPod(a("10.0.0.3"), 1, []byte("acme"), []byte("web")) {
+		t.Error("HasPod does not read the namespace's number")
+	}
+	if len(b.nsIDs) != 2 {
+		t.Errorf("%d namespace numbers for two namespaces", len(b.nsIDs))
 	}
 }
 

@@ -20,6 +20,9 @@ type Snapshot struct {
 
 	rev addrMap[PTR]
 	src addrMap[srcOwner]
+	// nsIDs are the namespaces src numbers (Builder.nsIDs when this
+	// snapshot was made).
+	nsIDs []*NamespaceID
 }
 
 // TPView is one partition's records by tenant.
@@ -278,21 +281,22 @@ func (s *Snapshot) Source(a netip.Addr) (Source, bool) {
 		if o.notHostNetwork == 0 {
 			continue
 		}
-		if best < 0 || o.TP < owners[best].TP {
+		if best < 0 || s.nsIDs[o.ns].TP < s.nsIDs[owners[best].ns].TP {
 			best = j
 		}
 	}
 	if best < 0 {
 		return Source{}, false
 	}
-	return Source{TP: owners[best].TP, Tenant: owners[best].Tenant}, true
+	id := s.nsIDs[owners[best].ns]
+	return Source{TP: id.TP, Tenant: id.Tenant}, true
 }
 
 // HasPod reports whether some pod of namespace ns of tenant in partition tp
 // has address a.
 func (s *Snapshot) HasPod(a netip.Addr, tp int, tenant, ns []byte) bool {
 	for _, o := range s.src.get(a) {
-		if o.TP == tp && o.Tenant == string(tenant) && o.Namespace == string(ns) {
+		if id := s.nsIDs[o.ns]; id.TP == tp && id.Tenant == string(tenant) && id.Namespace == string(ns) {
 			return true
 		}
 	}

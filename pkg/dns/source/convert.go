@@ -149,7 +149,7 @@ func endpointsRecord(obj any) (*index.EndpointSlice, bool) {
 }
 
 // toPod converts a pod; nil when it has no address or has ended.
-func toPod(p *corev1.Pod) *index.Pod {
+func toPod(p *slimPod) *index.Pod {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return nil
 	}
@@ -160,7 +160,7 @@ func toPod(p *corev1.Pod) *index.Pod {
 	if len(ss) == 0 && p.Status.PodIP != "" {
 		ss = []string{p.Status.PodIP}
 	}
-	out := &index.Pod{Tenant: tenantOf(p), Namespace: p.Namespace, Name: p.Name, IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
+	out := &index.Pod{Tenant: p.Metadata.tenant(), Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, IPs: parseAddrs(ss...), HostNetwork: p.Spec.HostNetwork}
 	if len(out.IPs) == 0 {
 		return nil
 	}
@@ -242,6 +242,8 @@ func (st *store) apply(obj any, deleted bool) error {
 		}
 		b.SetEndpointSlice(tp, rec)
 	case *corev1.Pod:
+		return st.apply(slimOfPod(o), deleted)
+	case *slimPod:
 		// Pods of every tenant are kept, scope or not: they say which TP
 		// and tenant a querier belongs to.
 		var rec *index.Pod
@@ -249,7 +251,7 @@ func (st *store) apply(obj any, deleted bool) error {
 			rec = toPod(o)
 		}
 		if rec == nil {
-			b.DeletePod(tp, tenantOf(o), o.Namespace, o.Name)
+			b.DeletePod(tp, o.Metadata.tenant(), o.Metadata.Namespace, o.Metadata.Name)
 			return nil
 		}
 		b.SetPod(tp, rec)
@@ -308,7 +310,7 @@ func (k kind) holds(obj any) bool {
 		return k == services
 	case *corev1.Endpoints, *discoveryv1.EndpointSlice:
 		return k == endpoints
-	case *corev1.Pod:
+	case *corev1.Pod, *slimPod:
 		return k == pods
 	}
 	return false

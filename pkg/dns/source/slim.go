@@ -1,11 +1,13 @@
 package source
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kjson "sigs.k8s.io/json"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tpkit-dev/tpkit/pkg/informer"
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
@@ -25,17 +27,19 @@ func slimList(r informer.Resource) runtime.Object {
 	case corev1.SchemeGroupVersion:
 		switch r.Name {
 		case informer.Services.Name:
-			return newList(readService)
+			return newList(readService, scanService)
 		case informer.Endpoints.Name:
-			return newList(readEndpoints)
+			return newList(readEndpoints, scanEndpoints)
 		case informer.Pods.Name:
-			return newList(readPod)
+			// A pod is read as a slimPod and stays one: a page of 500
+			// corev1.Pods was 620 KB of garbage for a few fields each.
+			return newItemList(scanPod)
 		case informer.Namespaces.Name:
-			return newList(readNamespace)
+			return newList(readNamespace, nil)
 		}
 	case discoveryv1.SchemeGroupVersion:
 		if r.Name == informer.EndpointSlices.Name {
-			return newList(readEndpointSlice)
+			return newList(readEndpointSlice, nil)
 		}
 	}
 	return nil
@@ -104,25 +108,35 @@ type list[T any, PT deepCopier[T]] struct {
 	read func(b []byte, l *list[T, PT]) error
 }
 
-// newList returns an empty list whose items decode as R and convert with
-// conv, which shares one tenantMarks over a page.
-func newList[R, T any, PT deepCopier[T]](conv func(*R, *T, tenantMarks)) *list[T, PT] {
+// newList returns an empty list whose items decode as R (with scan, when
+// not nil, else or when it does not take the page with sigs.k8s.io/json:
+// readPage) and convert with conv, which shares one tenantMarks over a
+// page.
+func newList[R, T any, PT deepCopier[T]](conv func(*R, *T, tenantMarks), scan func(*scanner, *R)) *list[T, PT] {
 	return &list[T, PT]{read: func(b []byte, l *list[T, PT]) error {
-		var raw struct {
-			metav1.TypeMeta `json:",inline"`
-			ListMeta        metav1.ListMeta `json:"metadata"`
-			Items           []R             `json:"items"`
-		}
-		// Case-sensitive, as Kubernetes decodes: "podIP" is not "podIp".
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(b, &raw); err != nil {
+		tm, lm, items, err := readPage(b, scan)
+		if err != nil {
 			return err
 		}
-		l.TypeMeta, l.ListMeta = raw.TypeMeta, raw.ListMeta
-		l.Items = make([]T, len(raw.Items))
+		l.TypeMeta, l.ListMeta = tm, lm
+		l.Items = make([]T, len(items))
 		marks := tenantMarks{}
-		for i := range raw.Items {
-			conv(&raw.Items[i], &l.Items[i], marks)
+		for i := range items {
+			conv(&items[i], &l.Items[i], marks)
 		}
+		return nil
+	}}
+}
+
+// newItemList returns an empty list whose items are read as T and stay
+// T: the sink takes a T itself (store.apply).
+func newItemList[T any, PT deepCopier[T]](scan func(*scanner, *T)) *list[T, PT] {
+	return &list[T, PT]{read: func(b []byte, l *list[T, PT]) error {
+		tm, lm, items, err := readPage(b, scan)
+		if err != nil {
+			return err
+		}
+		l.TypeMeta, l.ListMeta, l.Items = tm, lm, items
 		return nil
 	}}
 }
@@ -146,14 +160,16 @@ type slimPort struct {
 }
 
 type slimService struct {
-	Metadata slimMeta `json:"metadata"`
-	Spec     struct {
-		Type         corev1.ServiceType `json:"type"`
-		ClusterIP    string             `json:"clusterIP"`
-		ClusterIPs   []string           `json:"clusterIPs"`
-		ExternalName string             `json:"externalName"`
-		Ports        []slimPort         `json:"ports"`
-	} `json:"spec"`
+	Metadata slimMeta        `json:"metadata"`
+	Spec     slimServiceSpec `json:"spec"`
+}
+
+type slimServiceSpec struct {
+	Type         corev1.ServiceType `json:"type"`
+	ClusterIP    string             `json:"clusterIP"`
+	ClusterIPs   []string           `json:"clusterIPs"`
+	ExternalName string             `json:"externalName"`
+	Ports        []slimPort         `json:"ports"`
 }
 
 func readService(in *slimService, out *corev1.Service, marks tenantMarks) {
@@ -168,14 +184,18 @@ func readService(in *slimService, out *corev1.Service, marks tenantMarks) {
 // slimEndpoints is an Endpoints' ready addresses: not-ready ones are left
 // unread.
 type slimEndpoints struct {
-	Metadata slimMeta `json:"metadata"`
-	Subsets  []struct {
-		Addresses []struct {
-			IP       string `json:"ip"`
-			Hostname string `json:"hostname"`
-		} `json:"addresses"`
-		Ports []slimPort `json:"ports"`
-	} `json:"subsets"`
+	Metadata slimMeta     `json:"metadata"`
+	Subsets  []slimSubset `json:"subsets"`
+}
+
+type slimSubset struct {
+	Addresses []slimAddress `json:"addresses"`
+	Ports     []slimPort    `json:"ports"`
+}
+
+type slimAddress struct {
+	IP       string `json:"ip"`
+	Hostname string `json:"hostname"`
 }
 
 func readEndpoints(in *slimEndpoints, out *corev1.Endpoints, marks tenantMarks) {
@@ -228,10 +248,40 @@ type slimPod struct {
 	} `json:"status"`
 }
 
-func readPod(in *slimPod, out *corev1.Pod, marks tenantMarks) {
-	out.ObjectMeta = in.Metadata.objectMeta(marks)
-	out.Spec.HostNetwork = in.Spec.HostNetwork
-	out.Status = corev1.PodStatus{Phase: in.Status.Phase, PodIP: in.Status.PodIP, PodIPs: in.Status.PodIPs}
+// slimPod is a listed pod as the sink takes it (a runtime.Object for the
+// list's machinery); a watched one is a corev1.Pod, made a slimPod
+// (slimOfPod) where the index reads it.
+func (p *slimPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the pod (runtime.Object).
+func (p *slimPod) DeepCopyObject() runtime.Object {
+	out := new(slimPod)
+	p.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies the pod into out.
+func (p *slimPod) DeepCopyInto(out *slimPod) {
+	*out = *p
+	out.Status.PodIPs = slices.Clone(p.Status.PodIPs)
+}
+
+// tenant is the pod's tenant as tenancy.TenantOf reads a corev1.Pod that
+// objectMeta made.
+func (m *slimMeta) tenant() string {
+	t := m.Tenant
+	if t == "" {
+		t = m.Annotations.Tenant
+	}
+	return tenancy.NormalTenant(t)
+}
+
+// slimOfPod is what the index reads of a watched pod.
+func slimOfPod(p *corev1.Pod) *slimPod {
+	out := &slimPod{Metadata: slimMeta{Name: p.Name, Namespace: p.Namespace, Tenant: tenantOf(p)}}
+	out.Spec.HostNetwork = p.Spec.HostNetwork
+	out.Status.Phase, out.Status.PodIP, out.Status.PodIPs = p.Status.Phase, p.Status.PodIP, p.Status.PodIPs
+	return out
 }
 
 type slimNamespace struct {

@@ -94,6 +94,10 @@ func recordsOf(t *testing.T, list runtime.Object) []any {
 	}
 	var out []any
 	for _, it := range items {
+		if p, ok := it.(*slimPod); ok { // a listed pod
+			out = append(out, []any{p.Metadata.tenant(), toPod(p)})
+			continue
+		}
 		m, err := meta.Accessor(it)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +109,7 @@ func recordsOf(t *testing.T, list runtime.Object) []any {
 		case *corev1.Endpoints, *discoveryv1.EndpointSlice:
 			rec, _ = endpointsRecord(o)
 		case *corev1.Pod:
-			rec = toPod(o)
+			rec = toPod(slimOfPod(o))
 		case *corev1.Namespace:
 			rec = o.Name
 		}
