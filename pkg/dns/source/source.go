@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
 	"github.com/tpkit-dev/tpkit/pkg/informer"
@@ -195,24 +196,14 @@ func (s *Source) Synced(i int) bool {
 // WaitForSync waits until every partition has synced, ctx ends or timeout
 // passes, and reports whether all synced. Unsynced partitions keep trying.
 func (s *Source) WaitForSync(ctx context.Context, timeout time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		all := true
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for i := range s.parts {
-			all = all && s.Synced(i)
+			if !s.Synced(i) {
+				return false, nil
+			}
 		}
-		if all {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
+		return true, nil
+	}) == nil
 }
 
 // State is one partition's state as DNS sees it.
