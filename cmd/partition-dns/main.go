@@ -451,7 +451,7 @@ func run(ctx context.Context, c *config) error {
 	reg.MustRegister(programming, set.Collector())
 
 	b := index.NewBuilder(index.Options{Partitions: names, ObserveLatency: func(d time.Duration) { programming.Observe(d.Seconds()) }})
-	src, err := source.New(source.FromSet(set), b, source.Options{Namespaces: c.dnsNamespaces.vals, Tenant: c.dnsTenant, Resync: c.part.Resync, PageSize: c.listPageSize})
+	src, err := source.New(set.Partitions(), b, source.Options{Namespaces: c.dnsNamespaces.vals, Tenant: c.dnsTenant, Resync: c.part.Resync, PageSize: c.listPageSize})
 	if err != nil {
 		return err
 	}

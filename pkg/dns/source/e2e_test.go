@@ -151,7 +151,7 @@ func start(t *testing.T, o faketp.Options, so source.Options) *env {
 		t.Fatal(err)
 	}
 	b := index.NewBuilder(index.Options{Partitions: names})
-	src, err := source.New(source.FromSet(set), b, so)
+	src, err := source.New(set.Partitions(), b, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func runSource(t *testing.T, names []string, cfgs []*rest.Config, o source.Optio
 		t.Fatal(err)
 	}
 	b := index.NewBuilder(index.Options{Partitions: names})
-	src, err := source.New(source.FromSet(set), b, o)
+	src, err := source.New(set.Partitions(), b, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,36 +40,11 @@ type Options struct {
 // DefaultPageSize is Options.PageSize's default, client-go's list page.
 const DefaultPageSize = 500
 
-// Partition is what the source needs of a TP: partition.Partition is one.
-type Partition struct {
-	Name   string
-	Index  int
-	Client informer.Client
-	// Status reports reachability; nil counts as reachable.
-	Status func() partition.Status
-	// Endpoints makes the TP's endpoints list/watch; nil reads them as the
-	// TP's discovery says (informer.EndpointsAuto).
-	Endpoints func(informer.Scope) (*informer.EndpointsListWatch, error)
-	// TrackSynced, when set, is given the source's sync check of the TP
-	// (partition.Partition.TrackSynced).
-	TrackSynced func(name string, hasSynced func() bool)
-}
-
-// FromSet lists the partitions of a Set.
-func FromSet(s *partition.Set) []Partition {
-	var out []Partition
-	for _, p := range s.Partitions() {
-		out = append(out, Partition{Name: p.Name, Index: p.Index, Client: p.Client, Status: p.Status,
-			Endpoints: p.EndpointsListWatch, TrackSynced: p.TrackSynced})
-	}
-	return out
-}
-
 // Source runs a feed per partition and kind (namespaces, services,
 // endpoints, pods) whose sink is the index itself.
 type Source struct {
 	b      *index.Builder
-	parts  []Partition
+	parts  []*partition.Partition
 	opts   Options
 	ns     map[string]bool // --dns-namespace and default; nil serves all
 	nsList []string        // the keys of ns, default first
@@ -81,8 +56,9 @@ type Source struct {
 	pageGate chan struct{}
 }
 
-// New builds the feeds; nothing runs before Start.
-func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
+// New builds the feeds of the TPs parts (a partition.Set's Partitions);
+// nothing runs before Start.
+func New(parts []*partition.Partition, b *index.Builder, o Options) (*Source, error) {
 	s := &Source{b: b, parts: parts, opts: o, pageGate: make(chan struct{}, 1)}
 	if s.opts.PageSize == 0 {
 		s.opts.PageSize = DefaultPageSize
@@ -112,15 +88,13 @@ func New(parts []Partition, b *index.Builder, o Options) (*Source, error) {
 		s.eps = append(s.eps, eps)
 		s.feeds = append(s.feeds, feeds)
 		s.stores = append(s.stores, stores)
-		if p.TrackSynced != nil {
-			p.TrackSynced("partition-dns", func() bool { return s.Synced(i) })
-		}
+		p.TrackSynced("partition-dns", func() bool { return s.Synced(i) })
 	}
 	return s, nil
 }
 
 // newFeeds makes p's feeds, one per kind, each over the kind's scopes.
-func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.EndpointsListWatch, error) {
+func (s *Source) newFeeds(p *partition.Partition) ([]*informer.Feed, []*store, *informer.EndpointsListWatch, error) {
 	var feeds []*informer.Feed
 	var stores []*store
 	mk := func(k kind, lw listWatcher, expected runtime.Object) {
@@ -151,13 +125,7 @@ func (s *Source) newFeeds(p Partition) ([]*informer.Feed, []*store, *informer.En
 		mk(r.k, merge(lws), r.res.New())
 	}
 	scopes := s.scopes(endpoints)
-	var eps *informer.EndpointsListWatch
-	var err error
-	if p.Endpoints != nil {
-		eps, err = p.Endpoints(scopes[0])
-	} else {
-		eps, err = informer.NewEndpointsListWatch(p.Client, p.Name, informer.EndpointsAuto, scopes[0])
-	}
+	eps, err := p.EndpointsListWatch(scopes[0])
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -223,11 +191,9 @@ type State struct {
 func (s *Source) States() []State {
 	out := make([]State, len(s.parts))
 	for i, p := range s.parts {
-		st := State{Name: p.Name, Synced: s.Synced(i), Reachable: true, Endpoints: s.eps[i].Chosen()}
-		if p.Status != nil {
-			ps := p.Status()
-			st.Reachable, st.LastError = ps.Reachable || (ps.LastError == "" && st.Synced), ps.LastError
-		}
+		st := State{Name: p.Name, Synced: s.Synced(i), Endpoints: s.eps[i].Chosen()}
+		ps := p.Status()
+		st.Reachable, st.LastError = ps.Reachable || (ps.LastError == "" && st.Synced), ps.LastError
 		st.Stale = st.Synced && !st.Reachable
 		out[i] = st
 	}
