@@ -338,10 +338,13 @@ func (b *Builder) FirstListsPublished() bool {
 // Notify is signalled (without blocking) whenever a change is pending.
 func (b *Builder) Notify() <-chan struct{} { return b.notify }
 
+// nsKeyOf is a namespace's key: the one place an event's tenant is made
+// normal ("system" for none), so the helpers below take keys.
+func nsKeyOf(tenant, ns string) nsKey { return nsKey{tenancy.NormalTenant(tenant), ns} }
+
 // touch returns the record of a namespace, creating it, and marks it dirty.
 // Callers hold b.mu.
-func (b *Builder) touch(tp int, tenant, ns string) (*nsRec, *pending) {
-	k := nsKey{tenancy.NormalTenant(tenant), ns}
+func (b *Builder) touch(tp int, k nsKey) (*nsRec, *pending) {
 	r := b.tps[tp][k]
 	if r == nil {
 		// Copies: the caller's strings may be parts of larger ones (a
@@ -393,8 +396,8 @@ func (b *Builder) valid(tp int) bool { return tp >= 0 && tp < len(b.tps) }
 // lookup returns the record of a namespace and its pending changes, either
 // nil when there are none; unlike touch it marks nothing dirty. Callers
 // hold b.mu.
-func (b *Builder) lookup(tp int, tenant, ns string) (*nsRec, *pending) {
-	r := b.tps[tp][nsKey{tenancy.NormalTenant(tenant), ns}]
+func (b *Builder) lookup(tp int, k nsKey) (*nsRec, *pending) {
+	r := b.tps[tp][k]
 	if r == nil {
 		return nil, nil
 	}
@@ -412,11 +415,12 @@ func (b *Builder) SetNamespace(tp int, tenant, ns string, present bool) {
 }
 
 func (b *Builder) setNamespace(tp int, tenant, ns string, present bool) {
-	b.listed(tp, Namespaces, tenant, ns, "")
-	if r, _ := b.lookup(tp, tenant, ns); (r == nil && !present) || (r != nil && r.object == present) {
+	k := nsKeyOf(tenant, ns)
+	b.listed(tp, Namespaces, k, "")
+	if r, _ := b.lookup(tp, k); (r == nil && !present) || (r != nil && r.object == present) {
 		return
 	}
-	r, p := b.touch(tp, tenant, ns)
+	r, p := b.touch(tp, k)
 	r.object = present
 	p.object = true
 }
@@ -433,11 +437,12 @@ func (b *Builder) SetService(tp int, s *Service) {
 }
 
 func (b *Builder) setService(tp int, s *Service) {
-	b.listed(tp, Services, s.Tenant, s.Namespace, s.Name)
-	if r, p := b.lookup(tp, s.Tenant, s.Namespace); r != nil && sameService(b.service(tp, r, p, s.Name), s) {
+	k := nsKeyOf(s.Tenant, s.Namespace)
+	b.listed(tp, Services, k, s.Name)
+	if r, p := b.lookup(tp, k); r != nil && sameService(b.service(tp, r, p, s.Name), s) {
 		return // a resync, a relist or a change DNS does not see
 	}
-	r, p := b.touch(tp, s.Tenant, s.Namespace)
+	r, p := b.touch(tp, k)
 	spec := newServiceSpec(s, b.ports.intern(s.Ports))
 	b.putService(tp, r, p, s.Name, &spec)
 }
@@ -521,11 +526,12 @@ func (b *Builder) DeleteService(tp int, tenant, ns, name string) {
 }
 
 func (b *Builder) deleteService(tp int, tenant, ns, name string) {
-	b.listed(tp, Services, tenant, ns, name)
-	if r, p := b.lookup(tp, tenant, ns); r == nil || b.service(tp, r, p, name) == nil {
+	k := nsKeyOf(tenant, ns)
+	b.listed(tp, Services, k, name)
+	if r, p := b.lookup(tp, k); r == nil || b.service(tp, r, p, name) == nil {
 		return
 	}
-	r, p := b.touch(tp, tenant, ns)
+	r, p := b.touch(tp, k)
 	b.putService(tp, r, p, name, nil)
 }
 
@@ -541,12 +547,13 @@ func (b *Builder) SetEndpointSlice(tp int, e *EndpointSlice) {
 }
 
 func (b *Builder) setEndpointSlice(tp int, e *EndpointSlice) {
-	b.listed(tp, EndpointSlices, e.Tenant, e.Namespace, e.Name)
+	k := nsKeyOf(e.Tenant, e.Namespace)
+	b.listed(tp, EndpointSlices, k, e.Name)
 	views := endpointViews(e, &b.ports)
-	if r, _ := b.lookup(tp, e.Tenant, e.Namespace); r != nil && r.hasSlice(e.Service, e.Name, views) {
+	if r, _ := b.lookup(tp, k); r != nil && r.hasSlice(e.Service, e.Name, views) {
 		return
 	}
-	r, p := b.touch(tp, e.Tenant, e.Namespace)
+	r, p := b.touch(tp, k)
 	b.addWork(len(views))
 	e.Tenant, e.Namespace = r.key.tenant, r.key.ns
 	if old, ok := r.serviceOfSlice(e.Name); ok {
@@ -581,8 +588,9 @@ func (b *Builder) DeleteEndpointSlice(tp int, tenant, ns, name string) {
 }
 
 func (b *Builder) deleteEndpointSlice(tp int, tenant, ns, name string) {
-	b.listed(tp, EndpointSlices, tenant, ns, name)
-	r, _ := b.lookup(tp, tenant, ns)
+	k := nsKeyOf(tenant, ns)
+	b.listed(tp, EndpointSlices, k, name)
+	r, _ := b.lookup(tp, k)
 	if r == nil {
 		return
 	}
@@ -590,7 +598,7 @@ func (b *Builder) deleteEndpointSlice(tp int, tenant, ns, name string) {
 	if !ok {
 		return
 	}
-	r, p := b.touch(tp, tenant, ns)
+	r, p := b.touch(tp, k)
 	r.removeSlice(svc, name)
 	p.addService(svc)
 }
@@ -608,11 +616,12 @@ func (b *Builder) SetPod(tp int, pod *Pod) {
 
 func (b *Builder) setPod(tp int, pod *Pod) {
 	id := b.podID(pod.Name)
-	b.listedPod(tp, pod.Tenant, pod.Namespace, id)
-	if r, _ := b.lookup(tp, pod.Tenant, pod.Namespace); r != nil && r.hasPod(id, pod.IPs, pod.HostNetwork) {
+	k := nsKeyOf(pod.Tenant, pod.Namespace)
+	b.listedPod(tp, k, id)
+	if r, _ := b.lookup(tp, k); r != nil && r.hasPod(id, pod.IPs, pod.HostNetwork) {
 		return
 	}
-	r, p := b.touch(tp, pod.Tenant, pod.Namespace)
+	r, p := b.touch(tp, k)
 	var buf [1]netip.Addr
 	if ips, hostNetwork, ok := r.dropPodRec(id, &buf); ok {
 		p.countPod(ips, hostNetwork, -1)
@@ -633,8 +642,9 @@ func (b *Builder) DeletePod(tp int, tenant, ns, name string) {
 
 func (b *Builder) deletePod(tp int, tenant, ns, name string) {
 	id := b.podID(name)
-	b.listedPod(tp, tenant, ns, id)
-	if r, _ := b.lookup(tp, tenant, ns); r != nil {
+	k := nsKeyOf(tenant, ns)
+	b.listedPod(tp, k, id)
+	if r, _ := b.lookup(tp, k); r != nil {
 		b.dropPod(tp, r, id)
 	}
 }
@@ -644,7 +654,7 @@ func (b *Builder) dropPod(tp int, r *nsRec, id podID) {
 	if _, ok := r.pods[id]; !ok {
 		return
 	}
-	r, p := b.touch(tp, r.key.tenant, r.key.ns)
+	r, p := b.touch(tp, r.key)
 	var buf [1]netip.Addr
 	ips, hostNetwork, _ := r.dropPodRec(id, &buf)
 	p.countPod(ips, hostNetwork, -1)

@@ -1,7 +1,5 @@
 package index
 
-import "github.com/tpkit-dev/tpkit/pkg/tenancy"
-
 // Kind is a kind of record a partition's list delivers.
 type Kind uint8
 
@@ -115,21 +113,21 @@ func (b *Builder) EndList(tp int, kind Kind) {
 
 // listed strikes an object off the list of its kind in progress, if any.
 // Callers hold b.mu.
-func (b *Builder) listed(tp int, kind Kind, tenant, ns, name string) {
+func (b *Builder) listed(tp int, kind Kind, k nsKey, name string) {
 	if len(b.lists) == 0 {
 		return
 	}
 	if u := b.lists[listKey{tp, kind}]; u != nil && len(u.objs) > 0 {
-		delete(u.objs, objKey{tenancy.NormalTenant(tenant), ns, name})
+		delete(u.objs, objKey{k.tenant, k.ns, name})
 	}
 }
 
 // listedPod is listed for pod id.
-func (b *Builder) listedPod(tp int, tenant, ns string, id podID) {
+func (b *Builder) listedPod(tp int, k nsKey, id podID) {
 	if len(b.lists) == 0 {
 		return
 	}
 	if u := b.lists[listKey{tp, Pods}]; u != nil && len(u.pods) > 0 {
-		delete(u.pods, nsPod{nsKey{tenancy.NormalTenant(tenant), ns}, id})
+		delete(u.pods, nsPod{k, id})
 	}
 }
