@@ -164,17 +164,3 @@ func (e *EndpointsListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	}
 	return lw.WatchWithContext(ctx, opts)
 }
-
-// List is ListWithContext without a context, for cache.ListerWatcher.
-func (e *EndpointsListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return e.ListWithContext(context.Background(), opts)
-}
-
-// Watch is WatchWithContext without a context, for cache.ListerWatcher.
-func (e *EndpointsListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return e.WatchWithContext(context.Background(), opts)
-}
-
-// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
-// watch-list.
-func (*EndpointsListWatch) IsWatchListSemanticsUnSupported() bool { return true }

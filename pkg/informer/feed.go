@@ -84,14 +84,16 @@ type Feed struct {
 
 // NewFeed prepares a Feed of lw into sink; Run starts it. expected is the
 // type of object lw delivers (nil accepts any, for EndpointsListWatch).
-func NewFeed(lw cache.ListerWatcher, expected any, sink Sink, o FeedOptions) *Feed {
+// A client-go ListerWatcher without context methods becomes one with
+// cache.ToListerWatcherWithContext.
+func NewFeed(lw cache.ListerWatcherWithContext, expected any, sink Sink, o FeedOptions) *Feed {
 	f := &Feed{sink: sink}
 	backoff := o.Backoff
 	if backoff == nil {
 		b := DefaultBackoff
 		backoff = &b
 	}
-	ctxLW := cache.ToListerWatcherWithContext(lw)
+	ctxLW := lw
 	if ps, ok := sink.(PagedSink); ok && o.PageSize > 0 {
 		hold := o.PageGateHold
 		if hold <= 0 {
@@ -99,7 +101,7 @@ func NewFeed(lw cache.ListerWatcher, expected any, sink Sink, o FeedOptions) *Fe
 		}
 		ctxLW = pagedList{ListerWatcherWithContext: ctxLW, sink: ps, size: o.PageSize, gate: o.PageGate, hold: hold}
 	}
-	f.r = cache.NewReflectorWithOptions(listThenWatch{lw, ctxLW}, expected, (*feedSink)(f), cache.ReflectorOptions{
+	f.r = cache.NewReflectorWithOptions(listThenWatch{ctxLW}, expected, (*feedSink)(f), cache.ReflectorOptions{
 		Name: o.Name, TypeDescription: o.Name, ResyncPeriod: o.Resync, Backoff: backoff, Clock: o.Clock,
 	})
 	return f
@@ -118,17 +120,20 @@ func (f *Feed) LastSyncResourceVersion() string { return f.r.LastSyncResourceVer
 // watch-list is ignored by Arktos, and client-go collects its initial events
 // in a temporary store keyed by namespace/name, where two tenants' objects of
 // equal name collide.
+//
+// It is also the one place that gives tpkit's list/watches, which implement
+// only the context forms, the forms without a context that client-go's
+// ListerWatcher still has.
 type listThenWatch struct {
-	cache.ListerWatcher
-	ctx cache.ListerWatcherWithContext
+	cache.ListerWatcherWithContext
 }
 
-func (l listThenWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return l.ctx.ListWithContext(ctx, o)
+func (l listThenWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), o)
 }
 
-func (l listThenWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return l.ctx.WatchWithContext(ctx, o)
+func (l listThenWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), o)
 }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector not to use

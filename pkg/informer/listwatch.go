@@ -220,17 +220,3 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 	}
 	return lw.request(&opts).Timeout(timeout).Watch(ctx)
 }
-
-// List is ListWithContext without a context, for cache.ListerWatcher.
-func (lw *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return lw.ListWithContext(context.Background(), opts)
-}
-
-// Watch is WatchWithContext without a context, for cache.ListerWatcher.
-func (lw *ListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return lw.WatchWithContext(context.Background(), opts)
-}
-
-// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
-// watch-list.
-func (*ListWatch) IsWatchListSemanticsUnSupported() bool { return true }

@@ -49,7 +49,7 @@ type keyedInformer struct {
 
 // newInformer builds a keyedInformer over lw (a pkg/informer ListWatch,
 // normally) for objects like expected; nil expected accepts any object.
-func newInformer(lw cache.ListerWatcher, expected any, h cache.ResourceEventHandler, o informerOptions) *keyedInformer {
+func newInformer(lw cache.ListerWatcherWithContext, expected any, h cache.ResourceEventHandler, o informerOptions) *keyedInformer {
 	i := &keyedInformer{h: h, transform: o.Transform, items: map[objectKey]any{}}
 	i.feed = informer.NewFeed(lw, expected, (*store)(i), informer.FeedOptions{Name: o.Name, PageSize: o.PageSize, PageGate: o.PageGate})
 	return i

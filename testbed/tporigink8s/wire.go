@@ -123,7 +123,7 @@ func fixed(k tporigin.Kind) func() tporigin.Kind { return func() tporigin.Kind {
 
 // add prepares one feed of p; expected is nil for the endpoints feed, whose
 // objects are Endpoints or EndpointSlices.
-func (w *Wiring) add(p *partition.Partition, what string, kind func() tporigin.Kind, lw cache.ListerWatcher, expected runtime.Object) {
+func (w *Wiring) add(p *partition.Partition, what string, kind func() tporigin.Kind, lw cache.ListerWatcherWithContext, expected runtime.Object) {
 	f := &feed{tp: p.Name, kind: kind, t: w.t}
 	f.f = informer.NewFeed(lw, expected, f, informer.FeedOptions{Name: "tporigin " + p.Name + " " + what,
 		PageSize: max(w.pageSize, 0), PageGate: w.gate})

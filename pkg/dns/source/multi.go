@@ -12,13 +12,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// listWatcher is what a feed reads: client-go's ListerWatcher, with and
-// without a context. informer.ListWatch and informer.EndpointsListWatch are
-// ones.
-type listWatcher interface {
-	cache.ListerWatcher
-	cache.ListerWatcherWithContext
-}
+// listWatcher is what a feed reads: client-go's ListerWatcher in its
+// context form (informer.NewFeed adds the rest). informer.ListWatch and
+// informer.EndpointsListWatch are ones.
+type listWatcher = cache.ListerWatcherWithContext
 
 // merge returns one list/watch that reads all of lws: lws[0] itself when it
 // is alone (so that its lists stay paged), else a multiListWatch.
@@ -137,20 +134,6 @@ func (m *multiListWatch) delivered(gen uint64, i int, obj runtime.Object) {
 	}
 	m.mu.Unlock()
 }
-
-// List is ListWithContext without a context, for cache.ListerWatcher.
-func (m *multiListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return m.ListWithContext(context.Background(), opts)
-}
-
-// Watch is WatchWithContext without a context, for cache.ListerWatcher.
-func (m *multiListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return m.WatchWithContext(context.Background(), opts)
-}
-
-// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
-// watch-list, which Arktos ignores.
-func (*multiListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // mergedWatch is the sub-watches' events on one channel. When one
 // sub-watch ends they all end, and the reflector watches again, each sub

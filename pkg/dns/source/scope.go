@@ -142,11 +142,3 @@ func (f *followEndpoints) WatchWithContext(ctx context.Context, opts metav1.List
 	}
 	return lw.WatchWithContext(ctx, opts)
 }
-
-func (f *followEndpoints) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return f.ListWithContext(context.Background(), opts)
-}
-
-func (f *followEndpoints) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return f.WatchWithContext(context.Background(), opts)
-}
