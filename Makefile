@@ -89,7 +89,7 @@ TEST_TOOLS := iptables ip dig dnsperf go1.19 podman runc buildah mmdebstrap newu
 test-tools:
 	./hack/ensure-tools.sh $(TEST_TOOLS)
 
-test: test-tools fmt-check unit vet-untested
+test: test-tools fmt-check check-layout unit vet-untested
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)

@@ -51,8 +51,6 @@ var (
 		New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }}
 	Namespaces = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces",
 		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }}
-	ConfigMaps = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Namespaced: true,
-		New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }}
 )
 
 // Scope narrows what a ListWatch covers.

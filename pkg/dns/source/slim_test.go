@@ -79,7 +79,7 @@ func TestSlimListsReadWhatFullDecodingReads(t *testing.T) {
 			}
 		})
 	}
-	if slimList(informer.ConfigMaps) != nil {
+	if slimList(informer.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Namespaced: true}) != nil {
 		t.Fatal("a kind the index does not read has a slim list")
 	}
 }
