@@ -50,7 +50,7 @@ for r in $(seq "$ROUNDS"); do
   for bin in $BINARIES; do
     n=$((n + 1))
     memcg_make "$MEMCG_MIB" "start$n"
-    cp "$bin" "$work/partition-dns"
+    [ "$bin" -ef "$work/partition-dns" ] || cp "$bin" "$work/partition-dns"
     flags=(${PDNS_FLAGS:-})
     ((PROFILE)) && flags+=(--profiling)
     tps0=$(cpu "$tps_pid")
