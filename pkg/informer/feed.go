@@ -93,15 +93,14 @@ func NewFeed(lw cache.ListerWatcherWithContext, expected any, sink Sink, o FeedO
 		b := DefaultBackoff
 		backoff = &b
 	}
-	ctxLW := lw
 	if ps, ok := sink.(PagedSink); ok && o.PageSize > 0 {
 		hold := o.PageGateHold
 		if hold <= 0 {
 			hold = DefaultPageGateHold
 		}
-		ctxLW = pagedList{ListerWatcherWithContext: ctxLW, sink: ps, size: o.PageSize, gate: o.PageGate, hold: hold}
+		lw = pagedList{ListerWatcherWithContext: lw, sink: ps, size: o.PageSize, gate: o.PageGate, hold: hold}
 	}
-	f.r = cache.NewReflectorWithOptions(listThenWatch{ctxLW}, expected, (*feedSink)(f), cache.ReflectorOptions{
+	f.r = cache.NewReflectorWithOptions(listThenWatch{lw}, expected, (*feedSink)(f), cache.ReflectorOptions{
 		Name: o.Name, TypeDescription: o.Name, ResyncPeriod: o.Resync, Backoff: backoff, Clock: o.Clock,
 	})
 	return f
