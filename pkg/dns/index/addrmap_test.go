@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"math/rand"
 	"net/netip"
 	"slices"
@@ -12,12 +13,38 @@ import (
 // like the plain map did at that point, and that earlier maps never change.
 func TestAddrMapMatchesAMap(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	addr := func() netip.Addr {
-		if r.Intn(8) == 0 {
-			return netip.AddrFrom16([16]byte{0xfd, 15: byte(r.Intn(64))})
+	t.Run("spread", func(t *testing.T) {
+		testAddrMap(t, r, 50, func() netip.Addr {
+			if r.Intn(8) == 0 {
+				return netip.AddrFrom16([16]byte{0xfd, 15: byte(r.Intn(64))})
+			}
+			return netip.AddrFrom4([4]byte{10, 0, byte(r.Intn(4)), byte(r.Intn(256))})
+		})
+	})
+	// IPv6 addresses that differ only in bytes 0-10 share a shard
+	// (shardOf), so that shards grow to many blocks and batches split,
+	// join and empty them.
+	t.Run("dense", func(t *testing.T) {
+		if most := testAddrMap(t, r, 400, func() netip.Addr {
+			return netip.AddrFrom16([16]byte{0xfd, 9: byte(r.Intn(2)), 10: byte(r.Intn(250)), 15: byte(r.Intn(2))})
+		}); most < 4 {
+			t.Fatalf("at most %d blocks in a shard: the blocks were not tested", most)
 		}
-		return netip.AddrFrom4([4]byte{10, 0, byte(r.Intn(4)), byte(r.Intn(256))})
-	}
+	})
+	// Large batches against a few shards, as a list's publishes make them.
+	t.Run("lists", func(t *testing.T) {
+		if most := testAddrMap(t, r, 3000, func() netip.Addr {
+			return netip.AddrFrom16([16]byte{0xfd, 8: byte(r.Intn(8)), 10: byte(r.Intn(256)), 15: byte(r.Intn(3))})
+		}); most < 4 {
+			t.Fatalf("at most %d blocks in a shard: the blocks were not tested", most)
+		}
+	})
+}
+
+// testAddrMap checks an addrMap against a plain map over 200 batches of up
+// to ops random sets and deletes of addresses from addr, and returns the
+// most blocks a shard had.
+func testAddrMap(t *testing.T, r *rand.Rand, ops int, addr func() netip.Addr) (most int) {
 	type version struct {
 		m    addrMap[int]
 		want map[netip.Addr][]int
@@ -31,7 +58,7 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 		for k, v := range want {
 			next[k] = v
 		}
-		for op := r.Intn(50); op >= 0; op-- {
+		for op := r.Intn(ops); op >= 0; op-- {
 			a := addr()
 			if r.Intn(3) == 0 {
 				e.set(a, nil)
@@ -55,8 +82,12 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 			}
 		}
 		for i := range shards {
-			if s := v.m.shard(i); s != nil && !slices.IsSortedFunc(s.addrs, addrKey.compare) {
-				t.Fatalf("version %d: shard %d not sorted", n, i)
+			s := v.m.shard(i)
+			if err := checkShard(s); err != nil {
+				t.Fatalf("version %d: shard %d: %v", n, i, err)
+			}
+			if s != nil {
+				most = max(most, len(s.blocks))
 			}
 		}
 		if v.m.get(netip.MustParseAddr("192.0.2.1")) != nil {
@@ -68,6 +99,41 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 			}
 		}
 	}
+	return most
+}
+
+// checkShard reports what is wrong with s's blocks: an empty one, addresses
+// out of order, values not where their offsets say, or (with more than one
+// block) a block of fewer than minBlock or more than maxBlock addresses.
+func checkShard[V any](s *addrShard[V]) error {
+	if s == nil {
+		return nil
+	}
+	if len(s.blocks) == 0 {
+		return fmt.Errorf("a shard with no blocks is not nil")
+	}
+	var prev *addrKey
+	for j, b := range s.blocks {
+		n := len(b.addrs)
+		switch {
+		case n == 0:
+			return fmt.Errorf("block %d is empty", j)
+		case len(s.blocks) > 1 && (n < minBlock || n > maxBlock):
+			return fmt.Errorf("block %d of %d has %d addresses", j, len(s.blocks), n)
+		case len(b.offs) != n+1 || b.offs[0] != 0 || int(b.offs[n]) != len(b.vals):
+			return fmt.Errorf("block %d: offsets %v for %d addresses and %d values", j, b.offs, n, len(b.vals))
+		}
+		for i := range b.addrs {
+			if prev != nil && prev.compare(b.addrs[i]) >= 0 {
+				return fmt.Errorf("block %d: address %d is not after the one before", j, i)
+			}
+			if b.offs[i] >= b.offs[i+1] {
+				return fmt.Errorf("block %d: address %d has no values", j, i)
+			}
+			prev = &b.addrs[i]
+		}
+	}
+	return nil
 }
 
 // TestAddrStepsAreWholeGroups: applyTo changes a group in place once it
@@ -76,5 +142,25 @@ func TestAddrMapMatchesAMap(t *testing.T) {
 func TestAddrStepsAreWholeGroups(t *testing.T) {
 	if shards%addrSteps != 0 || shards/addrSteps%fanout != 0 {
 		t.Fatalf("%d shards in %d steps do not split into whole groups of %d", shards, addrSteps, fanout)
+	}
+}
+
+// BenchmarkAddrMapChange is one publish of one new address into a reverse
+// table of 1.31M addresses (320 a shard), the table of 1.5M objects over
+// 10 TPs: what each change of steady churn copies.
+func BenchmarkAddrMapChange(b *testing.B) {
+	id := &NamespaceID{Tenant: "t", Namespace: "ns"}
+	spec := &ServiceSpec{Name: "svc"}
+	e := addrEdits[PTR]{old: &addrMap[PTR]{}}
+	for i := range 1310000 {
+		e.set(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), []PTR{{NamespaceID: id, svc: spec}})
+	}
+	m := e.apply()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		e := addrEdits[PTR]{old: &m}
+		e.set(netip.AddrFrom4([4]byte{11, byte(i >> 16), byte(i >> 8), byte(i)}), []PTR{{NamespaceID: id, svc: spec}})
+		m = e.apply()
 	}
 }
