@@ -43,6 +43,19 @@ start_tps() {
   done
 }
 
+# tps_collect [PID [OUT]]: has the TPs of start_tps (PID, $tps_pid; their
+# stdout OUT, $dir/tps.out) collect their garbage, and returns once they
+# have: their collection then does not fall in the window measured next.
+tps_collect() {
+  local p=${1:-$tps_pid} out=${2:-$dir/tps.out} n
+  n=$(grep -c COLLECTED "$out" || true)
+  kill -USR1 "$p"
+  until (($(grep -c COLLECTED "$out" || true) > n)); do
+    kill -0 "$p" 2>/dev/null || { echo "the TPs ($p) exited" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+
 # memcg_make MIB [NAME]: a memory cgroup limited to MIB MiB, as a
 # container's limit would be (cgroup v1's memory controller or v2), its
 # directory in $memcg; $memcg is empty for MIB 0, or when none can be made

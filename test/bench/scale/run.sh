@@ -27,6 +27,9 @@
 #   SIZES="2400 12000 24000" CHANGES=500 DURATION=21 ROUNDS=3 MEMCG_MIB=170 PDNS_FLAGS= test/bench/scale/run.sh
 #   SIZES="2400 500:5000:10 12500:125000:10" MEMCG_MIB="170 170 340" test/bench/scale/run.sh
 #
+# With TRACE_DIR set, each churn writes there when each change was made and
+# its latency (size<I>-<prefix>.trace, see churn --trace).
+#
 # PDNS_FLAGS are more flags for partition-dns (--gc-percent 10, say). The
 # node's parts run for sizes of at most NODE_MAX_OBJECTS objects (600k).
 #
@@ -58,9 +61,11 @@ mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k / 1024}'; }
 
 # churn_start I SECONDS PREFIX: churn against size I's TPs and server, in
 # the background; its PID in $churn, its figures in its dir's churn.out.
+# The TPs collect their garbage first (tps_collect).
 churn_start() {
+  tps_collect "${size_tps[$1]}" "${size_dir[$1]}/tps.out"
   "$work/churn" --kubeconfigs "${size_kcs[$1]}" --dns "127.0.0.1:${size_port[$1]}" --rate "$CHANGES" --duration "${2}s" \
-    --name-prefix "$3" >"${size_dir[$1]}/churn.out" 2>"${size_dir[$1]}/churn.err" &
+    --name-prefix "$3" ${TRACE_DIR:+--trace "$TRACE_DIR/size$1-$3.trace"} >"${size_dir[$1]}/churn.out" 2>"${size_dir[$1]}/churn.err" &
   churn=$!
 }
 
@@ -72,7 +77,7 @@ if ((${#memcg_mibs[@]} != 1 && ${#memcg_mibs[@]} != n)); then
   exit 2
 fi
 base_dns=$DNS_PORT base_health=$HEALTH_PORT
-declare -a size_pdns size_port size_memcg size_dir size_kcs size_head size_latency size_steady size_objects size_mib
+declare -a size_tps size_pdns size_port size_memcg size_dir size_kcs size_head size_latency size_steady size_objects size_mib
 nodes=()
 for i in "${!sizes[@]}"; do
   dir=$work/size$i
@@ -93,7 +98,7 @@ for i in "${!sizes[@]}"; do
   ready=$(echo "$(date +%s.%N) - $start" | bc)
   sleep 3
   size_steady[$i]=$(awk '/VmRSS/{print $2}' /proc/$pdns/status)
-  size_pdns[$i]=$pdns size_port[$i]=$DNS_PORT size_memcg[$i]=$memcg size_dir[$i]=$dir size_kcs[$i]=$KUBECONFIGS
+  size_tps[$i]=$tps_pid size_pdns[$i]=$pdns size_port[$i]=$DNS_PORT size_memcg[$i]=$memcg size_dir[$i]=$dir size_kcs[$i]=$KUBECONFIGS
   # The programming latency, with dnsperf loading the server meanwhile.
   churn_start "$i" "$DURATION" churn
   dnsperf -s 127.0.0.1 -p "$DNS_PORT" -d "$dir/queries.txt" -l "$DURATION" >/dev/null 2>&1

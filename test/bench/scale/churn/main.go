@@ -45,6 +45,7 @@ func main() {
 	prefix := flag.String("name-prefix", "churn", "Services are named <prefix>-<k>; another prefix runs again against the same TPs.")
 	keep := flag.Int("keep", 0, "With N > 0, keep the object count flat: once N of this run's services exist, changes alternate between deleting the oldest and creating one. 0: every change creates.")
 	deletedFile := flag.String("deleted", "", "With --keep, write the name of every service deleted here, one per line (for make soak's final check).")
+	traceFile := flag.String("trace", "", "Write here, for each change as it shows, the seconds from the start of the run to its write and its latency in ms: where in a run the slow ones fall (the collector's cycles, say).")
 	flag.Parse()
 	ctx, cancel := ops.SignalContext(context.Background())
 	defer cancel()
@@ -61,21 +62,17 @@ func main() {
 		}
 		clients = append(clients, c)
 	}
-	var deletedNames *bufio.Writer
-	if *deletedFile != "" {
-		f, err := os.Create(*deletedFile)
-		if err != nil {
-			fail(err)
-		}
-		defer f.Close()
-		deletedNames = bufio.NewWriter(f)
-	}
+	deletedNames, closeDeleted := output(*deletedFile)
+	defer closeDeleted()
+	trace, closeTrace := output(*traceFile)
+	defer closeTrace()
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
 		lost      int
 		wg        sync.WaitGroup
 	)
+	start := time.Now()
 	record := func(d time.Duration, err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -85,6 +82,9 @@ func main() {
 			return
 		}
 		latencies = append(latencies, d)
+		if trace != nil {
+			fmt.Fprintf(trace, "%.3f %.1f\n", (time.Since(start) - d).Seconds(), ms(d))
+		}
 	}
 	tick := time.NewTicker(time.Second / time.Duration(*rate))
 	defer tick.Stop()
@@ -129,7 +129,6 @@ func main() {
 	}
 	// Changes follow the clock, not the ticks: a ticker drops the ticks
 	// a busy machine delays, and those changes are made at the next one.
-	start := time.Now()
 	for issued, running := 0, true; running; {
 		select {
 		case <-tick.C:
@@ -145,6 +144,11 @@ func main() {
 		}
 	}
 	wg.Wait()
+	if trace != nil {
+		if err := trace.Flush(); err != nil {
+			fail(err)
+		}
+	}
 	if deletedNames != nil {
 		if err := deletedNames.Flush(); err != nil {
 			fail(err)
@@ -163,6 +167,19 @@ func main() {
 	if lost > 0 {
 		os.Exit(1)
 	}
+}
+
+// output creates a buffered file at path, nil for an empty path, and
+// returns it with what closes it.
+func output(path string) (*bufio.Writer, func()) {
+	if path == "" {
+		return nil, func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	return bufio.NewWriter(f), func() { f.Close() }
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
