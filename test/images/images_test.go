@@ -323,7 +323,8 @@ partition-dns node-cache --local-ip 169.254.20.10,10.0.0.10 --upstream-svc-ip 10
   --upstream-servers 127.0.0.1:53 --health-port 0 --metrics-listen-address 127.0.0.1:9253 --drain-duration 0s &
 pid=$!
 i=0
-until iptables -t raw -S OUTPUT | grep -q 169.254.20.10 || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done
+# All 12 raw rules: 2 addresses x udp, tcp x 3 (it adds them one by one).
+until [ "$(iptables -t raw -S | grep -c NOTRACK)" -ge 12 ] || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done
 echo "== addresses"; ip -o -4 addr show
 echo "== rules"; iptables -t raw -S
 kill -TERM $pid; rc=0; wait $pid || rc=$?; echo "== exit $rc"
