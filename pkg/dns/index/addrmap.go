@@ -117,8 +117,7 @@ func (s *addrShard[V]) get(a netip.Addr) []V {
 	if !ok {
 		return nil
 	}
-	lo, hi := b.offs[i], b.offs[i+1]
-	return b.vals[lo:hi:hi]
+	return b.entry(i).v
 }
 
 // len is the number of addresses.
