@@ -152,18 +152,17 @@ func TestAddrStepsAreWholeGroups(t *testing.T) {
 // table of 1.31M addresses (320 a shard), the table of 1.5M objects over
 // 10 TPs: what each change of steady churn copies.
 func BenchmarkAddrMapChange(b *testing.B) {
-	id := &NamespaceID{Tenant: "t", Namespace: "ns"}
-	spec := &ServiceSpec{Name: "svc"}
-	e := addrEdits[PTR]{old: &addrMap[PTR]{}}
+	owner := []revOwner{{svc: nameHash("svc"), ep: clusterIP}}
+	e := addrEdits[revOwner]{old: &addrMap[revOwner]{}}
 	for i := range 1310000 {
-		e.set(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), []PTR{{NamespaceID: id, svc: spec}})
+		e.set(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), owner)
 	}
 	m := e.apply()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		e := addrEdits[PTR]{old: &m}
-		e.set(netip.AddrFrom4([4]byte{11, byte(i >> 16), byte(i >> 8), byte(i)}), []PTR{{NamespaceID: id, svc: spec}})
+		e := addrEdits[revOwner]{old: &m}
+		e.set(netip.AddrFrom4([4]byte{11, byte(i >> 16), byte(i >> 8), byte(i)}), owner)
 		m = e.apply()
 	}
 }

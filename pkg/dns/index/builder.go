@@ -272,8 +272,8 @@ type Builder struct {
 	pubMu sync.Mutex // serialises Publish
 	cur   atomicSnapshot
 
-	// nsIDs numbers every namespace the source table has named
-	// (srcOwner.ns), its number in nsNums. It only grows, so that a
+	// nsIDs numbers every namespace the address tables have named
+	// (revOwner.ns, srcOwner.ns), its number in nsNums. It only grows, so that a
 	// snapshot keeps its own prefix of it (Snapshot.nsIDs) while later
 	// publishes append: a namespace keeps its number and NamespaceID (all
 	// of whose fields are its key) when it goes and comes back.
@@ -281,14 +281,18 @@ type Builder struct {
 	nsNums map[dirtyKey]uint32
 }
 
-// nsNum numbers namespace dk for the source table, with id as its
-// NamespaceID when it has none yet. Callers hold b.mu.
+// nsNum numbers namespace dk for the address tables, with id (or, when
+// nil, a new one) as its NamespaceID when it has none yet. Callers hold
+// b.mu.
 func (b *Builder) nsNum(dk dirtyKey, id *NamespaceID) uint32 {
 	if n, ok := b.nsNums[dk]; ok {
 		return n
 	}
 	if b.nsNums == nil {
 		b.nsNums = map[dirtyKey]uint32{}
+	}
+	if id == nil {
+		id = &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
 	}
 	n := uint32(len(b.nsIDs))
 	b.nsIDs = append(b.nsIDs, id)
@@ -730,7 +734,7 @@ func (b *Builder) Publish() bool {
 	old := b.cur.Load()
 	e := newSnapshotEdit(old)
 	s := e.s
-	w := &ipWriter{rev: addrEdits[PTR]{old: &old.rev}, src: addrEdits[srcOwner]{old: &old.src}}
+	w := &ipWriter{rev: addrEdits[revOwner]{old: &old.rev}, src: addrEdits[srcOwner]{old: &old.src}}
 	tenantsChanged := false
 	for dk, p := range b.dirty {
 		rec := b.tps[dk.tp][dk.nsKey]
@@ -879,9 +883,9 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		if old == nil {
 			return nil
 		}
-		id := &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
+		ns := b.nsNum(dk, nil)
 		for sv := range old.Services() {
-			w.unindexService(id, sv.Name, sv)
+			w.unindexService(ns, sv)
 		}
 		return nil
 	}
@@ -890,7 +894,7 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 		n.services = old.services
 	}
 	if len(p.services) > 0 {
-		n.services = rebuildServices(&n.services, rec, p, w)
+		n.services = rebuildServices(&n.services, b.nsNum(dk, rec.id), rec, p, w)
 	}
 	if old != nil && old.ID == n.ID && old.Object == n.Object && old.PodAddrs == n.PodAddrs && len(p.services) == 0 {
 		return old // only pod addresses changed, and those are not here
@@ -900,19 +904,19 @@ func (b *Builder) buildNamespace(dk dirtyKey, old *NamespaceView, rec *nsRec, p 
 
 // rebuildServices returns a namespace's new service list: old's, with the
 // views of the services p names built again (or dropped), and updates the
-// reverse map. old is not changed.
-func rebuildServices(old *serviceList, rec *nsRec, p *pending, w *ipWriter) serviceList {
+// reverse map, where the namespace is number ns. old is not changed.
+func rebuildServices(old *serviceList, ns uint32, rec *nsRec, p *pending, w *ipWriter) serviceList {
 	return old.edit(p.services, func(name string, ov *ServiceView) *ServiceView {
 		spec, changed := p.specs[name]
 		if ov != nil {
-			w.unindexService(rec.id, name, ov)
+			w.unindexService(ns, ov)
 			if !changed {
 				spec = &ov.ServiceSpec
 			}
 		}
 		sv := buildService(spec, rec.endpointsOf(name))
 		if sv != nil {
-			w.indexService(rec.id, sv)
+			w.indexService(ns, sv)
 		}
 		return sv
 	})
@@ -1001,37 +1005,42 @@ func endpointViews(e *EndpointSlice, t *portTable) []EndpointView {
 // published maps are never touched, and unchanged shards are shared with
 // the previous snapshot.
 type ipWriter struct {
-	rev addrEdits[PTR]
+	rev addrEdits[revOwner]
 	src addrEdits[srcOwner]
 }
 
-func (w *ipWriter) indexService(id *NamespaceID, sv *ServiceView) {
-	add := func(a netip.Addr, ep *EndpointView) {
+// indexService adds the addresses of sv, of namespace number ns, to the
+// reverse map.
+func (w *ipWriter) indexService(ns uint32, sv *ServiceView) {
+	h := nameHash(sv.Name)
+	add := func(a netip.Addr, ep int32) {
 		old := w.rev.get(a)
-		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), PTR{NamespaceID: id, svc: &sv.ServiceSpec, ep: ep}))
+		w.rev.set(a, append(append(w.rev.alloc(len(old)+1), old...), revOwner{svc: h, ns: ns, ep: ep}))
 	}
 	if sv.Type == ClusterIP {
 		for _, a := range sv.ClusterIPs() {
-			add(a, nil)
+			add(a, clusterIP)
 		}
 	}
 	for i := range sv.Endpoints {
-		add(sv.Endpoints[i].Addr(), &sv.Endpoints[i])
+		add(sv.Endpoints[i].Addr(), int32(i))
 	}
 }
 
-func (w *ipWriter) unindexService(id *NamespaceID, name string, sv *ServiceView) {
+// unindexService removes the addresses of sv, of namespace number ns, from
+// the reverse map.
+func (w *ipWriter) unindexService(ns uint32, sv *ServiceView) {
+	h := nameHash(sv.Name)
 	del := func(a netip.Addr) {
 		old := w.rev.get(a)
 		if len(old) == 0 {
 			return
 		}
 		n := w.rev.alloc(len(old))
-		for _, p := range old {
-			if p.is(id) && p.svc.Name == name {
-				continue
+		for _, o := range old {
+			if o.ns != ns || o.svc != h {
+				n = append(n, o)
 			}
-			n = append(n, p)
 		}
 		w.rev.set(a, n)
 	}
@@ -1052,8 +1061,6 @@ func (b *Builder) setPodAddrs(w *ipWriter, dk dirtyKey, rec *nsRec, deltas map[n
 	var id *NamespaceID
 	if rec != nil {
 		id = rec.id
-	} else {
-		id = &NamespaceID{TP: dk.tp, Tenant: dk.tenant, Namespace: dk.ns}
 	}
 	ns := b.nsNum(dk, id)
 	for a, d := range deltas {

@@ -33,13 +33,13 @@ func TestPublishIsCopyOnWrite(t *testing.T) {
 	if got := s1.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 1 || got.Service("web") != web1 || web1.ClusterIPs()[0] != a("10.0.0.1") {
 		t.Fatalf("old snapshot changed: %v", slices.Collect(got.Services()))
 	}
-	if len(s1.PTRs(a("10.0.0.2"))) != 0 || len(s1.PTRs(a("10.0.0.1"))) != 1 {
+	if len(s1.PTRs(a("10.0.0.2"), nil)) != 0 || len(s1.PTRs(a("10.0.0.1"), nil)) != 1 {
 		t.Fatal("old snapshot's reverse map changed")
 	}
 	if got := s2.Namespace(0, []byte("system"), []byte("default")); got.ServiceCount() != 2 || got.Service("web").ClusterIPs()[0] != a("10.0.0.2") {
 		t.Fatalf("new snapshot: %v", got)
 	}
-	if len(s2.PTRs(a("10.0.0.1"))) != 0 || len(s2.PTRs(a("10.0.0.2"))) != 1 {
+	if len(s2.PTRs(a("10.0.0.1"), nil)) != 0 || len(s2.PTRs(a("10.0.0.2"), nil)) != 1 {
 		t.Fatal("new snapshot's reverse map is wrong")
 	}
 	// Untouched partitions are shared, not copied.
@@ -76,7 +76,7 @@ func TestDeletesAndEmptyNamespaces(t *testing.T) {
 	if _, ok := s.Home([]byte("acme")); ok {
 		t.Fatal("tenant without objects has a home")
 	}
-	if len(s.PTRs(a("10.0.1.1"))) != 0 {
+	if len(s.PTRs(a("10.0.1.1"), nil)) != 0 {
 		t.Fatal("deleted service still has a PTR")
 	}
 }
@@ -287,13 +287,18 @@ func TestLookupsAllocateNothing(t *testing.T) {
 	b.Publish()
 	s := b.Current()
 	tenant, ns, name := []byte("acme"), []byte("web"), []byte("api")
+	var buf [4]PTR
+	owners := 0
 	allocs := testing.AllocsPerRun(100, func() {
 		n := s.Namespace(0, tenant, ns)
 		_ = n.ServiceBytes(name)
 		_, _ = s.Home(tenant)
 		_, _ = s.Source(a("127.0.0.11"))
-		_ = s.PTRs(a("10.0.1.1"))
+		owners = len(s.PTRs(a("10.0.1.1"), buf[:0]))
 	})
+	if owners != 1 {
+		t.Fatalf("PTRs found %d owners, want 1", owners)
+	}
 	if allocs != 0 {
 		t.Fatalf("lookups allocate %v times", allocs)
 	}
@@ -350,7 +355,7 @@ func TestRelistDeletesWhatTheListLacks(t *testing.T) {
 	if n := len(web.Service("db").Endpoints); n != 0 {
 		t.Fatalf("slices the list lacks left %d endpoints", n)
 	}
-	if len(s.PTRs(a("10.0.0.1"))) != 0 || len(s.PTRs(a("10.2.0.1"))) != 0 || len(s.PTRs(a("10.0.0.3"))) != 1 {
+	if len(s.PTRs(a("10.0.0.1"), nil)) != 0 || len(s.PTRs(a("10.2.0.1"), nil)) != 0 || len(s.PTRs(a("10.0.0.3"), nil)) != 1 {
 		t.Fatal("reverse map not following the replace")
 	}
 	if _, ok := s.Source(a("10.3.0.1")); ok {
@@ -404,7 +409,7 @@ func TestRelistOfWhatIsThereChangesNothing(t *testing.T) {
 	if !b.Publish() {
 		t.Fatal("a changed endpoint was taken for the same")
 	}
-	if got := b.Current().PTRs(a("10.2.0.2")); len(got) != 1 || got[0].Host() != "db-0" {
+	if got := b.Current().PTRs(a("10.2.0.2"), nil); len(got) != 1 || got[0].Host() != "db-0" {
 		t.Fatalf("PTRs of the new endpoint = %v", got)
 	}
 }
@@ -522,7 +527,7 @@ func TestServiceChangesBetweenPublishes(t *testing.T) {
 	if n := b.Current().Namespace(0, []byte("acme"), []byte("web")); n != nil {
 		t.Fatalf("namespace without services remains: %+v", n)
 	}
-	if len(b.Current().PTRs(a("10.0.0.2"))) != 0 || len(b.Current().PTRs(a("10.0.0.4"))) != 0 {
+	if len(b.Current().PTRs(a("10.0.0.2"), nil)) != 0 || len(b.Current().PTRs(a("10.0.0.4"), nil)) != 0 {
 		t.Fatal("deleted service keeps PTRs")
 	}
 }
@@ -577,17 +582,81 @@ func TestPTROwners(t *testing.T) {
 		Ports: []Port{{Port: NoPort}}, Endpoints: []Endpoint{{Addrs: []netip.Addr{a("10.244.0.20")}}}})
 	b.Publish()
 	s := b.Current()
-	vip := s.PTRs(a("10.0.0.10"))
-	ep := s.PTRs(a("10.244.0.20"))
-	if len(vip) != 1 || vip[0].IsEndpoint() || vip[0].Spec().Name != "kube-dns" {
+	vip := s.PTRs(a("10.0.0.10"), nil)
+	ep := s.PTRs(a("10.244.0.20"), nil)
+	if len(vip) != 1 || vip[0].IsEndpoint() || vip[0].View().Name != "kube-dns" {
 		t.Fatalf("cluster IP owner: %+v", vip)
 	}
-	if len(ep) != 1 || !ep[0].IsEndpoint() || ep[0].Spec().Name != "kube-dns" || ep[0].Spec().ClusterIPs()[0] != a("10.0.0.10") || ep[0].Host() != "10-244-0-20" {
+	if len(ep) != 1 || !ep[0].IsEndpoint() || ep[0].View().Name != "kube-dns" || ep[0].View().ClusterIPs()[0] != a("10.0.0.10") || ep[0].Host() != "10-244-0-20" {
 		t.Fatalf("endpoint owner: %+v", ep)
 	}
-	if v := s.ServiceOf(&ep[0]); v == nil || v.AddrCount() != 1 || v.Addr(0) != a("10.244.0.20") {
+	if v := ep[0].View(); v == nil || v.AddrCount() != 1 || v.Addr(0) != a("10.244.0.20") {
 		t.Fatalf("the endpoint's service view: %+v", v)
 	}
+}
+
+// TestPTRsFollowTheirViews: the reverse table keeps an owner as its
+// namespace's number, its service's name hash and its endpoint's index;
+// each must lead to the owner in the current views as endpoints move in
+// their service's list, a service goes and comes back, and a namespace
+// of the same name returns in another tenant's place.
+func TestPTRsFollowTheirViews(t *testing.T) {
+	b := NewBuilder(Options{Partitions: []string{"tp1", "tp2"}})
+	eps := func(tp int, tenant, svc string, hosts ...string) {
+		t.Helper()
+		s := &EndpointSlice{Tenant: tenant, Namespace: "web", Name: svc, Service: svc, Ports: []Port{{Port: NoPort}}}
+		for i, h := range hosts {
+			s.Endpoints = append(s.Endpoints, Endpoint{Addrs: []netip.Addr{a(fmt.Sprintf("10.2.0.%d", i+1))}, Hostname: h})
+		}
+		b.SetEndpointSlice(tp, s)
+	}
+	// owners lists the owners of addr as tp/tenant/service/host.
+	owners := func(addr string) []string {
+		var out []string
+		for _, p := range b.Current().PTRs(a(addr), nil) {
+			out = append(out, fmt.Sprintf("%d/%s/%s/%s", p.TP, p.Tenant, p.Service(), p.Host()))
+		}
+		slices.Sort(out)
+		return out
+	}
+	check := func(addr string, want ...string) {
+		t.Helper()
+		if got := owners(addr); !slices.Equal(got, want) {
+			t.Fatalf("owners of %s: %v, want %v", addr, got, want)
+		}
+	}
+	b.SetService(0, svc("acme", "web", "db", "10.0.0.1"))
+	eps(0, "acme", "db", "a", "b", "c")
+	b.SetService(1, svc("system", "web", "db", "10.0.0.1"))
+	eps(1, "system", "db", "x", "y")
+	b.Publish()
+	check("10.0.0.1", "0/acme/db/", "1/system/db/")
+	check("10.2.0.2", "0/acme/db/b", "1/system/db/y")
+	check("10.2.0.3", "0/acme/db/c")
+
+	// Endpoint c moves to index 0 of its view, and 10.2.0.2 goes to a
+	// new host: each address must name the endpoint that now has it.
+	eps(0, "acme", "db", "c2", "b2")
+	b.Publish()
+	check("10.2.0.1", "0/acme/db/c2", "1/system/db/x")
+	check("10.2.0.2", "0/acme/db/b2", "1/system/db/y")
+	check("10.2.0.3")
+
+	// The service goes with its namespace, and comes back.
+	b.DeleteService(0, "acme", "web", "db")
+	b.DeleteEndpointSlice(0, "acme", "web", "db")
+	b.Publish()
+	check("10.0.0.1", "1/system/db/")
+	check("10.2.0.1", "1/system/db/x")
+	b.SetService(0, svc("acme", "web", "db", "10.0.0.1"))
+	eps(0, "acme", "db", "d")
+	b.Publish()
+	check("10.2.0.1", "0/acme/db/d", "1/system/db/x")
+
+	// A service of another name at the same address is another owner.
+	b.SetService(1, svc("system", "web", "cache", "10.0.0.1"))
+	b.Publish()
+	check("10.0.0.1", "0/acme/db/", "1/system/cache/", "1/system/db/")
 }
 
 // TestLargePublishesWriteEveryAddress: a publish that changes most address
@@ -617,7 +686,7 @@ func TestLargePublishesWriteEveryAddress(t *testing.T) {
 			t.Fatalf("pod %d: the second snapshot has not moved it", i)
 		}
 		for _, s := range []*Snapshot{s1, s2} {
-			if p := s.PTRs(ip(2, i)); len(p) != 1 || s.ServiceOf(&p[0]).Name != fmt.Sprintf("p%d", i) {
+			if p := s.PTRs(ip(2, i), nil); len(p) != 1 || p[0].View().Name != fmt.Sprintf("p%d", i) {
 				t.Fatalf("service %d: PTRs %v", i, p)
 			}
 		}

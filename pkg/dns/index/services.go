@@ -92,8 +92,20 @@ func (l *serviceList) find(name string) (k, i int, found bool) {
 		return 0, 0, false
 	}
 	h := nameHash(name)
+	k, lo, b := l.seek(h)
+	for i := lo; i < len(b) && b[i].hash == h; i++ {
+		if b[i].view.Name == name {
+			return k, i, true
+		}
+	}
+	return k, lo, false
+}
+
+// seek returns the block k of hash h and, in it, the first index whose
+// hash is h or more. The list must not be empty.
+func (l *serviceList) seek(h uint64) (k, lo int, b svcBlock) {
 	k = int(h >> l.shift)
-	b := l.block(k)
+	b = l.block(k)
 	lo, hi := bracket(b, h, h<<(64-l.shift))
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -103,12 +115,21 @@ func (l *serviceList) find(name string) (k, i int, found bool) {
 			hi = m
 		}
 	}
-	for i := lo; i < len(b) && b[i].hash == h; i++ {
-		if b[i].view.Name == name {
-			return k, i, true
-		}
+	return k, lo, b
+}
+
+// withHash returns the entries of the services whose name hashes to h:
+// nearly always one or none.
+func (l *serviceList) withHash(h uint64) []svcEntry {
+	if l.n == 0 {
+		return nil
 	}
-	return k, lo, false
+	_, lo, b := l.seek(h)
+	hi := lo
+	for hi < len(b) && b[hi].hash == h {
+		hi++
+	}
+	return b[lo:hi]
 }
 
 // bracket returns a range [lo, hi) of b that holds the first index whose

@@ -152,10 +152,12 @@ type state struct {
 	// cname is the target of the CNAME last added to the result, for the
 	// resolver to follow (followTargets).
 	cname string
-	// recs and addrs are scratch space for the result's records and the
-	// addresses of ns.dns.<zone>, kept between queries.
+	// recs, addrs and ptrs are scratch space for the result's records, the
+	// addresses of ns.dns.<zone> and the owners of a PTR query's address,
+	// kept between queries.
 	recs  []record
 	addrs []netip.Addr
+	ptrs  []index.PTR
 	// held says the query holds a forwarding token already (admitted on
 	// the fast path, see admitForward).
 	held bool

@@ -38,7 +38,8 @@ func (h *Handler) reverseName(st *state, z *zone, qtype uint16) verdict {
 // cluster IP wins over endpoints, and yields one record.
 func (h *Handler) ptr(st *state, a netip.Addr) bool {
 	snap := st.snap
-	owners := snap.PTRs(a)
+	owners := snap.PTRs(a, st.ptrs[:0])
+	st.ptrs = owners // the records point into it: no more appends this query
 	if len(owners) == 0 {
 		return false
 	}

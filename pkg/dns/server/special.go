@@ -74,22 +74,21 @@ func (h *Handler) nsAddrs(st *state) []netip.Addr {
 		if !ok {
 			continue
 		}
+		var buf [4]index.PTR
 		for _, own := range h.opts.NSAddrs {
-			owners := snap.PTRs(own)
+			owners := snap.PTRs(own, buf[:0])
 			for i := range owners {
 				o := &owners[i]
 				if o.TP != tp || !o.IsEndpoint() || !h.ptrVisible(snap, o, &st.who) {
 					continue
 				}
-				svc := o.Spec()
-				if svc.Type != index.Headless {
-					dst = appendNew(dst, svc.ClusterIPs()...)
+				v := o.View()
+				if v.Type != index.Headless {
+					dst = appendNew(dst, v.ClusterIPs()...)
 					continue
 				}
-				if v := snap.ServiceOf(o); v != nil {
-					for j, n := 0, v.AddrCount(); j < n; j++ {
-						dst = appendNew(dst, v.Addr(j))
-					}
+				for j, n := 0, v.AddrCount(); j < n; j++ {
+					dst = appendNew(dst, v.Addr(j))
 				}
 			}
 		}
