@@ -24,7 +24,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(testbin.RunWith(m, &binDir, "./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook"))
+	os.Exit(testbin.RunWith(m, &binDir, "./cmd/fake-tp", "./cmd/partition-dns", "./cmd/tp-admission-webhook", "./test/hostile/idleclients"))
 }
 
 func start(t *testing.T, label, program string, args ...string) *testbin.Proc {
