@@ -80,8 +80,10 @@ func TestWebhookIdleConnections(t *testing.T) {
 	checkAdmission("with the idle connections open")
 	fds := metric(t, client, "https://"+addr+"/metrics", "process_open_fds")
 	t.Logf("webhook: %.0f open file descriptors with %d idle connections", fds, conns)
-	if fds < conns {
-		t.Fatalf("the webhook holds %.0f file descriptors: the %d idle connections are not all open", fds, conns)
+	// Within half the timeout of the first answer none may be closed yet;
+	// a loaded machine can take longer than the timeout to open them all.
+	if since := time.Since(openStart); since < idle/2 && fds < conns {
+		t.Fatalf("the webhook holds %.0f file descriptors %v after the first connection opened: the %d idle connections are not all open", fds, since.Round(time.Millisecond), conns)
 	}
 
 	// Each connection is closed by the server after the idle timeout, not
