@@ -27,8 +27,9 @@ import (
 // reason and message, and the JSON's shape (field names, recursively),
 // kinds, list contents (tenant/namespace/name of every item) and watch
 // event types in order. responses/ is replayed without controllers,
-// responses-with-kcm/ with them (the default). The recordings are read at
-// test time, never copied into tpkit.
+// responses-with-kcm/ with them (the default). The recordings are
+// ../shared/arktos when it is beside the checkout, else their copy in
+// testdata/arktos (arktosRecordings).
 //
 // What fake-tp does differently on purpose is listed once, in differences.
 func TestArktosReplay(t *testing.T) {
@@ -58,16 +59,100 @@ func TestArktosReplay(t *testing.T) {
 var recordedServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("10.1.0.0/16")}
 
 // arktosRecordings finds the recordings: $TPKIT_ARKTOS_RECORDINGS, else
-// ../shared/arktos from the module root; the test is skipped without them.
+// ../shared/arktos from the module root when it is there, else the copy in
+// testdata/arktos, which every checkout has (CI's clone need not sit beside
+// ../shared), so that the replay never skips.
 func arktosRecordings(t *testing.T) string {
-	d := os.Getenv("TPKIT_ARKTOS_RECORDINGS")
-	if d == "" {
-		d = filepath.Join(filepath.Dir(moduleRoot(t)), "shared", "arktos")
+	t.Helper()
+	if d := os.Getenv("TPKIT_ARKTOS_RECORDINGS"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "capture.sh")); err != nil {
+			t.Fatalf("TPKIT_ARKTOS_RECORDINGS=%s: %v", d, err)
+		}
+		return d
 	}
+	if d := sharedRecordings(t); d != "" {
+		return d
+	}
+	return recordingsCopy
+}
+
+// recordingsCopy is the copy of the recordings in this package's testdata.
+const recordingsCopy = "testdata/arktos"
+
+// sharedRecordings is ../shared/arktos from the module root, or "" when it
+// is not there.
+func sharedRecordings(t *testing.T) string {
+	d := filepath.Join(filepath.Dir(moduleRoot(t)), "shared", "arktos")
 	if _, err := os.Stat(filepath.Join(d, "capture.sh")); err != nil {
-		t.Skipf("no recordings of real Arktos at %s (set TPKIT_ARKTOS_RECORDINGS to their folder): %v", d, err)
+		return ""
 	}
 	return d
+}
+
+// TestArktosRecordingsCopy: the copy in testdata/arktos holds capture.sh
+// and both modes' answers, and, where ../shared/arktos is beside the
+// checkout, is the same as it file for file (testdata/arktos/README.md says
+// how to refresh it).
+func TestArktosRecordingsCopy(t *testing.T) {
+	copied := recordedFiles(t, recordingsCopy)
+	for _, mode := range []string{"responses", "responses-with-kcm"} {
+		n := 0
+		for name := range copied {
+			if strings.HasPrefix(name, mode+"/") && strings.HasSuffix(name, ".headers") {
+				n++
+			}
+		}
+		if n < 50 {
+			t.Errorf("%s/%s holds %d recorded answers; the copy is incomplete", recordingsCopy, mode, n)
+		}
+	}
+	if _, ok := copied["capture.sh"]; !ok {
+		t.Errorf("%s has no capture.sh", recordingsCopy)
+	}
+	shared := sharedRecordings(t)
+	if shared == "" {
+		return // CI's clone: the copy is all there is
+	}
+	want := recordedFiles(t, shared)
+	for name, b := range want {
+		if c, ok := copied[name]; !ok || !bytes.Equal(b, c) {
+			t.Errorf("%s differs from %s/%s (missing: %v); refresh the copy (testdata/arktos/README.md)", filepath.Join(recordingsCopy, name), shared, name, !ok)
+		}
+	}
+	for name := range copied {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s is not in %s; refresh the copy (testdata/arktos/README.md)", filepath.Join(recordingsCopy, name), shared)
+		}
+	}
+}
+
+// recordedFiles reads capture.sh and every file of responses/ and
+// responses-with-kcm/ under dir, by their path relative to dir.
+func recordedFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	paths := []string{"capture.sh"}
+	for _, mode := range []string{"responses", "responses-with-kcm"} {
+		names, err := filepath.Glob(filepath.Join(dir, mode, "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			rel, _ := filepath.Rel(dir, n)
+			paths = append(paths, rel)
+		}
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		out[p] = b
+	}
+	return out
 }
 
 // moduleRoot is the folder of tpkit's go.mod.
