@@ -85,8 +85,9 @@ fmt-check:
 # test/multi-tp and test/images then share. A package listed twice runs
 # once. This order, the cores' language build on the race build and
 # test/hostile's idle clients outside the race detector: 6m48s -> 6m12s cold
-# (699 -> 674 CPU-s), then 5m51s in a fresh clone (638 CPU-s), on a day
-# when the old order took 6m32s-7m04s.
+# (699 -> 674 CPU-s), then 5m51s and 6m24s in fresh clones (638 and 698
+# CPU-s: the machine's speed moves that much), on a day when the old order
+# took 6m32s-7m04s.
 TEST_FIRST := ./cmd/fake-tp ./testbed/faketp ./test/hostile ./pkg/nodelocal ./test/images ./test/multi-tp
 unit:
 	$(GO) test -race -vet=all -p 3 -timeout $(TEST_TIMEOUT) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS)
