@@ -225,7 +225,10 @@ func (p *PTR) View() *ServiceView { return p.view }
 // pointer, so the collector need not scan the table: with three pointers
 // an owner, at 1.5M objects its 1.4M owners cost every collection 4.2M
 // pointers to follow, and a change's rewritten blocks as many write
-// barriers while one ran.
+// barriers while one ran. Two services of one namespace whose names share
+// the 64-bit hash (a chance of n²/2⁶⁵ for n services) would share their
+// owners' key, as podID's pods would; PTRs still checks each view's
+// address.
 type revOwner struct {
 	svc uint64 // nameHash of the service's name
 	ns  uint32
