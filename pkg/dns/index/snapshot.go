@@ -184,11 +184,6 @@ type NamespaceID struct {
 	Namespace string
 }
 
-// is reports whether id names the same namespace as o.
-func (id *NamespaceID) is(o *NamespaceID) bool {
-	return id == o || (id.TP == o.TP && id.Tenant == o.Tenant && id.Namespace == o.Namespace)
-}
-
 // PTR is an owner of an address, a service's cluster IP or an endpoint,
 // as Snapshot.PTRs finds it: the snapshot's own views, not copies.
 type PTR struct {
