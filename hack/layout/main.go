@@ -14,7 +14,8 @@
 //     in the package's own non-test files. Methods and fields are not checked.
 //
 // Run it from the module root: go run ./hack/layout (make check-layout). It
-// exits 1 when a rule is broken.
+// exits 1 when a rule is broken. make test runs the same check as a test
+// (layout_test.go), inside go test, where it shares the tests' build.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -42,33 +44,43 @@ type file struct {
 	ast    *ast.File
 	// imports: import path -> the name the file uses for it
 	imports map[string]string
+	// selects: every "x.Sel" the file writes with x a plain name
+	selects map[string]bool
+	// names: the names the file uses other than where it declares them
+	// (see usedInside)
+	names map[string]bool
 }
 
 func main() {
-	if err := run(); err != nil {
+	broken, err := check(os.Stdout)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "layout:", err)
 		os.Exit(2)
 	}
+	if broken > 0 {
+		os.Exit(1)
+	}
 }
 
-func run() error {
+// check checks the module in the current directory, writes what it finds to
+// w and returns how many findings break a rule.
+func check(w io.Writer) (broken int, err error) {
 	files, err := parseModule()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	progDeps, err := goList("-deps", "./cmd/...")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	cores, err := coreList()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	broken := 0
 	report := func(title string, lines []string) {
-		fmt.Printf("%s: %d\n", title, len(lines))
+		fmt.Fprintf(w, "%s: %d\n", title, len(lines))
 		for _, l := range lines {
-			fmt.Println("  " + l)
+			fmt.Fprintln(w, "  "+l)
 		}
 	}
 	dirs := map[string]bool{}
@@ -114,9 +126,9 @@ func run() error {
 	broken += len(back)
 
 	// 3. Exported identifiers only their own tests use.
-	patches, err := patchText()
+	patches, err := patchNames()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var idle, testsOnly []string
 	for _, d := range libDirs {
@@ -136,10 +148,7 @@ func run() error {
 	// Shown, not refused: a test bed's helper may serve other packages'
 	// tests only.
 	report("exported identifiers of pkg/ or internal/ used only by tests of other packages (not a failure)", keep(testsOnly, func(s string) bool { return !under(s, "testbed") }))
-	if broken > 0 {
-		os.Exit(1)
-	}
-	return nil
+	return broken, nil
 }
 
 func under(rel, top string) bool { return rel == top || strings.HasPrefix(rel, top+"/") }
@@ -174,6 +183,7 @@ func parseModule() ([]*file, error) {
 			}
 			f.imports[ip] = name
 		}
+		f.selects, f.names = selectors(a), usedNames(a)
 		out = append(out, f)
 		return nil
 	})
@@ -212,20 +222,28 @@ func coreList() (map[string]bool, error) {
 	return m, s.Err()
 }
 
-func patchText() (string, error) {
+// patchNames lists every "a.b" the Arktos patches write: two words joined
+// by one dot, each whole (so pkg.Name, not pkg.NameX, names Name).
+func patchNames() (map[string]bool, error) {
 	ps, err := filepath.Glob("arktos/patches/*.patch")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var b strings.Builder
+	dotted := regexp.MustCompile(`\w+(?:\.\w+)+`) // "a.b.c"
+	m := map[string]bool{}
 	for _, p := range ps {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		b.Write(data)
+		for _, chain := range dotted.FindAllString(string(data), -1) {
+			words := strings.Split(chain, ".")
+			for i := 1; i < len(words); i++ {
+				m[words[i-1]+"."+words[i]] = true
+			}
+		}
 	}
-	return b.String(), nil
+	return m, nil
 }
 
 func hasNonTest(files []*file, dir string) bool {
@@ -293,105 +311,103 @@ func usedOutside(files []*file, dir, id string, tests bool) bool {
 		if f.pkgDir == dir || f.test != tests {
 			continue
 		}
-		name, ok := f.imports[module+"/"+dir]
-		if !ok {
-			continue
-		}
-		found := false
-		ast.Inspect(f.ast, func(n ast.Node) bool {
-			if se, ok := n.(*ast.SelectorExpr); ok && se.Sel.Name == id {
-				if x, ok := se.X.(*ast.Ident); ok && x.Name == name {
-					found = true
-				}
-			}
-			return !found
-		})
-		if found {
+		if name, ok := f.imports[module+"/"+dir]; ok && f.selects[name+"."+id] {
 			return true
 		}
 	}
 	return false
+}
+
+// selectors lists the "x.Sel" selections of a, x being a plain name.
+func selectors(a *ast.File) map[string]bool {
+	m := map[string]bool{}
+	ast.Inspect(a, func(n ast.Node) bool {
+		if se, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := se.X.(*ast.Ident); ok {
+				m[x.Name+"."+se.Sel.Name] = true
+			}
+		}
+		return true
+	})
+	return m
 }
 
 // usedInside: dir's own non-test files name id other than where they
 // declare it.
 func usedInside(files []*file, dir, id string) bool {
 	for _, f := range files {
-		if f.pkgDir != dir || f.test {
-			continue
-		}
-		declared := map[*ast.Ident]bool{}
-		for _, d := range f.ast.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil {
-					declared[d.Name] = true
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						declared[s.Name] = true
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							declared[n] = true
-						}
-					}
-				}
-			}
-		}
-		// Names that are not the package-level id: fields, methods,
-		// composite literals' keys.
-		ast.Inspect(f.ast, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.Field:
-				for _, i := range n.Names {
-					declared[i] = true
-				}
-			case *ast.FuncDecl:
-				declared[n.Name] = true
-			case *ast.KeyValueExpr:
-				if i, ok := n.Key.(*ast.Ident); ok {
-					declared[i] = true
-				}
-			}
-			return true
-		})
-		found := false
-		ast.Inspect(f.ast, func(n ast.Node) bool {
-			if se, ok := n.(*ast.SelectorExpr); ok {
-				// x.id is a field or method, not the package-level id
-				ast.Inspect(se.X, func(m ast.Node) bool {
-					if i, ok := m.(*ast.Ident); ok && i.Name == id && !declared[i] {
-						found = true
-					}
-					return !found
-				})
-				return false
-			}
-			if i, ok := n.(*ast.Ident); ok && i.Name == id && !declared[i] {
-				found = true
-			}
-			return !found
-		})
-		if found {
+		if f.pkgDir == dir && !f.test && f.names[id] {
 			return true
 		}
 	}
 	return false
 }
 
-// inPatches: an Arktos patch names pkgname.id, pkgname being the package's
-// own name.
-func inPatches(patches string, files []*file, dir, id string) bool {
-	name := ""
-	for _, f := range files {
-		if f.pkgDir == dir && !f.test {
-			name = f.ast.Name.Name
-			break
+// usedNames lists the names a uses other than where it declares them: not a
+// package-level declaration's name, a field's or a method's, a composite
+// literal's key, or the selected name of x.Sel (a field or method, not the
+// package-level name).
+func usedNames(a *ast.File) map[string]bool {
+	declared := map[*ast.Ident]bool{}
+	for _, d := range a.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil {
+				declared[d.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					declared[s.Name] = true
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						declared[n] = true
+					}
+				}
+			}
 		}
 	}
-	return regexp.MustCompile(`\b` + regexp.QuoteMeta(name+"."+id) + `\b`).MatchString(patches)
+	ast.Inspect(a, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Field:
+			for _, i := range n.Names {
+				declared[i] = true
+			}
+		case *ast.FuncDecl:
+			declared[n.Name] = true
+		case *ast.KeyValueExpr:
+			if i, ok := n.Key.(*ast.Ident); ok {
+				declared[i] = true
+			}
+		}
+		return true
+	})
+	m := map[string]bool{}
+	var walk func(n ast.Node) bool
+	walk = func(n ast.Node) bool {
+		if se, ok := n.(*ast.SelectorExpr); ok {
+			ast.Inspect(se.X, walk)
+			return false
+		}
+		if i, ok := n.(*ast.Ident); ok && !declared[i] {
+			m[i.Name] = true
+		}
+		return true
+	}
+	ast.Inspect(a, walk)
+	return m
+}
+
+// inPatches: an Arktos patch names pkgname.id, pkgname being the package's
+// own name.
+func inPatches(patches map[string]bool, files []*file, dir, id string) bool {
+	for _, f := range files {
+		if f.pkgDir == dir && !f.test {
+			return patches[f.ast.Name.Name+"."+id]
+		}
+	}
+	return false
 }
 
 func keep(s []string, f func(string) bool) []string {
