@@ -84,7 +84,7 @@ fmt-check:
 # (699 -> 674 CPU-s), then 5m51s and 6m24s in fresh clones (638 and 698
 # CPU-s: the machine's speed moves that much), on a day when the old order
 # took 6m32s-7m04s.
-TEST_FIRST := ./cmd/fake-tp ./testbed/faketp ./test/hostile ./pkg/nodelocal ./test/images ./test/multi-tp
+TEST_FIRST := ./cmd/fake-tp ./testbed/faketp ./test/hostile ./pkg/nodelocal ./test/images ./test/multi-tp ./pkg/tporigin ./test/vendorable
 unit:
 	$(GO) test -race -vet=all -p 3 -timeout $(TEST_TIMEOUT) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS)
 
