@@ -76,14 +76,17 @@ fmt-check:
 # go test starts the test binaries in the order of its packages, and builds
 # what the first need first. TEST_FIRST are the longest runs, so that they
 # overlap the compiles of the rest instead of running alone at the end
-# (testbed/faketp's 40 s once ran last, on one core); cmd/fake-tp leads, as
-# its TestMain starts the static build of the programs that test/hostile,
-# test/multi-tp and test/images then share. A package listed twice runs
-# once. This order, the cores' language build on the race build and
-# test/hostile's idle clients outside the race detector: 6m48s -> 6m12s cold
-# (699 -> 674 CPU-s), then 5m51s and 6m24s in fresh clones (638 and 698
-# CPU-s: the machine's speed moves that much), on a day when the old order
-# took 6m32s-7m04s.
+# (testbed/faketp's 40 s once ran last, on one core; pkg/tporigin and
+# test/vendorable, 12-19 s each, started at 318 s and 340 s of 353 s);
+# cmd/fake-tp leads, as its TestMain starts the static build of the
+# programs that test/hostile, test/multi-tp and test/images then share. A
+# package listed twice runs once. Cold runs in fresh clones, 2 cores:
+# 6m32s-7m04s before this order; 5m51s-6m24s (638-698 CPU-s) with it, the
+# cores' language build on the race build and test/hostile's idle clients
+# outside the race detector; 5m36s and 5m38s (614 and 623 CPU-s) once make
+# test also dropped its own go vet, ran hack/layout inside go test and
+# started pkg/tporigin and test/vendorable early. The machine's speed moves
+# a run by about 30 s.
 TEST_FIRST := ./cmd/fake-tp ./testbed/faketp ./test/hostile ./pkg/nodelocal ./test/images ./test/multi-tp ./pkg/tporigin ./test/vendorable
 unit:
 	$(GO) test -race -vet=all -p 3 -timeout $(TEST_TIMEOUT) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS)
