@@ -259,15 +259,26 @@ type Source struct {
 
 // Tenant returns tenant's view in partition tp, or nil.
 func (s *Snapshot) Tenant(tp int, tenant []byte) *TenantView {
+	return tenantView(s, tp, tenant)
+}
+
+// Namespace returns the namespace view, or nil.
+func (s *Snapshot) Namespace(tp int, tenant, ns []byte) *NamespaceView {
+	return namespace(s, tp, tenant, ns)
+}
+
+// tenantView and namespace are Snapshot.Tenant and Snapshot.Namespace for
+// names as queries carry them (bytes) and as NamespaceID keeps them
+// (strings); string(b) in a map index does not allocate.
+func tenantView[T string | []byte](s *Snapshot, tp int, tenant T) *TenantView {
 	if tp < 0 || tp >= len(s.TPs) {
 		return nil
 	}
 	return s.TPs[tp].Tenants[string(tenant)]
 }
 
-// Namespace returns the namespace view, or nil.
-func (s *Snapshot) Namespace(tp int, tenant, ns []byte) *NamespaceView {
-	t := s.Tenant(tp, tenant)
+func namespace[T string | []byte](s *Snapshot, tp int, tenant, ns T) *NamespaceView {
+	t := tenantView(s, tp, tenant)
 	if t == nil {
 		return nil
 	}
@@ -292,11 +303,7 @@ func (s *Snapshot) PTRs(a netip.Addr, dst []PTR) []PTR {
 	k := keyOf(a)
 	for _, o := range owners {
 		id := s.nsIDs[o.ns]
-		t := s.TPs[id.TP].Tenants[id.Tenant]
-		if t == nil {
-			continue
-		}
-		n := t.Namespaces[id.Namespace]
+		n := namespace(s, id.TP, id.Tenant, id.Namespace)
 		if n == nil {
 			continue
 		}
