@@ -46,8 +46,8 @@ type file struct {
 	imports map[string]string
 	// selects: every "x.Sel" the file writes with x a plain name
 	selects map[string]bool
-	// names: the names the file uses other than where it declares them
-	// (see usedInside)
+	// names: the names a non-test file uses other than where it declares
+	// them (see usedInside); nil for a test file
 	names map[string]bool
 }
 
@@ -183,7 +183,10 @@ func parseModule() ([]*file, error) {
 			}
 			f.imports[ip] = name
 		}
-		f.selects, f.names = selectors(a), usedNames(a)
+		f.selects = selectors(a)
+		if !f.test { // usedInside reads non-test files only
+			f.names = usedNames(a)
+		}
 		out = append(out, f)
 		return nil
 	})
