@@ -17,9 +17,9 @@
 #
 # Environment:
 #   ARKTOS_BIN  the folder holding Arktos's kube-apiserver (and, for KCM=1,
-#               kube-controller-manager): a build of Arktos 6685f14 (make
-#               arktos-src prepares the tree; make arktos-patch builds the
-#               patched binaries). Binaries never go into the repository.
+#               kube-controller-manager): a build of Arktos 6685f14, stock
+#               (make arktos-src STOCK_BIN=DIR) or patched (WORK/bin of make
+#               arktos-patch). The binaries never go into the repository.
 #   KCM=1       start the controller managers too.
 #   ADVERTISE   the address the API servers advertise. In a network namespace
 #               with no default route set it to an address of the namespace
@@ -114,7 +114,7 @@ up() {
   dir=$2
   [[ $n =~ ^[1-9][0-9]*$ ]] || { say "up: N must be a positive number, not '$n'"; return 2; }
   [[ -n ${ARKTOS_BIN:-} && -x ${ARKTOS_BIN:-}/kube-apiserver ]] || {
-    say "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (make arktos-src, then build it)"
+    say "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (make arktos-src STOCK_BIN=DIR builds one)"
     return 1
   }
   if [[ ${KCM:-0} == 1 && ! -x $ARKTOS_BIN/kube-controller-manager ]]; then

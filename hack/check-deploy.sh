@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make check-deploy: `kubectl apply --dry-run=server` of every kustomization
 # under deploy/ against two real API servers, both on loopback only:
-#   arktos    one Arktos 6685f14 TP from ../shared/arktos/lab.sh (ARKTOS_BIN
-#             names the folder with its kube-apiserver);
+#   arktos    one Arktos 6685f14 TP from hack/arktos-lab.sh (ARKTOS_BIN
+#             names the folder with its kube-apiserver; ARKTOS_LAB another
+#             lab script with its interface);
 #   upstream  kube-apiserver KUBE_VERSION (v1.37.2) on Debian's etcd, built once
 #             from the Go module proxy into $CACHE (KUBE_APISERVER names a
 #             binary to use instead).
@@ -17,13 +18,13 @@ root=$PWD
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpkit/kube-apiserver-$KUBE_VERSION}
-LAB=${ARKTOS_LAB:-$root/../shared/arktos/lab.sh}
+LAB=${ARKTOS_LAB:-$root/hack/arktos-lab.sh}
 READY_TIMEOUT=${READY_TIMEOUT:-180} # seconds each API server has to become ready
 
 die() { echo "check-deploy: $*" >&2; exit 2; }
 [[ -n ${ARKTOS_BIN:-} && -x ${ARKTOS_BIN:-}/kube-apiserver ]] ||
-  die "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"
-[[ -x $LAB ]] || die "no $LAB (../shared/arktos)"
+  die "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (make arktos-src STOCK_BIN=DIR builds one)"
+[[ -x $LAB ]] || die "no lab script $LAB"
 ./hack/ensure-tools.sh etcd openssl curl || exit 2
 command -v kubectl >/dev/null || die "kubectl is not installed"
 

@@ -11,7 +11,7 @@
 // every process, mount, cgroup, bridge and file the lab made. The test
 // starts, as processes in the namespaces:
 //   - a resource-partition API server for the node and two TP API servers
-//     (etcd and kube-apiserver each, by ../shared/arktos/lab.sh);
+//     (etcd and kube-apiserver each, by hack/arktos-lab.sh);
 //   - each TP's kube-controller-manager and kube-scheduler, placing pods on
 //     the resource partition's node (--resource-providers), as Arktos's
 //     scale-out scripts run them;

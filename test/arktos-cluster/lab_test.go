@@ -30,14 +30,14 @@ const (
 	clusterDomain = "cluster.local"
 	// clusterDNS is the partition-dns Service's cluster IP: deploy's
 	// README step 3, "give the Service the IP your clusters already use",
-	// here the first of tp1's service range (lab.sh gives tpN
+	// here the first of tp1's service range (arktos-lab.sh gives tpN
 	// 10.(95+N).0.0/16).
 	clusterDNS = "10.96.0.10"
 	podCIDR    = "10.88.0.0/16"
 	// nodeAddrs are the node's addresses partition-dns sees a node cache
 	// ask from: the bridge's (the pod network's gateway) and lab0's.
 	nodeAddrs = "10.88.0.1/32,10.254.0.1/32"
-	// gates are lab.sh's feature gates, which the controllers and
+	// gates are arktos-lab.sh's feature gates, which the controllers and
 	// schedulers get too.
 	gates = "AllAlpha=false,WorkloadInfoDefaulting=true,QPSDoubleGCController=true,QPSDoubleRSController=true,MandatoryArktosNetwork=true"
 )
@@ -124,7 +124,7 @@ func TestArktosCluster(t *testing.T) {
 	}
 }
 
-// up starts the resource partition and two TPs (lab.sh: etcd and the
+// up starts the resource partition and two TPs (arktos-lab.sh: etcd and the
 // patched kube-apiserver each), each TP's kube-controller-manager and
 // scheduler as Arktos's scale-out scripts run them (hack/lib/common.sh:
 // --resource-providers names the resource partition, whose nodes they
@@ -138,7 +138,7 @@ func (l *lab) up() {
 		cmd := exec.Command("bash", l.labSh, "up", fmt.Sprint(part.n), filepath.Join(l.dir, part.dir))
 		cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin, "ADVERTISE="+advertise)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			l.t.Fatalf("lab.sh up %d %s: %v\n%s", part.n, part.dir, err, out)
+			l.t.Fatalf("arktos-lab.sh up %d %s: %v\n%s", part.n, part.dir, err, out)
 		}
 	}
 	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")

@@ -8,7 +8,7 @@
 // this package's test with the arktoslab tag and runs it inside the
 // namespace. The test then starts, as processes in that namespace:
 //   - a resource-partition API server for the node object and two TP API
-//     servers (etcd and kube-apiserver each, by ../shared/arktos/lab.sh);
+//     servers (etcd and kube-apiserver each, by hack/arktos-lab.sh);
 //   - hollow-node --morph=kubelet for both TPs (a real kubelet on a fake
 //     container runtime);
 //   - kube-proxy in iptables mode for both TPs, whose rules land in the

@@ -25,8 +25,8 @@ import (
 	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
-// The lab's names: one node; the TPs are tp1 and tp2 to lab.sh and the lab,
-// and workerTPNames to the node's programs (writeWorkerKubeconfigs).
+// The lab's names: one node; the TPs are tp1 and tp2 to arktos-lab.sh and
+// the lab, and workerTPNames to the node's programs (writeWorkerKubeconfigs).
 const (
 	nodeName      = "node-1"
 	clusterDNS    = "10.96.0.10"
@@ -143,7 +143,7 @@ func TestArktosNode(t *testing.T) {
 	}
 }
 
-// up starts the resource partition and the two TPs with lab.sh, inside
+// up starts the resource partition and the two TPs with arktos-lab.sh, inside
 // this namespace (ADVERTISE is the dummy device's address).
 func (l *lab) up() {
 	t := l.t
@@ -153,7 +153,7 @@ func (l *lab) up() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		labSH = filepath.Join(root, "..", "shared", "arktos", "lab.sh")
+		labSH = filepath.Join(root, "hack", "arktos-lab.sh")
 	}
 	for _, part := range []struct {
 		n   string
@@ -163,7 +163,7 @@ func (l *lab) up() {
 		cmd := exec.Command("bash", labSH, "up", part.n, d)
 		cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("lab.sh up %s %s: %v\n%s", part.n, d, err, out)
+			t.Fatalf("arktos-lab.sh up %s %s: %v\n%s", part.n, d, err, out)
 		}
 	}
 	l.rp = readTrim(t, filepath.Join(l.dir, "rp", "tp1", "url"))
@@ -172,7 +172,7 @@ func (l *lab) up() {
 	for i := range l.tps {
 		l.tps[i] = readTrim(t, filepath.Join(l.dir, "tps", fmt.Sprintf("tp%d", i+1), "url"))
 		l.tpKC[i] = filepath.Join(l.dir, "tps", "kc", fmt.Sprintf("tp%d.kubeconfig", i+1))
-		// lab.sh records etcd then the API server, TP by TP.
+		// arktos-lab.sh records etcd then the API server, TP by TP.
 		l.tpPID[i] = pids[2*i+1]
 		args, err := testbin.Cmdline(l.tpPID[i])
 		if err != nil {

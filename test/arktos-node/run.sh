@@ -19,7 +19,7 @@ set -euo pipefail
 bin=$(cd "${1:?usage: run.sh ARKTOS_BIN}" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "run.sh: the node lab needs root (network namespaces, iptables)" >&2; exit 2; }
-"$root/hack/ensure-tools.sh" iptables ip etcd curl openssl
+"$root/hack/ensure-tools.sh" iptables ip etcd curl openssl python3
 
 ns=${LAB_NS:-tpkit-node-$$}
 tmp=$(mktemp -d /tmp/tpkit-node-lab.XXXXXX)
@@ -32,5 +32,5 @@ echo "== running it in network namespace $ns"
 cd "$root/test/arktos-node"
 ip netns exec "$ns" bash -c 'for d in /var/lib /var/log /run; do mount -t tmpfs tpkit-node-lab "$d" || exit 1; done; exec "$@"' lab \
 	env AWS_EC2_METADATA_DISABLED=true ADVERTISE=10.254.0.1 ARKTOS_BIN="$bin" \
-	TPKIT_NODE_LAB="$ns" LAB_SH="${LAB_SH:-$root/../shared/arktos/lab.sh}" \
+	TPKIT_NODE_LAB="$ns" LAB_SH="${LAB_SH:-$root/hack/arktos-lab.sh}" \
 	"$tmp/arktos-node.test" -test.v -test.count=1 -test.timeout "${LAB_TIMEOUT:-10m}"

@@ -21,7 +21,7 @@ import (
 )
 
 // arktosGroupVersions is what an Arktos 6685f14 TP serves (GET /api and
-// /apis on ../shared/arktos/lab.sh): no discovery.k8s.io, no policy/v1. A
+// /apis on hack/arktos-lab.sh): no discovery.k8s.io, no policy/v1. A
 // manifest's apiVersion must be one of them, and its kind one of
 // checkedKinds, which current Kubernetes serves too (unlike policy/v1beta1
 // or extensions/v1beta1 workloads).
@@ -61,7 +61,7 @@ var checkedKinds = []string{
 // newerThanArktos lists the fields of this module's k8s.io/api, reachable
 // from checkedKinds' specs, that Arktos 6685f14's API lacks: each is absent
 // from the definition of its type in the /openapi/v2 of a TP started by
-// ../shared/arktos/lab.sh (Arktos's Handler and ResizePolicy stand for
+// hack/arktos-lab.sh (Arktos's Handler and ResizePolicy stand for
 // LifecycleHandler and ContainerResizePolicy). Arktos's client-side schema
 // check in kubectl refuses every one ("unknown field"). Type is the Go type
 // that declares the field, as group/version.Name; since is the Kubernetes
@@ -295,7 +295,7 @@ func TestManifestsFitArktos(t *testing.T) {
 
 // TestArktosFindings: the check finds what a real Arktos TP refuses and
 // passes what it accepts (every case without an error was tried with kubectl
-// apply --dry-run=server against a TP of ../shared/arktos/lab.sh), and it
+// apply --dry-run=server against a TP of hack/arktos-lab.sh), and it
 // refuses what it cannot judge.
 func TestArktosFindings(t *testing.T) {
 	pod := func(spec string) string {

@@ -8,7 +8,7 @@
 // package's test with the arktoslab tag, and runs the test inside the
 // namespace, with tmpfs on /var/lib, /var/log and /run (TMPDIR under /run,
 // so hollow-node's root folders go with the namespace). The test starts:
-//   - a resource-partition API server (../shared/arktos/lab.sh up 1) for
+//   - a resource-partition API server (hack/arktos-lab.sh up 1) for
 //     the node object;
 //   - fake-tp with two TPs on the namespace's address, seeded with a
 //     service and its Endpoints in each;

@@ -58,7 +58,7 @@ subsets: [{addresses: [{ip: 10.244.2.20}], ports: [{name: http, port: 8080, prot
 type lab struct {
 	t        *testing.T
 	bin, dir string
-	labSH    string // ../shared/arktos/lab.sh
+	labSH    string // LAB_SH, hack/arktos-lab.sh by run.sh
 	// hollowBefore: the hollow-kubelet.* roots there before the lab, which
 	// teardown keeps (hollow-node makes a new one in /tmp at each start).
 	hollowBefore map[string]bool
@@ -125,7 +125,7 @@ func TestStockArktosAgainstFakeTP(t *testing.T) {
 }
 
 // startRP starts the resource partition (the node's API server) with
-// lab.sh.
+// arktos-lab.sh.
 func (l *lab) startRP() {
 	l.labSH = os.Getenv("LAB_SH")
 	if l.labSH == "" {
@@ -135,7 +135,7 @@ func (l *lab) startRP() {
 	cmd := exec.Command("bash", l.labSH, "up", "1", d)
 	cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		l.t.Fatalf("lab.sh up 1 %s: %v\n%s", d, err, out)
+		l.t.Fatalf("arktos-lab.sh up 1 %s: %v\n%s", d, err, out)
 	}
 	b, err := os.ReadFile(filepath.Join(d, "tp1", "url"))
 	if err != nil {
@@ -334,7 +334,7 @@ func (l *lab) teardown() {
 	}
 	if l.labSH != "" {
 		if out, err := exec.Command("bash", l.labSH, "down", filepath.Join(l.dir, "rp")).CombinedOutput(); err != nil {
-			l.t.Logf("lab.sh down: %v\n%s", err, out)
+			l.t.Logf("arktos-lab.sh down: %v\n%s", err, out)
 		}
 	}
 	if l.t.Failed() || os.Getenv("KEEP_LOGS") != "" {

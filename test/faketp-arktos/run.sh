@@ -12,7 +12,7 @@ set -euo pipefail
 bin=$(cd "${1:?usage: run.sh ARKTOS_BIN}" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "run.sh: the lab needs root (network namespaces, iptables)" >&2; exit 2; }
-"$root/hack/ensure-tools.sh" iptables ip etcd curl openssl
+"$root/hack/ensure-tools.sh" iptables ip etcd curl openssl python3
 
 ns=tpkit-faketp-arktos-$$
 tmp=$(mktemp -d /tmp/tpkit-faketp-arktos.XXXXXX)
@@ -27,5 +27,5 @@ echo "== running it in network namespace $ns"
 cd "$root/test/faketp-arktos"
 ip netns exec "$ns" bash -c 'for d in /var/lib /var/log /run; do mount -t tmpfs tpkit-faketp-arktos "$d" || exit 1; done; mkdir /run/tmp; exec "$@"' lab \
 	env AWS_EC2_METADATA_DISABLED=true TMPDIR=/run/tmp ADVERTISE=10.254.0.1 ARKTOS_BIN="$bin" FAKE_TP="$fake_tp" \
-	TPKIT_FAKETP_ARKTOS_LAB="$ns" LAB_SH="${LAB_SH:-$root/../shared/arktos/lab.sh}" \
+	TPKIT_FAKETP_ARKTOS_LAB="$ns" LAB_SH="${LAB_SH:-$root/hack/arktos-lab.sh}" \
 	"$tmp/faketp-arktos.test" -test.v -test.count=1 -test.timeout "${LAB_TIMEOUT:-15m}"

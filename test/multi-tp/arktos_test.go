@@ -25,18 +25,19 @@ import (
 )
 
 // TestArktosTPs checks partition-dns against two tenant partitions set up as
-// ../shared/arktos records them: tenant acme in tp1 and zeta in tp2, created
-// through POST /api/v1/tenants with spec.storageClusterId; the same namespace
-// and service names in both; the system tenant's kube-dns in both; core/v1
-// Endpoints with a hostname and a not-ready address; querier pods bound with
-// a Binding and made ready with a status patch. Everything is written through
-// Arktos's tenant paths, nothing through a short path that a fake could read
-// more generously than Arktos does.
+// the Arktos recordings (testbed/faketp/testdata/arktos) show them: tenant
+// acme in tp1 and zeta in tp2, created through POST /api/v1/tenants with
+// spec.storageClusterId; the same namespace and service names in both; the
+// system tenant's kube-dns in both; core/v1 Endpoints with a hostname and a
+// not-ready address; querier pods bound with a Binding and made ready with a
+// status patch. Everything is written through Arktos's tenant paths, nothing
+// through a short path that a fake could read more generously than Arktos
+// does.
 //
 // By default the TPs are two fake-tp processes in their default mode. With
 // ARKTOS_BIN set to a folder holding Arktos's kube-apiserver (make
-// check-arktos; ../shared/arktos/BUILD.md builds it) they are two real
-// Arktos TPs started by ../shared/arktos/lab.sh, and the check also holds
+// check-arktos; make arktos-src STOCK_BIN=DIR builds one) they are two real
+// Arktos TPs started by hack/arktos-lab.sh, and the check also holds
 // partition-dns to answering a new service within 3 seconds.
 func TestArktosTPs(t *testing.T) {
 	tps := startArktosTPs(t)
@@ -209,8 +210,8 @@ func startArktosTPs(t *testing.T) *arktosTPs {
 	return tps
 }
 
-// startRealArktos runs ../shared/arktos/lab.sh up 2 (LAB_SH overrides its
-// path) and stops the TPs at the end.
+// startRealArktos runs hack/arktos-lab.sh up 2 (LAB_SH names another script
+// with its interface) and stops the TPs at the end.
 func startRealArktos(t *testing.T, bin string) *arktosTPs {
 	lab := os.Getenv("LAB_SH")
 	if lab == "" {
@@ -218,7 +219,7 @@ func startRealArktos(t *testing.T, bin string) *arktosTPs {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lab = filepath.Join(root, "..", "shared", "arktos", "lab.sh")
+		lab = filepath.Join(root, "hack", "arktos-lab.sh")
 	}
 	dir := t.TempDir()
 	up := exec.Command(lab, "up", "2", dir)
@@ -226,20 +227,20 @@ func startRealArktos(t *testing.T, bin string) *arktosTPs {
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf("%s up 2 %s: %v\n%s", lab, dir, err, out)
 	}
-	// lab.sh writes the pids of tp1's etcd and API server, then tp2's;
+	// The lab writes the pids of tp1's etcd and API server, then tp2's;
 	// restarts replace the API servers'.
 	pids := testbin.LabPIDs(filepath.Join(dir, "pids"))
 	if len(pids) < 4 {
-		t.Fatalf("lab.sh recorded %d pids, want 4", len(pids))
+		t.Fatalf("%s recorded %d pids, want 4", lab, len(pids))
 	}
 	apiservers := [2]int{pids[1], pids[3]}
 	t.Cleanup(func() {
 		if out, err := exec.Command(lab, "down", dir).CombinedOutput(); err != nil {
 			t.Logf("%s down: %v\n%s", lab, err, out)
 		}
-		// lab.sh down signals every process at once; an API server whose
-		// etcd went first may linger, and a restarted one is not in its
-		// list: make sure none is left.
+		// A restarted API server is not in the lab's list, and a lab
+		// script named by LAB_SH may not wait for what it signals: make
+		// sure none is left.
 		for _, pid := range append(testbin.LabPIDs(filepath.Join(dir, "pids")), apiservers[:]...) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -37,7 +37,7 @@
 //
 // TestArktosTPs and TestArktosRestarts run against two Arktos-shaped TPs:
 // two fake-tp processes in make test, two real Arktos TPs from
-// ../shared/arktos/lab.sh with ARKTOS_BIN set (make check-arktos). The
+// hack/arktos-lab.sh with ARKTOS_BIN set (make check-arktos). The
 // first checks names, the node libraries, a new service and a stopped TP;
 // the second restarts each TP's API server while both TPs change, once
 // over a compacted store, and holds partition-dns, the kube-proxy view and

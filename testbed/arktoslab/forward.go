@@ -7,9 +7,9 @@ import (
 )
 
 // Forwarder accepts TCP connections on an address of the lab's namespace
-// and joins each to a target: lab.sh binds every API server to loopback,
-// which pods on a bridge cannot reach, and the node lab uses it to stand for
-// an API server at another address.
+// and joins each to a target: hack/arktos-lab.sh binds every API server to
+// loopback, which pods on a bridge cannot reach, and the node lab uses it to
+// stand for an API server at another address.
 type Forwarder struct {
 	ln    net.Listener
 	conns atomic.Int64

@@ -15,9 +15,9 @@ import (
 // Service cluster IP ranges. Each TP is an API server of its own, with its
 // own --service-cluster-ip-range, as in Arktos's scale-out: the recorded
 // TPs served 10.0.0.0/16 and 10.1.0.0/16 (samples 34, 84), and
-// ../shared/arktos/lab.sh starts tp1, tp2, ... on 10.96.0.0/16,
-// 10.97.0.0/16, .... By default TP k (counting from 0, in the order of
-// Options.Names, or tp1..tpN) gets 10.(96+k).0.0/16, as lab.sh: the first
+// hack/arktos-lab.sh starts tp1, tp2, ... on 10.96.0.0/16, 10.97.0.0/16,
+// .... By default TP k (counting from 0, in the order of Options.Names, or
+// tp1..tpN) gets 10.(96+k).0.0/16, as the lab does: the first
 // 16 TPs share Kubernetes's default 10.96.0.0/12 without overlapping, and
 // tp1 keeps 10.96.0.0/16, whose 10.96.0.10 seeds use for kube-dns.
 const (

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// LabPIDs reads the pids file of ../shared/arktos/lab.sh (one pid per
-// line, in start order: each TP's etcd, then its API server); nil when the
-// file cannot be read, as after lab.sh down removed the lab.
+// LabPIDs reads the pids file of hack/arktos-lab.sh (one pid per line, in
+// start order: each TP's etcd, then its API server); nil when the file
+// cannot be read, as when the lab's folder is gone.
 func LabPIDs(path string) []int {
 	b, err := os.ReadFile(path)
 	if err != nil {
