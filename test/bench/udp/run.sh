@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # make bench-udp: partition-dns's UDP path against the kernel's practical
-# limit (issue 20, item 4), in the same run: ../shared/tools/udpfloor
-# -batch 32 (a reflector answering every query with a canned record, no DNS
-# work, recvmmsg/sendmmsg), partition-dns with --udp-batch 32 (the default)
-# and with --udp-batch 1 (one read and one write per packet).
+# limit (issue 20, item 4), in the same run: udpfloor -batch 32
+# (test/bench/udp/udpfloor: a reflector answering every query with a canned
+# record, no DNS work, recvmmsg/sendmmsg; UDPFLOOR names another build of
+# it), partition-dns with --udp-batch 32 (the default) and with
+# --udp-batch 1 (one read and one write per packet).
 #
-#   UDPFLOOR=/path/to/udpfloor DURATION=10 ROUNDS=3 test/bench/udp/run.sh
+#   DURATION=10 ROUNDS=3 test/bench/udp/run.sh
 #
 # Each server gets 2 SO_REUSEPORT sockets (the cores here). dnsperf runs the
 # query mix of make bench-dns at full speed against each in turn; the table
@@ -25,7 +26,7 @@ UDPFLOOR=${UDPFLOOR:-}
 . test/bench/lib.sh
 bench_init
 if [[ -z $UDPFLOOR ]]; then
-  go build -C ../shared/tools/udpfloor -o "$work/udpfloor" . && UDPFLOOR=$work/udpfloor
+  go build -o "$work/udpfloor" ./test/bench/udp/udpfloor && UDPFLOOR=$work/udpfloor
 fi
 start_tps "$SERVICES" "$PODS"
 
