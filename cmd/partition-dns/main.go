@@ -457,7 +457,7 @@ func run(ctx context.Context, c *config) error {
 	}
 	reg.MustRegister(src.Collector())
 
-	fwd, err := newForwarder(c, reg)
+	fwd, fwdTimeout, err := newForwarder(c, reg)
 	if err != nil {
 		return err
 	}
@@ -467,7 +467,7 @@ func run(ctx context.Context, c *config) error {
 		Zones: c.zones.vals, TTL: uint32(c.ttl), Pods: mode,
 		Isolation: c.isolation, AllowUnknownSources: c.unknownSources == "allow",
 		SystemPartition: sys, NSAddrs: nsAddrs(c.listen),
-		Forwarder: fwd, Metrics: server.NewMetrics(reg),
+		Forwarder: fwd, ForwardTimeout: fwdTimeout, Metrics: server.NewMetrics(reg),
 		MaxConcurrentForwards: c.maxForwards, ForwardsPerSource: c.forwardsPerSrc, AllowRecursion: c.recursionCIDRs, TrustedForwarders: c.trustedCIDRs, PodCIDRs: c.podCIDRs, UnknownPodWait: c.unknownPodWait, UDPBatch: c.udpBatch,
 	})
 	if err != nil {
@@ -501,36 +501,39 @@ func run(ctx context.Context, c *config) error {
 // newForwarder is the forwarder of names outside the zones: to
 // --upstream, or the nameservers of --resolv-conf; nil (REFUSED) for
 // --upstream none or when there are none. It is the resolver node-cache
-// uses too (pkg/dns/upstream), without prefetch or serve-stale.
-func newForwarder(c *config, reg *prometheus.Registry) (server.Forwarder, error) {
+// uses too (pkg/dns/upstream), without prefetch or serve-stale. timeout is
+// the bound on one forwarded query, server.Options.ForwardTimeout: each
+// server in turn gets --forward-timeout, so the query as a whole gets that
+// times the servers (without it, the handler's own 5 s default cut a
+// longer --forward-timeout, or a third of three servers, short).
+func newForwarder(c *config, reg *prometheus.Registry) (fwd server.Forwarder, timeout time.Duration, err error) {
 	ups := c.upstreams.vals
 	if len(ups) == 1 && ups[0] == "none" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if len(ups) == 0 {
 		var err error
 		if ups, err = serversOf(c.resolvConf); err != nil || len(ups) == 0 {
 			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "resolvConf", c.resolvConf, "err", err)
-			return nil, nil
+			return nil, 0, nil
 		}
 	}
 	for i, u := range ups {
 		ups[i] = upstream.HostPort(u)
 	}
+	timeout = time.Duration(len(ups)) * c.forwardTimeout
 	size := max(c.cacheSize, 0) // negative: no cache
 	r, err := upstream.NewResolver(upstream.ResolverConfig{
-		Cache:  upstream.Config{SuccessCapacity: size, SuccessTTL: c.cacheMaxTTL, DenialCapacity: size, DenialTTL: c.cacheMaxNegative},
-		Routes: []upstream.Route{{Zone: ".", Upstream: upstream.NewServersUpstream(ups, c.forwardTimeout), Label: "upstream"}},
-		// Each server gets --forward-timeout; the handler's bound on the
-		// whole query comes on top.
-		UpstreamTimeout: time.Duration(len(ups)) * c.forwardTimeout,
+		Cache:           upstream.Config{SuccessCapacity: size, SuccessTTL: c.cacheMaxTTL, DenialCapacity: size, DenialTTL: c.cacheMaxNegative},
+		Routes:          []upstream.Route{{Zone: ".", Upstream: upstream.NewServersUpstream(ups, c.forwardTimeout), Label: "upstream"}},
+		UpstreamTimeout: timeout,
 		MetricsPrefix:   "tpkit_dns_forward",
 	}, reg)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	klog.InfoS("Forwarding other names", "upstreams", ups)
-	return r, nil
+	klog.InfoS("Forwarding other names", "upstreams", ups, "timeoutPerServer", c.forwardTimeout)
+	return r, timeout, nil
 }
 
 // serversOf reads the nameservers of a resolv.conf.
