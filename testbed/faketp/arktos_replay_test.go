@@ -21,15 +21,13 @@ import (
 )
 
 // TestArktosReplay replays every request of the recording of real Arktos
-// TPs (../shared/arktos, see its README) against two fake TPs in process,
-// in the same order and with the same bodies, read from its capture.sh,
-// and compares each answer with the recorded one: HTTP status, the error's
+// TPs (testdata/arktos, see its README) against two fake TPs in process, in
+// the same order and with the same bodies, read from its capture.sh, and
+// compares each answer with the recorded one: HTTP status, the error's
 // reason and message, and the JSON's shape (field names, recursively),
 // kinds, list contents (tenant/namespace/name of every item) and watch
 // event types in order. responses/ is replayed without controllers,
-// responses-with-kcm/ with them (the default). The recordings are
-// ../shared/arktos when it is beside the checkout, else their copy in
-// testdata/arktos (arktosRecordings).
+// responses-with-kcm/ with them (the default).
 //
 // What fake-tp does differently on purpose is listed once, in differences.
 func TestArktosReplay(t *testing.T) {
@@ -58,10 +56,10 @@ func TestArktosReplay(t *testing.T) {
 // master services 10.0.0.1 and 10.1.0.1 show (samples 34, 84).
 var recordedServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("10.1.0.0/16")}
 
-// arktosRecordings finds the recordings: $TPKIT_ARKTOS_RECORDINGS, else
-// ../shared/arktos from the module root when it is there, else the copy in
-// testdata/arktos, which every checkout has (CI's clone need not sit beside
-// ../shared), so that the replay never skips.
+// arktosRecordings is where the recordings are: $TPKIT_ARKTOS_RECORDINGS
+// (a fresh recording to try, in the layout of testdata/arktos), else
+// testdata/arktos, which every checkout has, so that the replay never
+// skips.
 func arktosRecordings(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("TPKIT_ARKTOS_RECORDINGS"); d != "" {
@@ -70,109 +68,28 @@ func arktosRecordings(t *testing.T) string {
 		}
 		return d
 	}
-	if d := sharedRecordings(t); d != "" {
-		return d
-	}
-	return recordingsCopy
+	return recordings
 }
 
-// recordingsCopy is the copy of the recordings in this package's testdata.
-const recordingsCopy = "testdata/arktos"
+// recordings is the recordings' folder in this package's testdata.
+const recordings = "testdata/arktos"
 
-// sharedRecordings is ../shared/arktos from the module root, or "" when it
-// is not there.
-func sharedRecordings(t *testing.T) string {
-	d := filepath.Join(filepath.Dir(moduleRoot(t)), "shared", "arktos")
-	if _, err := os.Stat(filepath.Join(d, "capture.sh")); err != nil {
-		return ""
+// TestArktosRecordingsComplete: testdata/arktos holds capture.sh and both
+// modes' answers, so that a copy cut short cannot make the replay compare
+// less than was recorded without notice.
+func TestArktosRecordingsComplete(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(recordings, "capture.sh")); err != nil {
+		t.Error(err)
 	}
-	return d
-}
-
-// TestArktosRecordingsCopy: the copy in testdata/arktos holds capture.sh
-// and both modes' answers, and, where ../shared/arktos is beside the
-// checkout, is the same as it file for file (testdata/arktos/README.md says
-// how to refresh it).
-func TestArktosRecordingsCopy(t *testing.T) {
-	copied := recordedFiles(t, recordingsCopy)
 	for _, mode := range []string{"responses", "responses-with-kcm"} {
-		n := 0
-		for name := range copied {
-			if strings.HasPrefix(name, mode+"/") && strings.HasSuffix(name, ".headers") {
-				n++
-			}
-		}
-		if n < 50 {
-			t.Errorf("%s/%s holds %d recorded answers; the copy is incomplete", recordingsCopy, mode, n)
-		}
-	}
-	if _, ok := copied["capture.sh"]; !ok {
-		t.Errorf("%s has no capture.sh", recordingsCopy)
-	}
-	shared := sharedRecordings(t)
-	if shared == "" {
-		return // CI's clone: the copy is all there is
-	}
-	want := recordedFiles(t, shared)
-	for name, b := range want {
-		if c, ok := copied[name]; !ok || !bytes.Equal(b, c) {
-			t.Errorf("%s differs from %s/%s (missing: %v); refresh the copy (testdata/arktos/README.md)", filepath.Join(recordingsCopy, name), shared, name, !ok)
-		}
-	}
-	for name := range copied {
-		if _, ok := want[name]; !ok {
-			t.Errorf("%s is not in %s; refresh the copy (testdata/arktos/README.md)", filepath.Join(recordingsCopy, name), shared)
-		}
-	}
-}
-
-// recordedFiles reads capture.sh and every file of responses/ and
-// responses-with-kcm/ under dir, by their path relative to dir.
-func recordedFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	paths := []string{"capture.sh"}
-	for _, mode := range []string{"responses", "responses-with-kcm"} {
-		names, err := filepath.Glob(filepath.Join(dir, mode, "*"))
+		headers, err := filepath.Glob(filepath.Join(recordings, mode, "*.headers"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range names {
-			rel, _ := filepath.Rel(dir, n)
-			paths = append(paths, rel)
+		if len(headers) < 50 {
+			t.Errorf("%s/%s holds %d recorded answers; the recordings are incomplete", recordings, mode, len(headers))
 		}
 	}
-	for _, p := range paths {
-		b, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			t.Fatal(err)
-		}
-		out[p] = b
-	}
-	return out
-}
-
-// moduleRoot is the folder of tpkit's go.mod.
-func moduleRoot(t *testing.T) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			t.Fatalf("no go.mod above %s", wd)
-		}
-		root = parent
-	}
-	return root
 }
 
 // difference is one thing fake-tp does differently from the recorded

@@ -106,9 +106,9 @@ func checkPage[R any](t *testing.T, b []byte, scan func(*scanner, *R)) {
 }
 
 // pageSeeds are list pages to start fuzzing from: the slim tests' pages,
-// pages fake-tp served (testdata), and real Arktos's recorded lists when
-// they are there (TPKIT_ARKTOS_RECORDINGS, or ../shared/arktos beside the
-// module, as in pkg/faketp's tests).
+// pages fake-tp served (testdata), and real Arktos's recorded lists
+// (testbed/faketp/testdata/arktos, or TPKIT_ARKTOS_RECORDINGS, as in
+// testbed/faketp's tests).
 func pageSeeds(f *testing.F) []string {
 	var out []string
 	for _, tc := range slimCases {
@@ -117,9 +117,12 @@ func pageSeeds(f *testing.F) []string {
 	files, _ := filepath.Glob("testdata/faketp-*.json")
 	d := os.Getenv("TPKIT_ARKTOS_RECORDINGS")
 	if d == "" {
-		d = "../../../../shared/arktos"
+		d = "../../../testbed/faketp/testdata/arktos"
 	}
 	rec, _ := filepath.Glob(filepath.Join(d, "responses*", "*-list*.json"))
+	if len(rec) == 0 {
+		f.Fatalf("no recorded lists (responses*/*-list*.json) in %s", d)
+	}
 	for _, name := range append(files, rec...) {
 		b, err := os.ReadFile(name)
 		if err != nil {
