@@ -23,7 +23,7 @@ help:
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
 	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
-	@echo "make bench-udp  partition-dns's batched UDP path against ../shared/tools/udpfloor -batch 32: QPS and CPU per query"
+	@echo "make bench-udp  partition-dns's batched UDP path against udpfloor -batch 32 (test/bench/udp/udpfloor): QPS and CPU per query"
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup, and 60k and 1.5M of fake-tp --generate's shape (1.5M in 340 MiB): ready, RSS, bytes per object, programming latency under churn, QPS"
 	@echo "make bench-generate  fake-tp --generate 125000 over 10 TPs (1.64M objects): time to ready, CPU, peak RSS"
@@ -34,7 +34,7 @@ help:
 	@echo "make bench-node ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin  stock vs patched Arktos kube-proxy over 3 fake TPs at 1.5k, 9k, 30k services: first complete rules, a new endpoint, RSS, per mode (root, netns)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-layout  the folders' rules: pkg/ holds what programs and cores need, no arrow from pkg/ into testbed/, no export only its own tests use (hack/layout)"
-	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (../shared/arktos/BUILD.md)"
+	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (hack/arktos-lab.sh; make arktos-src STOCK_BIN=DIR builds the binaries)"
 	@echo "make arktos-patch ARKTOS_SRC=DIR WORK=DIR  Arktos with tpkit: copy the tree, vendor the cores, apply arktos/patches, test, build WORK/bin, run Arktos's quick checks on both trees (docs/vendoring.md)"
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
 	@echo "make check-faketp-arktos ARKTOS_BIN=DIR  stock (or patched) kube-proxy and hollow-node start against fake-tp's TPs, in a network namespace (about 6 min)"
@@ -200,14 +200,14 @@ check-layout:
 
 # TestArktosTPs and TestArktosRestarts (each API server restarted 10 times,
 # once over a compacted etcd; about 4 minutes) against two real Arktos TPs
-# started by ../shared/arktos/lab.sh (make test runs both against fake-tp).
+# started by hack/arktos-lab.sh (make test runs both against fake-tp).
 # ARKTOS_BIN: Arktos's kube-apiserver.
 check-arktos:
-	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
+	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (make arktos-src STOCK_BIN=DIR builds one)"; exit 2; }
 	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) $(GO) test -count=1 -v -timeout 20m -run 'TestArktosTPs|TestArktosRestarts' ./test/multi-tp/
 
 # Arktos with tpkit (docs/vendoring.md): ARKTOS_SRC is an Arktos 6685f14 tree
-# prepared by ../shared/arktos/BUILD.md, never written; WORK gets the patched
+# prepared by make arktos-src, never written; WORK gets the patched
 # tree (src/, the series as commits) and kube-apiserver, kubelet, kube-proxy
 # and hollow-node (bin/). ARKTOS_TEST=0 skips Arktos's tests of the touched
 # packages. Then `go mod vendor` in the patched tree must reproduce tpkit's
@@ -217,7 +217,7 @@ check-arktos:
 # WORK/verify): a check the series makes fail fails the target;
 # ARKTOS_VERIFY=0 skips them.
 arktos-patch:
-	@test -n "$(ARKTOS_SRC)" -a -n "$(WORK)" || { echo "set ARKTOS_SRC to an Arktos tree (../shared/arktos/BUILD.md) and WORK to a scratch folder"; exit 2; }
+	@test -n "$(ARKTOS_SRC)" -a -n "$(WORK)" || { echo "set ARKTOS_SRC to an Arktos tree (make arktos-src prepares one) and WORK to a scratch folder"; exit 2; }
 	./arktos/apply.sh $(abspath $(ARKTOS_SRC)) $(abspath $(WORK))
 
 # The node lab (test/arktos-node) in a network namespace of its own:
@@ -251,7 +251,7 @@ check-arktos-cluster:
 # and more on 2 cores); deploy/overlays/newer against upstream only.
 KUBE_VERSION ?= v1.37.2
 check-deploy:
-	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (../shared/arktos/BUILD.md)"; exit 2; }
+	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (make arktos-src STOCK_BIN=DIR builds one)"; exit 2; }
 	ARKTOS_BIN=$(abspath $(ARKTOS_BIN)) KUBE_VERSION=$(KUBE_VERSION) ./hack/check-deploy.sh
 
 # The demo's ports and timeout are DEMO_* variables (README.md, Quickstart);
