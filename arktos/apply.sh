@@ -2,7 +2,7 @@
 # apply.sh ARKTOS_SRC WORK: build Arktos with tpkit (make arktos-patch).
 #
 # Copies the Arktos tree at ARKTOS_SRC (CentaurusInfra/arktos at 6685f14,
-# prepared by ../shared/arktos/BUILD.md) into WORK/src, never writing
+# prepared by make arktos-src) into WORK/src, never writing
 # ARKTOS_SRC; makes tpkit's cores a module of the tree (vendor-cores.sh);
 # applies the series in
 # patches/ as commits (`git am`, which is `git apply` with the patch's
@@ -23,8 +23,8 @@ set -euo pipefail
 src=${1:?usage: apply.sh ARKTOS_SRC WORK}
 work=${2:?usage: apply.sh ARKTOS_SRC WORK}
 here=$(cd "$(dirname "$0")" && pwd)
-grep -q '^module k8s.io/kubernetes' "$src/go.mod" 2>/dev/null || { echo "apply.sh: $src is not an Arktos tree (../shared/arktos/BUILD.md prepares one)" >&2; exit 2; }
-[ -f "$src/pkg/generated/openapi/zz_generated.openapi.go" ] || { echo "apply.sh: $src has no pkg/generated/openapi/zz_generated.openapi.go: prepare it with ../shared/arktos/BUILD.md step 4" >&2; exit 2; }
+grep -q '^module k8s.io/kubernetes' "$src/go.mod" 2>/dev/null || { echo "apply.sh: $src is not an Arktos tree (make arktos-src prepares one)" >&2; exit 2; }
+[ -f "$src/pkg/generated/openapi/zz_generated.openapi.go" ] || { echo "apply.sh: $src has no pkg/generated/openapi/zz_generated.openapi.go: prepare the tree with make arktos-src" >&2; exit 2; }
 src=$(cd "$src" && pwd)
 mkdir -p "$work" && work=$(cd "$work" && pwd)
 case "$work/" in "$src"/*) echo "apply.sh: WORK ($work) must not be inside ARKTOS_SRC ($src)" >&2; exit 2 ;; esac

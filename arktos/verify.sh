@@ -16,8 +16,8 @@
 # one commit; the patched copy is that same commit as its base
 # (PULL_BASE_SHA) and the patched tree as one commit on top, the way a pull
 # request looks to Arktos's CI. pkg/generated/openapi/zz_generated.openapi.go
-# is left out of both: Arktos does not commit it (../shared/arktos/BUILD.md
-# step 4 generates it), and verify-bazel deletes it anyway.
+# is left out of both: Arktos does not commit it (make arktos-src generates
+# it), and verify-bazel deletes it anyway.
 #
 # The tools the scripts `go install` from Arktos's vendor/ (gazelle,
 # buildozer, kazel for verify-bazel; misspell for verify-spelling) are built
