@@ -161,7 +161,7 @@
 // in every list of services and endpoints as they do against Arktos.
 //
 // Differences from Arktos on purpose (TestArktosReplay replays the recorded
-// Arktos TPs of ../shared/arktos and lists them): no service accounts, live
+// Arktos TPs of testdata/arktos and lists them): no service accounts, live
 // watch events carry metadata.selfLink, and a bound pod is deleted at once
 // (no kubelet).
 //
