@@ -5,6 +5,7 @@
 #
 #   hack/deploy-overlay.sh OUT [--tag TAG | --image-dir DIR] [--registry REG] [--tps N]
 #     [--pod-cidr CIDRS] [--trusted-forwarders CIDRS] [--cluster-ip IP] [--webhook-ca CA.crt] [--newer]
+#     [--no-node-cache]
 #
 #   OUT/dns                   partition-dns (deploy/partition-dns) and the node
 #                             cache (deploy/nodelocal): kubectl apply -k OUT/dns
@@ -25,14 +26,16 @@
 #   kubelets' --cluster-dns; --webhook-ca: the CA of the webhook's serving
 #   certificate, for both caBundle fields.
 # --newer: build on deploy/overlays/newer (Kubernetes 1.19+, not Arktos).
+# --no-node-cache: OUT/dns without deploy/nodelocal (which needs kube-proxy
+#   in iptables mode).
 #
 # Check what an overlay gives with kubectl kustomize OUT/dns.
 set -euo pipefail
 
-usage() { sed -n '6,7p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '6,8p' "$0" | sed 's/^# *//' >&2; exit 2; }
 [[ $# -ge 1 && $1 != -* ]] || usage
 out=$1; shift
-tag= imagedir= registry= tps=2 podcidr= trusted= clusterip= webhookca= newer=
+tag= imagedir= registry= tps=2 podcidr= trusted= clusterip= webhookca= newer= nodecache=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --tag) tag=$2; shift 2 ;;
@@ -44,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --cluster-ip) clusterip=$2; shift 2 ;;
     --webhook-ca) webhookca=$2; shift 2 ;;
     --newer) newer=1; shift ;;
+    --no-node-cache) nodecache=; shift ;;
     -h|--help) usage ;;
     *) echo "deploy-overlay.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -92,12 +96,12 @@ json() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
 kcs=
 for i in $(seq 1 "$tps"); do kcs+=${kcs:+,}/etc/partition-dns/tp$i.kubeconfig; done
 {
-  echo "# Written by hack/deploy-overlay.sh: partition-dns and the node cache, tag $tag."
+  echo "# Written by hack/deploy-overlay.sh: partition-dns${nodecache:+ and the node cache}, tag $tag."
   echo "apiVersion: kustomize.config.k8s.io/v1beta1"
   echo "kind: Kustomization"
   echo "resources:"
   echo "  - $(base partition-dns)"
-  echo "  - $(base nodelocal)"
+  [[ -z $nodecache ]] || echo "  - $(base nodelocal)"
   echo "images:"
   images partition-dns
   echo "patches:"
