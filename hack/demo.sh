@@ -99,7 +99,7 @@ if ((${#taken[@]})); then
   exit 1
 fi
 
-./hack/ensure-tools.sh dig
+./hack/ensure-tools.sh dig curl # dig for the answers it shows, curl for the readiness polls
 
 say "Building"
 mkdir -p "$BIN"
