@@ -17,9 +17,13 @@ all: build
 
 help:
 	@echo "make demo       build, start 3 fake TPs and partition-dns, print real answers (Ctrl-C stops)"
-	@echo "make build      build every program in cmd/ into $(BIN)/"
+	@echo "make build      build every program in cmd/ into $(BIN)/ (make all, the default, is the same)"
 	@echo "make images IMAGE_DIR=DIR  the container images as OCI archives DIR/<program>.oci.tar, tagged tpkit/<program>:<version> (hack/images.sh)"
 	@echo "make test       gofmt check, every test with the race detector and all vet checks"
+	@echo "make test-tools install what the tests need from Debian's packages when missing (hack/ensure-tools.sh; part of make test)"
+	@echo "make fmt-check  gofmt -l of every tracked Go file (part of make test)"
+	@echo "make unit       every test with -race and -vet=all, without the tools and gofmt steps (PKGS=./pkg/... for fewer)"
+	@echo "make vet        go vet of PKGS (make test vets through go test -vet=all)"
 	@echo "make bench      Go benchmarks of the hot paths (figures: docs/benchmarks.md)"
 	@echo "make bench-dns  partition-dns load run: dnsperf against 3 TPs x 10k services, ratio to a canned floor"
 	@echo "make bench-nodecache  node-cache -> partition-dns QPS with and without EDNS Client Subnet"
@@ -39,7 +43,10 @@ help:
 	@echo "make check-arktos-node ARKTOS_BIN=WORK/bin  the node lab: patched (or stock) hollow-node and kube-proxy against real TPs, in a network namespace"
 	@echo "make check-faketp-arktos ARKTOS_BIN=DIR  stock (or patched) kube-proxy and hollow-node start against fake-tp's TPs, in a network namespace (about 6 min)"
 	@echo "make check-deploy ARKTOS_BIN=DIR  kubectl apply --dry-run=server of deploy/ against a real Arktos TP and kube-apiserver $(KUBE_VERSION) (built once)"
+	@echo "make check-arktos-cluster ARKTOS_BIN=WORK/bin IMAGE_DIR=DIR  the cluster lab: the patched kubelet on dockerd, kube-proxy, partition-dns and the node cache deployed from deploy/, a tenant pod resolving (root)"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
+	@echo "make clean      remove $(BIN)/"
+	@echo "make help       this list"
 
 # -buildvcs=auto: --version names the commit even where GOFLAGS turns VCS
 # stamping off (as on these build machines); -ldflags: and the version.
@@ -208,14 +215,15 @@ check-arktos:
 
 # Arktos with tpkit (docs/vendoring.md): ARKTOS_SRC is an Arktos 6685f14 tree
 # prepared by make arktos-src, never written; WORK gets the patched
-# tree (src/, the series as commits) and kube-apiserver, kubelet, kube-proxy
-# and hollow-node (bin/). ARKTOS_TEST=0 skips Arktos's tests of the touched
-# packages. Then `go mod vendor` in the patched tree must reproduce tpkit's
-# module (arktos/check-vendor.sh, in WORK/vendor; ARKTOS_VENDOR_CHECK=0 skips
-# it), and Arktos's own quick checks (make quick-verify's set) run on
-# ARKTOS_SRC and the patched tree side by side (arktos/verify.sh, in
-# WORK/verify): a check the series makes fail fails the target;
-# ARKTOS_VERIFY=0 skips them.
+# tree (src/, the series as commits) and six binaries (bin/): kube-apiserver,
+# kubelet, kube-proxy and hollow-node, which the series patches, and
+# kube-controller-manager and kube-scheduler, which the cluster lab runs.
+# ARKTOS_TEST=0 skips Arktos's tests of the touched packages. Then `go mod
+# vendor` in the patched tree must reproduce tpkit's module
+# (arktos/check-vendor.sh, in WORK/vendor; ARKTOS_VENDOR_CHECK=0 skips it),
+# and Arktos's own quick checks (make quick-verify's set) run on ARKTOS_SRC
+# and the patched tree side by side (arktos/verify.sh, in WORK/verify): a
+# check the series makes fail fails the target; ARKTOS_VERIFY=0 skips them.
 arktos-patch:
 	@test -n "$(ARKTOS_SRC)" -a -n "$(WORK)" || { echo "set ARKTOS_SRC to an Arktos tree (make arktos-src prepares one) and WORK to a scratch folder"; exit 2; }
 	./arktos/apply.sh $(abspath $(ARKTOS_SRC)) $(abspath $(WORK))
