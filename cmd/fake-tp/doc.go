@@ -1,5 +1,5 @@
 // Command fake-tp serves fake Arktos tenant partitions for multi-partition
-// harnesses. It is testbed/faketp (pkg/faketp before issue 38) as a
+// harnesses. It is testbed/faketp (pkg/faketp before the test bed moved out of pkg/) as a
 // process: the one program that imports the test bed's library, being the
 // test bed's own program.
 //

@@ -1,4 +1,4 @@
-// Command layout checks the house rules of tpkit's folders (issue 38,
+// Command layout checks the house rules of tpkit's folders (the layout clean-up that moved the test bed out of pkg/,
 // docs/architecture.md "Layout") and prints what it finds:
 //
 //   - pkg/ holds the programs' packages and the vendorable cores only: every

@@ -126,7 +126,7 @@ func BenchmarkServiceUpdate(b *testing.B) {
 }
 
 // BenchmarkLiveBytes reports what the view and a proxier's snapshot keep
-// at issue 37's node size, 3 TPs × 10k services × 10 endpoints, once
+// at the node size of the Arktos-scale goal, 3 TPs × 10k services × 10 endpoints, once
 // applied: live heap bytes per endpoint (the records, like an informer's
 // objects, are not counted).
 func BenchmarkLiveBytes(b *testing.B) {

@@ -1,6 +1,6 @@
 // Package nodelocal runs tpkit's NodeLocal DNS cache and its HA switch, the
 // two modes `partition-dns node-cache` and `partition-dns node-cache-watch`
-// (seed 002, the KEP "NodeLocal DNSCache to beta").
+// (the KEP "NodeLocal DNSCache to beta").
 //
 // RunCache is the cache: it puts the local IPs (169.254.20.10 and the kube-dns
 // service IP) on the nodelocaldns dummy interface (package netif), answers DNS

@@ -272,7 +272,7 @@ func backends() []string {
 	return out
 }
 
-// TestNodeLocalHASwitch is issue 9's "Done when": the cache and the watcher
+// TestNodeLocalHASwitch is the NodeLocal HA switch's acceptance test: the cache and the watcher
 // run as real processes in a namespace that stands in for a node.
 func TestNodeLocalHASwitch(t *testing.T) {
 	if why := netns.Available(); why != "" {

@@ -24,7 +24,7 @@ const (
 	nodeCacheIP = "127.0.0.60"
 )
 
-// testNodeCache: pod identity survives node-cache (issue 16). A second
+// testNodeCache: pod identity survives node-cache (EDNS Client Subnet). A second
 // partition-dns with tenant isolation trusts the node (127.0.0.1) to name
 // pods by EDNS Client Subnet; node-cache in front of it forwards each
 // pod's address. Through the cache, every pod gets the answer it gets when

@@ -26,7 +26,7 @@ import (
 )
 
 // convergeWithin is how soon after a restarted TP answers again the
-// programs and libraries must agree with it (issue 30).
+// programs and libraries must agree with it (convergence after real Arktos restarts).
 const convergeWithin = 10 * time.Second
 
 // TestArktosRestarts restarts each TP's API server again and again while

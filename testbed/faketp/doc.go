@@ -170,7 +170,7 @@
 // kube-apiserver would give. Every object served carries the
 // resourceVersion it was written at, from one counter per TP.
 //
-// It moved from pkg/faketp to the test bed's own wing in issue 38, its API
+// It moved from pkg/faketp to the test bed's own wing, its API
 // unchanged: import github.com/tpkit-dev/tpkit/testbed/faketp (and
 // testbed/faketp/store, testbed/faketp/manifest) where
 // github.com/tpkit-dev/tpkit/pkg/faketp was; pkg/ now holds only what the

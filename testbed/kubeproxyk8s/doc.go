@@ -17,7 +17,7 @@
 //     kube-proxy, whose client i is TP i (kubeproxy.Partitions).
 //
 // Moved from pkg/kubeproxy/k8s (github.com/tpkit-dev/tpkit/pkg/kubeproxy/k8s,
-// package k8s) in issue 38; FollowTracker and RegisterViewMetrics, which
+// package k8s) with the test bed; FollowTracker and RegisterViewMetrics, which
 // nothing called, went then.
 //
 // Invariants:

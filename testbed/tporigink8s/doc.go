@@ -9,6 +9,6 @@
 // and publishes the tracker's figures on its /metrics itself (arktos/patches).
 //
 // Moved from pkg/tporigin/k8s (github.com/tpkit-dev/tpkit/pkg/tporigin/k8s,
-// package k8s) in issue 38; AddFlags and Collector, which nothing called,
+// package k8s) with the test bed; AddFlags and Collector, which nothing called,
 // went then.
 package tporigink8s

@@ -60,7 +60,7 @@ func tenantJSON(name string) string {
 	return `{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"` + name + `"},"spec":{"storageClusterId":"0"}}`
 }
 
-// TestKubectlAgainstFakeTP is the end-to-end check of issue 6: the real
+// TestKubectlAgainstFakeTP is the end-to-end check of the DaemonSet admission (plugin, webhook and fake-tp chain): the real
 // kubectl, talking to fake-tp over HTTP, meets the plugins in fake-tp's
 // default admission chain.
 func TestKubectlAgainstFakeTP(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/tpkit-dev/tpkit/pkg/tenancy"
 )
 
-// Options scope what is served, after seed 000's --dns-namespace.
+// Options scope what is served, after the --dns-namespace of the proposal "Namespace-specific DNS servers in Kubernetes".
 type Options struct {
 	// Namespaces, when not empty, limits the served namespaces to these
 	// plus "default". Their services and endpoints are read one namespace

@@ -1,4 +1,4 @@
-// Package watch is the NodeLocal HA switch, seed 002's "USE LOCAL?": a
+// Package watch is the NodeLocal HA switch, the "USE LOCAL?" of the KEP "NodeLocal DNSCache to beta": a
 // watcher, run as its own process so it outlives a crashed or OOM-killed
 // cache, that probes the cache with a real DNS query and keeps the iptables
 // rule set in the matching state.

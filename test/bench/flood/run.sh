@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-flood: cluster names under a forward flood (issue 30), for
+# make bench-flood: cluster names under a forward flood (their fair share), for
 # partition-dns and CoreDNS in the same run.
 #
 #   DURATION=10 ROUNDS=3 COREDNS_VERSION=v1.15.0 test/bench/flood/run.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start-up memory of partition-dns against 3 fake TPs (issue 20): time to
+# Start-up memory of partition-dns against 3 fake TPs (the scale goal): time to
 # ready, peak RSS (VmHWM) and steady RSS, for each --list-page-size given.
 #
 #   SERVICES=72000 PODS=72000 PAGE_SIZES="-1 500" test/bench/memory/run.sh

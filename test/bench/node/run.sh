@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-node (issue 37 item 4): stock and patched Arktos kube-proxy
+# make bench-node: stock and patched Arktos kube-proxy
 # against the same fake TPs, each kube-proxy alone in a network namespace of
 # its own, one at a time, in every mode (proxy mode × iptables backend).
 #

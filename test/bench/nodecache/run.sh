@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-nodecache: what EDNS Client Subnet costs on the node-cache →
-# partition-dns path (issue 16), on loopback, both sides in the same run.
+# partition-dns path (pod identity through the cache), on loopback, both sides in the same run.
 #
 #   SERVICES=2000 PODS=2000 DURATION=10 ROUNDS=3 test/bench/nodecache/run.sh
 #

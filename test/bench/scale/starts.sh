@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Single starts of partition-dns against one set of fake TPs (issue 37 item
-# 1): the TPs are seeded once, then each binary of BINARIES starts ROUNDS
+# Single starts of partition-dns against one set of fake TPs (the 1.5M-object
+# goal: ready within 30 s): the TPs are seeded once, then each binary of BINARIES starts ROUNDS
 # times, the binaries alternated, each start in its own memory cgroup of
 # MEMCG_MIB. For each start: the time from exec to /readyz, partition-dns's
 # CPU (user + system) to ready, the CPU the TPs spent meanwhile (they serve

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make soak (issue 30, item 2): partition-dns for SOAK under a steady load,
+# make soak (flat memory over hours): partition-dns for SOAK under a steady load,
 # watched for growth and checked for exact answers at the end.
 #
 #   SOAK=30m SOAK_WARMUP=5m SERVICES=13334 CHANGES=500 KEEP=3000 QPS=5000 FORWARD_PCT=15 test/bench/soak/run.sh

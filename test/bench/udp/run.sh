@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-udp: partition-dns's UDP path against the kernel's practical
-# limit (issue 20, item 4), in the same run: udpfloor -batch 32
+# limit (batched socket I/O), in the same run: udpfloor -batch 32
 # (test/bench/udp/udpfloor: a reflector answering every query with a canned
 # record, no DNS work, recvmmsg/sendmmsg; UDPFLOOR names another build of
 # it), partition-dns with --udp-batch 32 (the default) and with
