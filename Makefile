@@ -269,7 +269,9 @@ check-arktos-cluster:
 # apply --dry-run=server against one real Arktos TP (ARKTOS_BIN: its
 # kube-apiserver) and an upstream kube-apiserver KUBE_VERSION, which the
 # script builds once from the Go module proxy into ~/.cache/tpkit (10 minutes
-# and more on 2 cores); deploy/overlays/newer against upstream only.
+# and more on 2 cores); deploy/overlays/newer against upstream only; the
+# overlays of hack/deploy-overlay.sh; and, on a second Arktos TP with client
+# certificates and RBAC, rbac-per-tp.yaml and hack/tp-kubeconfig.sh for real.
 KUBE_VERSION ?= v1.37.2
 check-deploy:
 	@test -n "$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to the folder holding Arktos's kube-apiserver (make arktos-src STOCK_BIN=DIR builds one)"; exit 2; }

@@ -9,7 +9,10 @@
 #             binary to use instead).
 # The bases (deploy/<x>) and partition-dns's rbac-per-tp.yaml go to both;
 # deploy/overlays/newer/<x>, for clusters newer than Arktos's API, to upstream
-# only. One line per manifest and server, PASS or FAIL with kubectl's message;
+# only; so do the overlays hack/deploy-overlay.sh writes. Then, on a second
+# Arktos TP with client certificates and RBAC, rbac-per-tp.yaml is applied
+# and hack/tp-kubeconfig.sh's kubeconfig must list what partition-dns reads,
+# and no more. One line per manifest and server, PASS or FAIL with kubectl's message;
 # exit 1 on any FAIL (the logs are kept then, in the folder it prints).
 set -uo pipefail
 [[ -n ${ARKTOS_BIN:-} && -d ${ARKTOS_BIN:-} ]] && ARKTOS_BIN=$(cd "$ARKTOS_BIN" && pwd)
@@ -181,4 +184,99 @@ for d in deploy/overlays/newer/*/kustomization.yaml; do
   d=$(dirname "$d")
   check upstream "$upstream_kc" "$d" -k "$d"
 done
+
+# The overlays an admin applies (README.md, "Deploy on Arktos"), written by
+# hack/deploy-overlay.sh outside the checkout: for Arktos on the base, for
+# upstream on deploy/overlays/newer.
+ca=$work/webhook-ca.crt
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/webhook-ca.key" -out "$ca" -days 1 -subj /CN=webhook-ca 2>/dev/null ||
+  { failed=1; die "openssl could not make the webhook's CA"; }
+for server in arktos upstream; do
+  o=$work/overlay-$server kc=$arktos_kc newer=
+  [[ $server == upstream ]] && kc=$upstream_kc newer=--newer
+  if out=$(./hack/deploy-overlay.sh "$o" --tag "$(./hack/version.sh --tag)" --tps 2 --pod-cidr 10.244.0.0/16 \
+    --trusted-forwarders 10.0.0.0/16 --cluster-ip 10.0.0.10 --webhook-ca "$ca" $newer 2>&1); then
+    check "$server" "$kc" "deploy-overlay.sh: dns" -k "$o/dns"
+    check "$server" "$kc" "deploy-overlay.sh: tp-admission-webhook" -k "$o/tp-admission-webhook"
+  else
+    failed=1
+    printf 'FAIL  %-9s %-42s %s\n' "$server" "deploy-overlay.sh" "$out"
+  fi
+done
+
+# rbac-per-tp.yaml and hack/tp-kubeconfig.sh for real, on a second Arktos TP
+# that authenticates clients by certificate and authorizes by RBAC (the
+# lab's TP lets every caller do anything): the kubeconfig the script writes
+# lists every tenant's services, endpoints, pods and namespaces and not their
+# secrets, and a certificate without the organization tenant:system is
+# refused, since Arktos then takes the tenant from the CN's "tpkit:" prefix.
+r=$work/arktos-rbac
+mkdir -p "$r/certs"
+cert() { # cert NAME SUBJECT: NAME.crt and NAME.key, signed by the TP's client CA
+  openssl req -newkey rsa:2048 -nodes -keyout "$r/$1.key" -out "$r/$1.csr" -subj "$2" 2>/dev/null &&
+    openssl x509 -req -in "$r/$1.csr" -CA "$r/ca.crt" -CAkey "$r/ca.key" -CAcreateserial -days 1 -extfile "$r/ext" -out "$r/$1.crt" 2>/dev/null
+}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$r/ca.key" -out "$r/ca.crt" -days 1 -subj /CN=client-ca 2>/dev/null &&
+  printf 'extendedKeyUsage=clientAuth\n' >"$r/ext" &&
+  cert admin "/O=system:masters/CN=system:admin" && cert cn-only "/CN=tpkit:partition-dns" ||
+  { failed=1; die "openssl could not make the RBAC check's certificates"; }
+ec=$(port) ep=$(port) api=$(port)
+etcd --name arktos-rbac --data-dir "$r/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ec" --advertise-client-urls "http://127.0.0.1:$ec" \
+  --listen-peer-urls "http://127.0.0.1:$ep" --initial-advertise-peer-urls "http://127.0.0.1:$ep" \
+  --initial-cluster "arktos-rbac=http://127.0.0.1:$ep" --listen-metrics-urls "http://127.0.0.1:$(port)" \
+  >"$r/etcd.log" 2>&1 </dev/null &
+pids+=($!)
+for _ in $(seq 120); do curl -sf --max-time 2 "http://127.0.0.1:$ec/health" >/dev/null && break; sleep 0.5; done
+"$ARKTOS_BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$ec" --storage-backend=etcd3 --insecure-port=0 \
+  --bind-address=127.0.0.1 --secure-port="$api" --cert-dir="$r/certs" --client-ca-file="$r/ca.crt" \
+  --authorization-mode=RBAC --disable-admission-plugins=ServiceAccount --service-cluster-ip-range=10.95.0.0/16 \
+  --feature-gates=AllAlpha=false,WorkloadInfoDefaulting=true,QPSDoubleGCController=true,QPSDoubleRSController=true,MandatoryArktosNetwork=true \
+  >"$r/apiserver.log" 2>&1 </dev/null &
+pids+=($!)
+for u in admin cn-only; do
+  cat >"$r/$u.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- cluster: {server: "https://127.0.0.1:$api", insecure-skip-tls-verify: true}
+  name: arktos-rbac
+users:
+- name: $u
+  user: {client-certificate: "$r/$u.crt", client-key: "$r/$u.key"}
+contexts:
+- context: {cluster: arktos-rbac, user: $u}
+  name: arktos-rbac
+current-context: arktos-rbac
+EOF
+done
+ready=0
+for _ in $(seq $((READY_TIMEOUT * 2))); do
+  kubectl --kubeconfig "$r/admin.kubeconfig" get namespace kube-system >/dev/null 2>&1 && { ready=1; break; }
+  kill -0 "${pids[-1]}" 2>/dev/null || break
+  sleep 0.5
+done
+# verdict WHAT OK OUT: one line, as check's.
+verdict() {
+  local v=PASS
+  (($2)) || { v=FAIL; failed=1; }
+  printf '%s  %-9s %-42s %s\n' "$v" arktos "$1" "$(echo "$3" | tr '\n' ' ')"
+}
+if ((!ready)); then
+  verdict "the RBAC TP started" 0 "$(tail -5 "$r/apiserver.log")"
+else
+  out=$(kubectl --kubeconfig "$r/admin.kubeconfig" apply -f deploy/partition-dns/rbac-per-tp.yaml 2>&1)
+  verdict "rbac-per-tp.yaml, applied" $((!$?)) "$out"
+  out=$(./hack/tp-kubeconfig.sh --admin "$r/admin.kubeconfig" --ca-cert "$r/ca.crt" --ca-key "$r/ca.key" \
+    --out "$r/tp1.kubeconfig" --check 2>&1)
+  verdict "tp-kubeconfig.sh --check" $((!$?)) "$(grep -v 'loopback address' <<<"$out")"
+  for res in services endpoints pods namespaces; do
+    out=$(kubectl --kubeconfig "$r/tp1.kubeconfig" get --raw "/api/v1/tenants/all/$res?limit=1" 2>&1)
+    verdict "tpkit:partition-dns lists all $res" $((!$?)) "${out:0:60}"
+  done
+  out=$(kubectl --kubeconfig "$r/tp1.kubeconfig" get --raw "/api/v1/tenants/all/secrets?limit=1" 2>&1)
+  verdict "tpkit:partition-dns may not list secrets" $(($? != 0)) "$out"
+  out=$(kubectl --kubeconfig "$r/cn-only.kubeconfig" get --raw "/api/v1/tenants/all/services?limit=1" 2>&1)
+  verdict "CN tpkit:partition-dns alone is refused" $(($? != 0)) "$out"
+fi
 exit $failed
