@@ -9,8 +9,8 @@
 # message: no fuzz, no three-way merge), stopping at the first patch that
 # does not apply; runs Arktos's own tests of every package the series touches
 # (ARKTOS_TEST=0 skips them); builds kube-apiserver, kubelet,
-# kube-proxy, hollow-node (cmd/kubemark), kube-controller-manager and
-# kube-scheduler into WORK/bin; runs `go mod vendor` in WORK/src, which
+# kube-proxy, hollow-node (cmd/kubemark), kube-controller-manager,
+# kube-scheduler and kubectl into WORK/bin; runs `go mod vendor` in WORK/src, which
 # must reproduce tpkit's module (check-vendor.sh, in WORK/vendor); and runs
 # Arktos's quick checks on
 # ARKTOS_SRC and WORK/src side by side, failing when the series makes one
@@ -62,8 +62,9 @@ echo "== building into $work/bin"
 mkdir -p "$work/bin"
 # kube-controller-manager and kube-scheduler carry no patch; the cluster
 # lab (test/arktos-cluster) runs them as each TP's controllers, from the
-# same tree.
-CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/kube-apiserver ./cmd/kube-proxy ./cmd/kube-controller-manager ./cmd/kube-scheduler
+# same tree, and Arktos's kubectl (its --tenant reaches a tenant's pods) as
+# an Arktos admin types it.
+CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/kube-apiserver ./cmd/kube-proxy ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubectl
 # The kubelet and the hollow node need cgo (cadvisor's NVML binding, the
 # fake docker client).
 CGO_ENABLED=1 go build -o "$work/bin/" ./cmd/kubelet
