@@ -26,6 +26,11 @@
 #               (the labs use lab0's, hack/lab-netns.sh): an API server needs
 #               one to publish its "kubernetes" Endpoints, which Arktos's
 #               kubelet and kube-proxy wait for.
+#   RESOURCE_PROVIDERS  comma-separated kubeconfig files of resource
+#               partitions, passed to every API server as --resource-providers
+#               (a patched one: make arktos-patch): it finds the kubelet of a
+#               pod (logs, exec, attach, port-forward) on their nodes, as in a
+#               scale-out cluster, where nodes register with those only.
 #
 # What `up` leaves in DIR, which callers read:
 #   DIR/kc/tpK.kubeconfig  a kubeconfig for TP K (context tpK, no credentials)
@@ -146,6 +151,7 @@ up() {
       --insecure-bind-address=127.0.0.1 --insecure-port="$api" \
       --bind-address=127.0.0.1 --secure-port="$secure" --cert-dir="$t/certs" \
       ${ADVERTISE:+--advertise-address="$ADVERTISE"} \
+      ${RESOURCE_PROVIDERS:+--resource-providers="$RESOURCE_PROVIDERS"} \
       "${accounts[@]}" --enable-admission-plugins="$admission" \
       --service-cluster-ip-range="10.$((95 + k)).0.0/16" \
       --authorization-mode=AlwaysAllow --feature-gates="$GATES"

@@ -27,6 +27,7 @@ declare -A pkg=(
   [dockerd]=docker.io
   [skopeo]=skopeo
   [cni-bridge]=containernetworking-plugins
+  [socat]=socat # dockershim's port-forward runs it in the pod's network namespace
 )
 # Tools that are not commands on PATH: where they are installed.
 declare -A file=(

@@ -15,8 +15,15 @@
 //   - each TP's kube-controller-manager and kube-scheduler, placing pods on
 //     the resource partition's node (--resource-providers), as Arktos's
 //     scale-out scripts run them;
-//   - the kubelet for both TPs (--tenant-server-kubeconfig) and kube-proxy
-//     in iptables mode for both TPs.
+//   - the kubelet for both TPs (--tenant-server-kubeconfig), with a client
+//     CA per TP when it has --tenant-partition-client-ca-files, and
+//     kube-proxy in iptables mode for both TPs.
+//
+// The TPs' API servers get --resource-providers (when they have it): they
+// find the node of a pod's kubelet in the resource partition, and no Node
+// is copied into a TP. The kubelet-api-* checks (kubeletapi_test.go) run
+// Arktos's kubectl (ARKTOS_BIN's) logs, exec, attach, port-forward and cp
+// through each TP against two TPs' pods of one name.
 //
 // Each check prints its name and PASS or FAIL (what it saw). The test needs
 // root, the Arktos binaries and the images, so `make test` does not build it.

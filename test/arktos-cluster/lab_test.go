@@ -95,6 +95,12 @@ func TestArktosCluster(t *testing.T) {
 	defer l.teardown()
 	l.up()
 	l.check("node-ready", l.nodeReady)
+	// The kubelet's API per TP (kubeletapi_test.go).
+	l.check("kubelet-api-twins", l.kubeletAPITwins)
+	l.check("kubelet-api-tenant-pod", l.kubeletAPITenantPod)
+	l.check("kubelet-api-credentials", l.kubeletAPICredentials)
+	l.check("kubelet-api-mirror-lookalike", l.kubeletAPIMirrorLookalike)
+	l.check("kubelet-api-twin-deleted", l.kubeletAPITwinDeleted)
 	l.check("partition-dns-deployed", l.deployPartitionDNS)
 	if l.results[len(l.results)-1].err == nil {
 		l.seed()
@@ -131,17 +137,28 @@ func TestArktosCluster(t *testing.T) {
 // place pods on), the forwarders that let pods reach the TPs, the patched
 // kubelet on dockerd, and the patched kube-proxy.
 func (l *lab) up() {
+	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")
+	// The TPs' API servers find the kubelet of a pod (logs, exec, attach,
+	// port-forward) on the resource partition's node, as in a scale-out
+	// cluster; a stock kube-apiserver has no such flag, and finds none.
+	var rps string
+	if l.supports("kube-apiserver", "resource-providers") {
+		rps = "RESOURCE_PROVIDERS=" + l.rpKC
+	}
 	for _, part := range []struct {
 		n   int
 		dir string
-	}{{1, "rp"}, {2, "tps"}} {
+		env string
+	}{{1, "rp", ""}, {2, "tps", rps}} {
 		cmd := exec.Command("bash", l.labSh, "up", fmt.Sprint(part.n), filepath.Join(l.dir, part.dir))
 		cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin, "ADVERTISE="+advertise)
+		if part.env != "" {
+			cmd.Env = append(cmd.Env, part.env)
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			l.t.Fatalf("arktos-lab.sh up %d %s: %v\n%s", part.n, part.dir, err, out)
 		}
 	}
-	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")
 	for i := 1; i <= 2; i++ {
 		l.tpKC = append(l.tpKC, filepath.Join(l.dir, "tps", "kc", fmt.Sprintf("tp%d.kubeconfig", i)))
 		u := readTrim(l.t, filepath.Join(l.dir, "tps", fmt.Sprintf("tp%d", i), "url"))
@@ -239,7 +256,17 @@ func (l *lab) startKubelet() {
 		"--network-plugin=cni", "--cni-conf-dir=" + filepath.Join(cni, "net.d"), "--cni-bin-dir=" + filepath.Join(cni, "bin"),
 		"--cni-cache-dir=" + filepath.Join(cni, "cache"), "--hairpin-mode=hairpin-veth",
 		"--cluster-dns=" + clusterDNS, "--cluster-domain=" + clusterDomain,
-		"--feature-gates=TenantDNSSearch=true", "--v=2"}
+		"--v=2"}
+	if l.supports("kubelet", "TenantDNSSearch=true|false") {
+		// A stock kubelet (the lab shows what it gets wrong) has no such gate.
+		l.kubeletArgs = append(l.kubeletArgs, "--feature-gates=TenantDNSSearch=true")
+	}
+	if l.supports("kubelet", "tenant-partition-client-ca-files") {
+		// A client CA per TP (kubelet-api-credentials); the TPs' API servers
+		// present no certificate, so they stay anonymous callers, whom the
+		// kubelet's default authorization allows.
+		l.kubeletArgs = append(l.kubeletArgs, "--tenant-partition-client-ca-files="+strings.Join(l.makeTPCAs(), ","))
+	}
 	l.runKubelet()
 }
 

@@ -39,11 +39,11 @@ images=$(cd "${2:?usage: run.sh ARKTOS_BIN IMAGE_DIR}" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/test/arktos-cluster
 [ "$(id -u)" = 0 ] || { echo "run.sh: the cluster lab needs root (namespaces, cgroups, a container runtime)" >&2; exit 2; }
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
 	[ -x "$bin/$b" ] || { echo "run.sh: $bin/$b is missing (make arktos-patch builds it)" >&2; exit 2; }
 done
 [ -f "$images/partition-dns.oci.tar" ] || { echo "run.sh: $images/partition-dns.oci.tar is missing (make images IMAGE_DIR=$images)" >&2; exit 2; }
-"$root/hack/ensure-tools.sh" iptables ip etcd curl openssl dockerd runc skopeo cni-bridge kubectl python3
+"$root/hack/ensure-tools.sh" iptables ip etcd curl openssl dockerd runc skopeo cni-bridge kubectl python3 socat
 
 # The host's state the lab must leave as it found: the sysctls the kubelet
 # sets, and the root namespaces' iptables rules.
