@@ -285,6 +285,9 @@ func (l *lab) kubeletAPITenantPod() error {
 // asking for tp2's twin, straight at the kubelet's port, is refused 403 and
 // counted, and tp2's own certificate gets tp2's pod's logs.
 func (l *lab) kubeletAPICredentials() error {
+	if !l.supports("kubelet", "tenant-partition-client-ca-files") {
+		return fmt.Errorf("the kubelet has no --tenant-partition-client-ca-files: one client CA for every TP")
+	}
 	uid, err := l.running(1, "system", "default", "same")
 	if err != nil {
 		return err

@@ -187,14 +187,17 @@ func (l *lab) up() {
 	}
 	l.startKubelet()
 	healthz, metrics := l.freePort(), l.freePort()
-	l.proxy = l.spawn("kube-proxy.log", "kube-proxy", "--proxy-mode=iptables", "--kubeconfig="+l.rpKC,
-		"--tenant-server-kubeconfig="+strings.Join(l.tpKC, ","), "--hostname-override="+l.node,
-		"--cluster-cidr="+podCIDR, "--bind-address=127.0.0.1",
+	var state []string
+	if l.supports("kube-proxy", "tenant-partition-state-dir") {
+		state = []string{"--tenant-partition-state-dir=" + filepath.Join(l.dir, "kube-proxy-state")}
+	}
+	l.proxy = l.spawn("kube-proxy.log", "kube-proxy", append([]string{"--proxy-mode=iptables", "--kubeconfig=" + l.rpKC,
+		"--tenant-server-kubeconfig=" + strings.Join(l.tpKC, ","), "--hostname-override=" + l.node,
+		"--cluster-cidr=" + podCIDR, "--bind-address=127.0.0.1",
 		"--healthz-bind-address=127.0.0.1", fmt.Sprintf("--healthz-port=%d", healthz),
 		"--metrics-bind-address=127.0.0.1", fmt.Sprintf("--metrics-port=%d", metrics),
 		"--conntrack-max-per-core=0", "--conntrack-min=0",
-		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
-		"--tenant-partition-state-dir="+filepath.Join(l.dir, "kube-proxy-state"), "--v=2")
+		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0", "--v=2"}, state...)...)
 	err := testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		if !arktoslab.Alive(l.proxy) {
 			return fmt.Errorf("kube-proxy exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, "kube-proxy.log"), 20))
