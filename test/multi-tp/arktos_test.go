@@ -195,7 +195,10 @@ func startArktosTPs(t *testing.T) *arktosTPs {
 			// fake-tp keeps its history in --data-dir: compacting the
 			// restarted store expires every version from before, as
 			// Arktos's restarted watch cache does, and any watch that has
-			// reconnected meanwhile ends with 410 Expired.
+			// reconnected meanwhile ends with 410 Expired. fake-tp opens
+			// its admin listener after the TPs: wait for it, or the post
+			// can find nothing listening yet.
+			procs[i].WaitOutput(rt, `"Serving operational endpoints"`, 1)
 			resp, err := http.Post(fmt.Sprintf("http://%s/tps/tp%d/compact", admin[i], i+1), "", nil)
 			if err != nil {
 				rt.Fatal(err)
