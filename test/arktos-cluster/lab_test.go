@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,7 +45,8 @@ type lab struct {
 	t                           *testing.T
 	bin, dir, node, labSh       string
 	cgroupRoot, dnsImage, pause string
-	deploy                      string
+	deploy, images, root        string // deploy/, the image archives' folder, the checkout
+	gitStatus                   string // the checkout's git status before the lab
 	rpKC                        string
 	tpKC, tpURL                 []string // the TPs' loopback kubeconfigs and URLs
 	podKC                       []string // kubeconfigs that pods use (through the forwarders)
@@ -91,7 +91,12 @@ func env(t *testing.T, name string) string {
 func TestArktosCluster(t *testing.T) {
 	l := &lab{t: t, bin: env(t, "ARKTOS_BIN"), dir: env(t, "LAB_DIR"), node: env(t, "NODE_NAME"),
 		labSh: env(t, "LAB_SH"), cgroupRoot: env(t, "CGROUP_ROOT"), dnsImage: env(t, "PARTITION_DNS_IMAGE"),
-		pause: env(t, "PAUSE_IMAGE"), deploy: env(t, "DEPLOY_DIR"), start: time.Now()}
+		pause: env(t, "PAUSE_IMAGE"), deploy: env(t, "DEPLOY_DIR"), images: env(t, "IMAGE_DIR"), start: time.Now()}
+	l.root = filepath.Dir(l.deploy)
+	var err error
+	if l.gitStatus, err = gitStatus(l.root); err != nil {
+		t.Fatal(err)
+	}
 	defer l.teardown()
 	l.up()
 	l.check("node-ready", l.nodeReady)
@@ -113,6 +118,7 @@ func TestArktosCluster(t *testing.T) {
 			l.check("tenant-through-node-cache", l.tenantThroughNodeCache)
 			l.check("system-through-node-cache", l.systemThroughNodeCache)
 			l.check("node-cache-killed", l.nodeCacheKilled)
+			l.check("deploy-overlay-clean", l.deployOverlayClean)
 		}
 		l.check("daemonset-refused-in-tenant", l.daemonSetRefused)
 		l.check("kubelet-restart", l.kubeletRestart)
@@ -331,12 +337,13 @@ func (l *lab) kubectl(kc string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// deployPartitionDNS does what deploy/partition-dns/README.md asks of an
+// deployPartitionDNS does what README.md's "Deploy on Arktos" asks of an
 // admin, in tp1's system tenant: the RBAC in every TP, the TPs'
-// kubeconfigs as the Secret, the image tag and the Service's IP set in a
-// copy of the kustomization, kubectl apply -k. Then the Deployment's pods,
-// placed by tp1's scheduler on the node and run by the kubelet, must be
-// ready by their own probes.
+// kubeconfigs as the Secret, an overlay written by hack/deploy-overlay.sh
+// (the images' tag, the Service's IP, partition-dns's pod CIDR and trusted
+// forwarders) outside the checkout, kubectl apply -k. Then the
+// Deployment's pods, placed by tp1's scheduler on the node and run by the
+// kubelet, must be ready by their own probes.
 func (l *lab) deployPartitionDNS() error {
 	for _, kc := range l.tpKC {
 		if _, err := l.kubectl(kc, "apply", "-f", filepath.Join(l.deploy, "partition-dns", "rbac-per-tp.yaml")); err != nil {
@@ -350,19 +357,10 @@ func (l *lab) deployPartitionDNS() error {
 	if _, err := l.kubectl(l.tpKC[0], args...); err != nil {
 		return err
 	}
-	dir, err := l.kustomization("partition-dns")
+	// The node cache follows in nodelocal-deployed, once partition-dns's
+	// own checks have run.
+	dir, err := l.overlay("dns-only", "--no-node-cache")
 	if err != nil {
-		return err
-	}
-	if err := edit(filepath.Join(dir, "service.yaml"), `# clusterIP: .*`, "clusterIP: "+clusterDNS); err != nil {
-		return err
-	}
-	// The node caches' EDNS Client Subnet is trusted from the node's
-	// addresses (deploy/nodelocal/README.md): on the pod network, and lab0.
-	if err := edit(filepath.Join(dir, "deployment.yaml"), `# - --trusted-forwarders=.*`, "- --trusted-forwarders="+nodeAddrs); err != nil {
-		return err
-	}
-	if err := edit(filepath.Join(dir, "deployment.yaml"), `# - --pod-cidr=.*`, "- --pod-cidr="+podCIDR); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -598,7 +596,7 @@ func (l *lab) systemPodFirstLookups() error {
 // node's pod, which must be ready, and its watcher must have put the NOTRACK
 // rules for the cluster DNS IP in the node's raw table (the switch is on).
 func (l *lab) deployNodeLocal() error {
-	dir, err := l.kustomization("nodelocal")
+	dir, err := l.overlay("dns")
 	if err != nil {
 		return err
 	}
@@ -1033,49 +1031,54 @@ func readTrim(t *testing.T, path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// kustomization copies deploy/NAME into the lab's folder with the image's
-// tag set, as its README asks of an admin, and returns the copy's folder.
-func (l *lab) kustomization(name string) (string, error) {
-	dir := filepath.Join(l.dir, "deploy", name)
-	if err := copyDir(filepath.Join(l.deploy, name), dir); err != nil {
-		return "", err
+// overlay writes, with hack/deploy-overlay.sh as README.md's deploy steps
+// do, the overlays of partition-dns (and, without --no-node-cache, the node
+// cache) for the lab's cluster into the lab's folder NAME, and returns the
+// folder to kubectl apply -k. The tag comes from the image archives the lab
+// loaded into dockerd; the checkout is not written (deploy-overlay-clean).
+func (l *lab) overlay(name string, extra ...string) (string, error) {
+	out := filepath.Join(l.dir, "overlays", name)
+	args := append([]string{filepath.Join(l.root, "hack", "deploy-overlay.sh"), out, "--image-dir", l.images,
+		"--cluster-ip", clusterDNS, "--pod-cidr", podCIDR, "--trusted-forwarders", nodeAddrs}, extra...)
+	if b, err := exec.Command("bash", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("hack/deploy-overlay.sh: %v: %s", err, b)
 	}
-	tag := l.dnsImage[strings.LastIndex(l.dnsImage, ":")+1:]
-	return dir, edit(filepath.Join(dir, "kustomization.yaml"), `newTag: .*`, "newTag: "+tag)
+	return filepath.Join(out, "dns"), nil
 }
 
-// copyDir copies the files of one folder (no subfolders).
-func copyDir(from, to string) error {
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(from, "*"))
+// deployOverlayClean: after the deploy steps, partition-dns's Deployment and
+// the node cache's DaemonSet in tp1 run one image tag (the overlay set both),
+// and git status of the checkout is what it was before the lab.
+func (l *lab) deployOverlayClean() error {
+	dep, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "deployment", "partition-dns", "-o", "jsonpath={.spec.template.spec.containers[*].image}")
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
-			return err
-		}
+	ds, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "daemonset", "node-local-dns", "-o", "jsonpath={.spec.template.spec.containers[*].image}")
+	if err != nil {
+		return err
+	}
+	images := strings.Fields(dep + " " + ds)
+	tags := map[string]bool{}
+	for _, im := range images {
+		tags[im[strings.LastIndex(im, ":")+1:]] = true
+	}
+	status, err := gitStatus(l.root)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      images %v; git status %q (before the lab %q)\n", images, status, l.gitStatus)
+	if len(tags) != 1 || status != l.gitStatus {
+		return fmt.Errorf("want one tag for every image, and the checkout as it was")
 	}
 	return nil
 }
 
-// edit replaces the first match of the regular expression re in a file,
-// which must match.
-func edit(path, re, with string) error {
-	b, err := os.ReadFile(path)
+// gitStatus is git status --porcelain of the checkout at root.
+func gitStatus(root string) (string, error) {
+	b, err := exec.Command("git", "-C", root, "status", "--porcelain").CombinedOutput()
 	if err != nil {
-		return err
+		return "", fmt.Errorf("git status: %v: %s", err, b)
 	}
-	r := regexp.MustCompile(re)
-	loc := r.FindIndex(b)
-	if loc == nil {
-		return fmt.Errorf("%s: no %q to replace", path, re)
-	}
-	return os.WriteFile(path, append(append(append([]byte{}, b[:loc[0]]...), with...), b[loc[1]:]...), 0o644)
+	return strings.TrimSpace(string(b)), nil
 }

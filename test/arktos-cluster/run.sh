@@ -187,7 +187,7 @@ echo "== running it in the lab's namespaces"
 cd "$here"
 rc=1
 inlab env ADVERTISE=10.254.0.1 ARKTOS_BIN="$bin" LAB_DIR="$lab" CGROUP_ROOT="/$cg" NODE_NAME=tpkit-node \
-	PARTITION_DNS_IMAGE="$ref" PAUSE_IMAGE=tpkit-lab/pause:1 DEPLOY_DIR="$root/deploy" \
+	PARTITION_DNS_IMAGE="$ref" PAUSE_IMAGE=tpkit-lab/pause:1 DEPLOY_DIR="$root/deploy" IMAGE_DIR="$images" \
 	LAB_SH="${LAB_SH:-$root/hack/arktos-lab.sh}" PATH="$PATH" \
 	"$lab/arktos-cluster.test" -test.v -test.count=1 -test.timeout "${LAB_TIMEOUT:-14m}" && rc=0 || rc=$?
 exit $rc
