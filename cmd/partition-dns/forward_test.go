@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -42,23 +40,11 @@ func TestForwardTimeoutFlag(t *testing.T) {
 
 	cl := faketp.StartT(t, faketp.Options{Partitions: 1})
 	dnsAddr, health := freePort(t), freePort(t)
-	c, err := parseFlags([]string{
+	runProgram(t, []string{
 		"--tenant-server-kubeconfig", strings.Join(cl.KubeconfigPaths(), ","),
 		"--listen", dnsAddr, "--health-listen", health, "--metrics-listen", "", "--ready-listen", "",
 		"--upstream", silent.LocalAddr().String(), "--forward-timeout", flag.String(),
-	}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, c) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	})
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if code, _ := get("http://" + health + "/readyz"); code == http.StatusOK {
 			break

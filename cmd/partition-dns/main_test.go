@@ -37,6 +37,33 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// running is partition-dns run in the test's process by runProgram.
+type running struct {
+	done chan struct{} // closed when run returns
+	err  error         // run's error, once done is closed
+}
+
+// runProgram parses args and runs partition-dns until the test ends, when
+// it is stopped and an error from run fails the test.
+func runProgram(t *testing.T, args []string) *running {
+	t.Helper()
+	c, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &running{done: make(chan struct{})}
+	go func() { p.err = run(ctx, c); close(p.done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-p.done
+		if p.err != nil {
+			t.Errorf("run: %v", p.err)
+		}
+	})
+	return p
+}
+
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -133,17 +160,11 @@ func TestProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	dnsAddr, health, metrics := freePort(t), freePort(t), freePort(t)
-	c, err := parseFlags([]string{
+	runProgram(t, []string{
 		"--tenant-server-kubeconfig", strings.Join(cl.KubeconfigPaths(), ","),
 		"--listen", dnsAddr, "--health-listen", health, "--metrics-listen", metrics, "--ready-listen", "",
 		"--upstream", "none", "--dns-tenant", "acme", "--ttl", "30", "--system-partition", "tp2",
-	}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, c) }()
+	})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if code, _ := get("http://" + health + "/readyz"); code == http.StatusOK {
@@ -215,10 +236,6 @@ func TestProgram(t *testing.T) {
 	}
 	for _, want := range missing(body) {
 		t.Errorf("/metrics lacks %q", want)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -178,19 +177,7 @@ func TestCoreDNSManifestProbes(t *testing.T) {
 	c.Args = []string{"--tenant-server-kubeconfig=" + strings.Join(cl.KubeconfigPaths(), ","),
 		// Not the manifest's business: DNS and metrics on free loopback ports.
 		"--listen=" + freePort(t), "--metrics-listen=" + freePort(t), "--upstream=none"}
-	cfg, err := parseFlags(c.Args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	pd := runProgram(t, c.Args)
 	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		url := fmt.Sprintf("%s://127.0.0.1:%d%s", strings.ToLower(string(p.HTTPGet.Scheme)), p.HTTPGet.Port.IntValue(), p.HTTPGet.Path)
 		deadline := time.Now().Add(30 * time.Second)
@@ -200,8 +187,8 @@ func TestCoreDNSManifestProbes(t *testing.T) {
 				break
 			}
 			select {
-			case err := <-done:
-				t.Fatalf("partition-dns stopped before its %s probe passed: %v", name, err)
+			case <-pd.done:
+				t.Fatalf("partition-dns stopped before its %s probe passed: %v", name, pd.err)
 			default:
 			}
 			if time.Now().After(deadline) {
