@@ -486,7 +486,7 @@ func run(ctx context.Context, c *config) error {
 	src.Start(ctx)
 	go b.Run(ctx, c.publishInterval)
 	go func() { errc <- server.Serve(ctx, l, h) }()
-	go answerWhenSynced(ctx, c, src, b, h, len(parts), gcAfterStart)
+	go answerWhenSynced(ctx, c, set, src, b, h, len(parts), gcAfterStart)
 	select {
 	case <-ctx.Done():
 		return nil
@@ -607,12 +607,18 @@ func serveOps(ctx context.Context, c *config, reg *prometheus.Registry, src *sou
 // answerWhenSynced publishes the index and marks the handler synced once
 // every TP has synced, or after --partition-sync-timeout with what is
 // there, naming the TPs still missing.
-func answerWhenSynced(ctx context.Context, c *config, src *source.Source, b *index.Builder, h *server.Handler, partitions, gcAfterStart int) {
+func answerWhenSynced(ctx context.Context, c *config, set *partition.Set, src *source.Source, b *index.Builder, h *server.Handler, partitions, gcAfterStart int) {
 	timeout := c.part.SyncTimeout
 	if timeout <= 0 {
 		timeout = partition.DefaultSyncTimeout
 	}
+	deadline := time.Now().Add(timeout)
 	all := src.WaitForSync(ctx, timeout)
+	if all {
+		// The set notices the source's sync on its own poll; wait for it, so
+		// that once DNS answers, tpkit_partition_synced and /readyz say so too.
+		all = set.WaitForSync(ctx, max(time.Until(deadline), time.Second))
+	}
 	if ctx.Err() != nil {
 		return
 	}
