@@ -31,6 +31,10 @@
 #               (a patched one: make arktos-patch): it finds the kubelet of a
 #               pod (logs, exec, attach, port-forward) on their nodes, as in a
 #               scale-out cluster, where nodes register with those only.
+#   INSECURE_BIND  the address of the insecure port (default 127.0.0.1); the
+#               local cluster (hack/cluster.sh) gives 0.0.0.0, so that its
+#               nodes and pods reach the API servers over its bridge.
+#   APISERVER_FLAGS  more flags for every kube-apiserver, split on spaces.
 #
 # What `up` leaves in DIR, which callers read:
 #   DIR/kc/tpK.kubeconfig  a kubeconfig for TP K (context tpK, no credentials)
@@ -148,13 +152,13 @@ up() {
     fi
     spawn "$t/apiserver.log" "$ARKTOS_BIN/kube-apiserver" \
       --etcd-servers="http://127.0.0.1:$client" --storage-backend=etcd3 \
-      --insecure-bind-address=127.0.0.1 --insecure-port="$api" \
+      --insecure-bind-address="${INSECURE_BIND:-127.0.0.1}" --insecure-port="$api" \
       --bind-address=127.0.0.1 --secure-port="$secure" --cert-dir="$t/certs" \
       ${ADVERTISE:+--advertise-address="$ADVERTISE"} \
       ${RESOURCE_PROVIDERS:+--resource-providers="$RESOURCE_PROVIDERS"} \
       "${accounts[@]}" --enable-admission-plugins="$admission" \
       --service-cluster-ip-range="10.$((95 + k)).0.0/16" \
-      --authorization-mode=AlwaysAllow --feature-gates="$GATES"
+      --authorization-mode=AlwaysAllow --feature-gates="$GATES" ${APISERVER_FLAGS:-}
     apiservers+=("$spawned")
     echo "http://127.0.0.1:$api" >"$t/url"
     kubeconfig "$k" "$api"

@@ -28,6 +28,7 @@ declare -A pkg=(
   [skopeo]=skopeo
   [cni-bridge]=containernetworking-plugins
   [socat]=socat # dockershim's port-forward runs it in the pod's network namespace
+  [busybox]=busybox-static # the local cluster's busybox image (hack/cluster.sh)
 )
 # Tools that are not commands on PATH: where they are installed.
 declare -A file=(
