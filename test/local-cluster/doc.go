@@ -19,8 +19,9 @@
 //   - node-caches-answer: each node's cache counts the lookups of the pods
 //     on its node;
 //   - node-down: node 2's kubelet, dockerd and containers killed, node 1's
-//     pods go on resolving and reaching the Services that have endpoints on
-//     node 1. It runs last: the cluster is left with one working node.
+//     pods go on resolving (no lookup fails) and reaching the Services that
+//     have endpoints on node 1 (once the endpoints change). It runs last:
+//     the cluster is left with one working node.
 //
 // Each check prints its name and PASS or FAIL with what it saw. The test
 // needs root and a running cluster, so `make test` does not build it (build
