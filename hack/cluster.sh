@@ -70,6 +70,14 @@ daemon() {
 		</dev/null >"$log" 2>&1 &
 	disown
 }
+# has PROGRAM WORD: PROGRAM's --help mentions WORD (a patched binary's flag or
+# gate). The help is read whole: grep -q would end the pipe early, and under
+# pipefail the program's SIGPIPE would read as "no".
+has() {
+	local help
+	help=$("$bin/$1" --help 2>&1 || true)
+	[[ $help == *"$2"* ]]
+}
 # wait_for SECONDS WHAT CMD...: poll CMD until it succeeds.
 wait_for() {
 	local secs=$1 what=$2 i
@@ -203,8 +211,10 @@ control_plane() {
 		setsid -w bash "$root/hack/arktos-lab.sh" up 1 "$dir/rp" >"$dir/logs/arktos-lab.rp.log" 2>&1 ||
 		die "the resource partition did not start: $(tail -5 "$dir/logs/arktos-lab.rp.log")"
 	rpkc=$dir/rp/kc/tp1.kubeconfig
-	local rps=RESOURCE_PROVIDERS=$rpkc
-	"$bin/kube-apiserver" --help 2>&1 | grep -q -- --resource-providers || rps=RESOURCE_PROVIDERS=
+	# A stock kube-apiserver has no --resource-providers (and finds no node
+	# for kubectl logs or exec).
+	local rps=RESOURCE_PROVIDERS=
+	has kube-apiserver --resource-providers && rps=RESOURCE_PROVIDERS=$rpkc
 	# Webhooks are reached at their endpoints (pods on the nodes, routed over
 	# the bridge): the control plane runs no kube-proxy for cluster IPs.
 	inns $cp env ARKTOS_BIN="$bin" ADVERTISE=$bridge_ip INSECURE_BIND=0.0.0.0 "$rps" \
@@ -267,7 +277,7 @@ node() {
 EOF
 	echo "nameserver $bridge_ip" >"$d/resolv.conf"
 	local tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig gate=()
-	"$bin/kubelet" --help 2>&1 | grep -q TenantDNSSearch && gate=(--feature-gates=TenantDNSSearch=true)
+	has kubelet TenantDNSSearch && gate=(--feature-gates=TenantDNSSearch=true)
 	daemon "$ns" "$dir/logs/kubelet.$ns.log" "$bin/kubelet" --kubeconfig="$dir/node-kc/rp.kubeconfig" \
 		--tenant-server-kubeconfig="$tps" --hostname-override="$ns" --node-ip="$(node_ip "$n")" \
 		--root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" --seccomp-profile-root="$d/kubelet/seccomp" \
@@ -278,7 +288,7 @@ EOF
 		--network-plugin=cni --cni-conf-dir="$cni/net.d" --cni-bin-dir="$cni/bin" --cni-cache-dir="$cni/cache" \
 		--hairpin-mode=hairpin-veth --cluster-dns=$cluster_dns --cluster-domain=cluster.local "${gate[@]}" --v=2
 	local state=()
-	"$bin/kube-proxy" --help 2>&1 | grep -q tenant-partition-state-dir && state=(--tenant-partition-state-dir="$d/kube-proxy-state")
+	has kube-proxy --tenant-partition-state-dir && state=(--tenant-partition-state-dir="$d/kube-proxy-state")
 	daemon "$ns" "$dir/logs/kube-proxy.$ns.log" "$bin/kube-proxy" --proxy-mode=iptables \
 		--kubeconfig="$dir/node-kc/rp.kubeconfig" --tenant-server-kubeconfig="$tps" --hostname-override="$ns" \
 		--cluster-cidr=$pod_cidr --bind-address=127.0.0.1 --healthz-bind-address=127.0.0.1 \

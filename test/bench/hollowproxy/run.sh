@@ -17,7 +17,9 @@ bin=$(cd "${1:?usage: run.sh ARKTOS_BIN}" && pwd)
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 2; }
 [ -x "$bin/hollow-node" ] || { echo "run.sh: $bin has no hollow-node (make arktos-patch builds it into WORK/bin)" >&2; exit 2; }
-"$bin/hollow-node" --help 2>&1 | grep -q -- --proxy-metrics-bind-address ||
+# The help read whole: under pipefail, grep -q ending the pipe early would
+# make hollow-node's SIGPIPE read as "no such flag".
+grep -q -- --proxy-metrics-bind-address <<<"$("$bin/hollow-node" --help 2>&1 || true)" ||
 	{ echo "run.sh: $bin/hollow-node has no --proxy-metrics-bind-address: build it with the series' patch 0030" >&2; exit 2; }
 "$root/hack/ensure-tools.sh" ip curl
 SIZES=${SIZES:-1500 9000}
