@@ -29,6 +29,11 @@ declare -A pkg=(
   [cni-bridge]=containernetworking-plugins
   [socat]=socat # dockershim's port-forward runs it in the pod's network namespace
   [busybox]=busybox-static # the local cluster's busybox image (hack/cluster.sh)
+  # hack/conformance-build.sh: gcc for e2e.test (cgo) and the pause image (static C);
+  # dpkg-source and bzip2 to unpack busybox's Debian source package
+  [gcc]=gcc
+  [dpkg-source]=dpkg-dev
+  [bzip2]=bzip2
 )
 # Tools that are not commands on PATH: where they are installed.
 declare -A file=(
