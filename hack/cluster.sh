@@ -5,6 +5,8 @@
 #   hack/cluster.sh up ARKTOS_BIN IMAGE_DIR   start it; prints its kubeconfigs
 #   hack/cluster.sh down                      stop it and remove all it made
 #   hack/cluster.sh status                    what runs, and the kubeconfigs
+#   hack/cluster.sh restart-kubelet NODE      the kubelet of NODE stopped and
+#                                             started again with its flags
 #
 # What runs where (docs/local-cluster.md):
 #   - netns tpkit-cp, the control plane: the resource partition (RP) and two
@@ -276,17 +278,8 @@ node() {
            "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$cni/ipam"}}]}
 EOF
 	echo "nameserver $bridge_ip" >"$d/resolv.conf"
-	local tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig gate=()
-	has kubelet TenantDNSSearch && gate=(--feature-gates=TenantDNSSearch=true)
-	daemon "$ns" "$dir/logs/kubelet.$ns.log" "$bin/kubelet" --kubeconfig="$dir/node-kc/rp.kubeconfig" \
-		--tenant-server-kubeconfig="$tps" --hostname-override="$ns" --node-ip="$(node_ip "$n")" \
-		--root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" --seccomp-profile-root="$d/kubelet/seccomp" \
-		--volume-plugin-dir="$d/kubelet-plugins" --cgroup-driver=cgroupfs --cgroups-per-qos=true \
-		--cgroup-root="/$cg/$ns" --enforce-node-allocatable= --fail-swap-on=false --resolv-conf="$d/resolv.conf" \
-		--read-only-port=0 --healthz-bind-address=127.0.0.1 --image-gc-high-threshold=100 --image-gc-low-threshold=99 \
-		--container-runtime=docker --docker-endpoint="unix://$d/docker.sock" --pod-infra-container-image=tpkit-lab/pause:1 \
-		--network-plugin=cni --cni-conf-dir="$cni/net.d" --cni-bin-dir="$cni/bin" --cni-cache-dir="$cni/cache" \
-		--hairpin-mode=hairpin-veth --cluster-dns=$cluster_dns --cluster-domain=cluster.local "${gate[@]}" --v=2
+	start_kubelet "$n"
+	local tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig
 	local state=()
 	has kube-proxy --tenant-partition-state-dir && state=(--tenant-partition-state-dir="$d/kube-proxy-state")
 	daemon "$ns" "$dir/logs/kube-proxy.$ns.log" "$bin/kube-proxy" --proxy-mode=iptables \
@@ -294,6 +287,79 @@ EOF
 		--cluster-cidr=$pod_cidr --bind-address=127.0.0.1 --healthz-bind-address=127.0.0.1 \
 		--metrics-bind-address=127.0.0.1 --conntrack-max-per-core=0 --conntrack-min=0 \
 		--conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0 "${state[@]}" --v=2
+}
+
+# start_kubelet N: node N's kubelet, on its dockerd, for both TPs (a client
+# CA per TP when it has --tenant-partition-client-ca-files), its log
+# appended to.
+start_kubelet() {
+	local n=$1 ns=${nodes[$1 - 1]} d=$dir/${nodes[$1 - 1]} cni=$dir/${nodes[$1 - 1]}/cni extra=()
+	local tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig
+	has kubelet TenantDNSSearch && extra+=(--feature-gates=TenantDNSSearch=true)
+	has kubelet --tenant-partition-client-ca-files && extra+=(--tenant-partition-client-ca-files="$dir/ca/tp1-ca.crt,$dir/ca/tp2-ca.crt")
+	echo "== kubelet started $(date -u +%FT%TZ)" >>"$dir/logs/kubelet.$ns.log"
+	setsid bash -c "$cgjoin" cgjoin "$cg/$ns/system" nsenter -t "$(holder_of "$ns")" -m -n -- env AWS_EC2_METADATA_DISABLED=true \
+		"$bin/kubelet" --kubeconfig="$dir/node-kc/rp.kubeconfig" \
+		--tenant-server-kubeconfig="$tps" --hostname-override="$ns" --node-ip="$(node_ip "$n")" \
+		--root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" --seccomp-profile-root="$d/kubelet/seccomp" \
+		--volume-plugin-dir="$d/kubelet-plugins" --cgroup-driver=cgroupfs --cgroups-per-qos=true \
+		--cgroup-root="/$cg/$ns" --enforce-node-allocatable= --fail-swap-on=false --resolv-conf="$d/resolv.conf" \
+		--read-only-port=0 --healthz-bind-address=127.0.0.1 --image-gc-high-threshold=100 --image-gc-low-threshold=99 \
+		--container-runtime=docker --docker-endpoint="unix://$d/docker.sock" --pod-infra-container-image=tpkit-lab/pause:1 \
+		--network-plugin=cni --cni-conf-dir="$cni/net.d" --cni-bin-dir="$cni/bin" --cni-cache-dir="$cni/cache" \
+		--hairpin-mode=hairpin-veth --cluster-dns=$cluster_dns --cluster-domain=cluster.local "${extra[@]}" --v=2 \
+		</dev/null >>"$dir/logs/kubelet.$ns.log" 2>&1 &
+	disown
+}
+
+# kubelet_pid NS: the pid of NS's kubelet, if one runs: the kubelet in the
+# network namespace of NS's holder (found through /proc, not ip netns, so
+# that this works in a node's mount namespace too, where /run is its own).
+kubelet_pid() {
+	local p net
+	net=$(readlink "/proc/$(holder_of "$1")/ns/net") || return 0
+	for p in $(pgrep -x kubelet); do
+		[ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$net" ] && echo "$p"
+	done
+	return 0
+}
+
+# restart_kubelet NODE: SIGTERM to NODE's kubelet, and once it is gone the
+# same kubelet again (the same flags, root dir and TP origin file).
+restart_kubelet() {
+	local ns=$1 n p i
+	case $ns in tpkit-node1) n=1 ;; tpkit-node2) n=2 ;; *) die "restart-kubelet: no node $ns (tpkit-node1, tpkit-node2)" ;; esac
+	[ -f "$dir/state" ] || die "no cluster is up ($dir/state does not exist)"
+	. "$dir/state"
+	p=$(kubelet_pid "$ns")
+	if [ -n "$p" ]; then
+		kill "$p"
+		for ((i = 0; i < 300; i++)); do
+			[ -d "/proc/$p" ] || break
+			sleep 0.1
+		done
+		[ ! -d "/proc/$p" ] || die "the kubelet of $ns (pid $p) did not exit on SIGTERM in 30 s"
+	fi
+	start_kubelet "$n"
+	say "restarted the kubelet of $ns"
+}
+
+# client_cas: a client CA per TP in DIR/ca (tpN-ca.crt) and a client
+# certificate of each (tpN-apiserver.crt/.key, the identity a TP's API server
+# would present to a kubelet), for the kubelets'
+# --tenant-partition-client-ca-files.
+client_cas() {
+	local k c=$dir/ca
+	mkdir -p "$c"
+	for k in 1 2; do
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=tp$k-client-ca" \
+			-keyout "$c/tp$k-ca.key" -out "$c/tp$k-ca.crt" 2>/dev/null
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=tp$k-apiserver" \
+			-keyout "$c/tp$k-apiserver.key" -out "$c/tp$k-apiserver.csr" 2>/dev/null
+		openssl x509 -req -in "$c/tp$k-apiserver.csr" -CA "$c/tp$k-ca.crt" -CAkey "$c/tp$k-ca.key" -CAcreateserial \
+			-days 30 -extfile <(printf 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n') -out "$c/tp$k-apiserver.crt" 2>/dev/null
+		[ -s "$c/tp$k-apiserver.crt" ] || die "openssl could not make tp$k's client CA in $c"
+	done
 }
 
 # images: the pause image (built here) and tpkit's images from IMAGE_DIR in
@@ -322,7 +388,9 @@ print(a.get("org.opencontainers.image.ref.name") or a.get("io.containerd.image.n
 		ref=${ref#docker.io/}
 		[[ $ref == tpkit/$p:?* ]] || die "$images/$p.oci.tar names no tpkit/$p:TAG image ($ref)"
 		skopeo copy -q "oci-archive:$images/$p.oci.tar" "docker-archive:$dir/images/$p.docker.tar:$ref"
+		echo "${p//-/_}_image=$ref" >>"$dir/state"
 	done
+	printf 'pause_image=tpkit-lab/pause:1\nbusybox_image=tpkit-lab/busybox:1.29\n' >>"$dir/state"
 }
 
 # kubectl_ PART ARGS...: the host's kubectl (Debian's kubernetes-client:
@@ -420,6 +488,7 @@ up() {
 	holder $cp cp
 	for ns in "${nodes[@]}"; do holder "$ns" node; done
 	images
+	client_cas
 	control_plane
 	node 1
 	node 2
@@ -518,6 +587,7 @@ status() {
 case ${1:-} in
 up) (($# == 3)) || die "usage: cluster.sh up ARKTOS_BIN IMAGE_DIR"; up "$2" "$3" ;;
 down) down ;;
+restart-kubelet) (($# == 2)) || die "usage: cluster.sh restart-kubelet NODE"; restart_kubelet "$2" ;;
 status) status ;;
 *) sed -n '/^#   hack/s/^# *//p' "$0" >&2; exit 2 ;;
 esac

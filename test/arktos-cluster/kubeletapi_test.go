@@ -4,16 +4,9 @@ package arktoscluster
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -46,7 +39,7 @@ wait`, tp)
 	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q%s},"spec":{"nodeName":%q,
 "terminationGracePeriodSeconds":1,"automountServiceAccountToken":false,
 "containers":[{"name":"c","image":%q,"imagePullPolicy":"Never","stdin":true,"command":["/bin/sh","-c",%q]}]}}`,
-		name, annotations, l.node, l.dnsImage, script)
+		name, annotations, node, l.dnsImage, script)
 	return arktoslab.Request("POST", l.tpURL[i]+"/api/v1/tenants/system/namespaces/default/pods", body, nil)
 }
 
@@ -259,7 +252,7 @@ func (l *lab) kubeletAPITenantPod() error {
 	}
 	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"tenant-app"},"spec":{"nodeName":%q,
 "terminationGracePeriodSeconds":1,"automountServiceAccountToken":false,
-"containers":[{"name":"c","image":%q,"imagePullPolicy":"Never","command":["/bin/sh","-c","echo kapi-in-tp2; exec sleep infinity"]}]}}`, l.node, l.dnsImage)
+"containers":[{"name":"c","image":%q,"imagePullPolicy":"Never","command":["/bin/sh","-c","echo kapi-in-tp2; exec sleep infinity"]}]}}`, node, l.dnsImage)
 	if err := arktoslab.Request("POST", l.tpURL[1]+"/api/v1/tenants/kapi/namespaces/web/pods", body, nil); err != nil {
 		return err
 	}
@@ -294,13 +287,13 @@ func (l *lab) kubeletAPICredentials() error {
 	}
 	path := fmt.Sprintf("/containerLogs/system/default/same/%s/c", uid)
 	get := func(tp int, p string) (int, string, error) {
-		cert, err := tls.LoadX509KeyPair(filepath.Join(l.dir, "ca", fmt.Sprintf("tp%d-apiserver.crt", tp)), filepath.Join(l.dir, "ca", fmt.Sprintf("tp%d-apiserver.key", tp)))
+		cert, err := tls.LoadX509KeyPair(filepath.Join(l.caDir, fmt.Sprintf("tp%d-apiserver.crt", tp)), filepath.Join(l.caDir, fmt.Sprintf("tp%d-apiserver.key", tp)))
 		if err != nil {
 			return 0, "", err
 		}
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 			Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} // the kubelet's self-signed serving certificate
-		resp, err := c.Get("https://" + advertise + ":10250" + p)
+		resp, err := c.Get("https://" + nodeIP + ":10250" + p)
 		if err != nil {
 			return 0, "", err
 		}
@@ -390,7 +383,7 @@ func (l *lab) kubeletAPITwinDeleted() error {
 		if _, err := l.get(0, "/api/v1/tenants/system/namespaces/default/pods/same"); !arktoslab.IsNotFound(err) {
 			return fmt.Errorf("tp1's pod same is not gone yet (%v)", err)
 		}
-		out, err := exec.Command("docker", "-H", "unix://"+filepath.Join(l.dir, "docker.sock"), "ps", "-q",
+		out, err := exec.Command("docker", "-H", "unix://"+l.dockerSock, "ps", "-q",
 			"--filter", "label=io.kubernetes.pod.name=same").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("docker ps: %v: %s", err, out)
@@ -429,69 +422,4 @@ func (l *lab) supports(name, flag string) bool {
 		return strings.Contains(string(out), flag)
 	}
 	return strings.Contains(string(out), "--"+flag+" ")
-}
-
-// makeTPCAs writes, in DIR/ca, a client CA per TP (tpN-ca.crt) and a client
-// certificate of each (tpN-apiserver.crt/.key, the identity a TP's API
-// server would present to the kubelet), and returns the CA files in TP
-// order.
-func (l *lab) makeTPCAs() []string {
-	dir := filepath.Join(l.dir, "ca")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		l.t.Fatal(err)
-	}
-	var cas []string
-	for i := range l.tpKC {
-		tp := fmt.Sprintf("tp%d", i+1)
-		caPEM, certPEM, keyPEM, err := clientCA(tp)
-		if err != nil {
-			l.t.Fatal(err)
-		}
-		for name, b := range map[string][]byte{tp + "-ca.crt": caPEM, tp + "-apiserver.crt": certPEM, tp + "-apiserver.key": keyPEM} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-				l.t.Fatal(err)
-			}
-		}
-		cas = append(cas, filepath.Join(dir, tp+"-ca.crt"))
-	}
-	return cas
-}
-
-// clientCA makes a CA named tp-client-ca and a client certificate it signs
-// for the user tp-apiserver, in PEM.
-func clientCA(tp string) (caPEM, certPEM, keyPEM []byte, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: tp + "-client-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: tp + "-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }

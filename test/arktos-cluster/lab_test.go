@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,45 +23,35 @@ import (
 	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
-// The lab's fixed values. The node's name is in the lab's /etc/hosts
-// (run.sh), so the API servers reach its kubelet by name.
+// The cluster's fixed values (hack/cluster.sh). The lab runs in node 1's
+// namespaces, so 127.0.0.1 is node 1's, and the API servers are at the
+// bridge's address.
 const (
-	advertise     = "10.254.0.1"
 	clusterDomain = "cluster.local"
 	// clusterDNS is the partition-dns Service's cluster IP: deploy's
 	// README step 3, "give the Service the IP your clusters already use",
 	// here the first of tp1's service range (arktos-lab.sh gives tpN
-	// 10.(95+N).0.0/16).
+	// 10.(95+N).0.0/16), every kubelet's --cluster-dns.
 	clusterDNS = "10.96.0.10"
-	podCIDR    = "10.88.0.0/16"
-	// nodeAddrs are the node's addresses partition-dns sees a node cache
-	// ask from: the bridge's (the pod network's gateway) and lab0's.
-	nodeAddrs = "10.88.0.1/32,10.254.0.1/32"
-	// gates are arktos-lab.sh's feature gates, which the controllers and
-	// schedulers get too.
-	gates = "AllAlpha=false,WorkloadInfoDefaulting=true,QPSDoubleGCController=true,QPSDoubleRSController=true,MandatoryArktosNetwork=true"
+	// node is the node the lab runs on and pins its pods to; nodeIP is its
+	// address on the cluster's bridge, where its kubelet serves.
+	node, nodeIP = "tpkit-node1", "10.254.0.11"
 )
 
 type lab struct {
-	t                           *testing.T
-	bin, dir, node, labSh       string
-	cgroupRoot, dnsImage, pause string
-	deploy, images, root        string // deploy/, the image archives' folder, the checkout
-	gitStatus                   string // the checkout's git status before the lab
-	rpKC                        string
-	tpKC, tpURL                 []string // the TPs' loopback kubeconfigs and URLs
-	podKC                       []string // kubeconfigs that pods use (through the forwarders)
-	kubelet, proxy              *exec.Cmd
-	kubeletLog                  string
-	kubeletArgs                 []string
-	kubeletStarts               int
-	procs                       []*exec.Cmd
-	forwarders                  []*arktoslab.Forwarder
-	results                     []result
-	systemStart                 func() error // system-pod-first-lookups, from system-pod-resolves-own-tp's pod
-	notrackOn                   int          // NOTRACK rules for the cluster DNS IP with the node cache's switch on
-	tcpAnswer                   string       // service-tcp-through-proxy, from tenant-pod-resolves's pod
-	start                       time.Time
+	t                    *testing.T
+	bin, dir, clusterDir string // ARKTOS_BIN, the lab's scratch folder, CLUSTER_DIR
+	dnsImage, pause      string
+	images, root         string // the image archives' folder, the checkout
+	gitStatus            string // the checkout's git status before the lab
+	rpKC                 string
+	tpKC, tpURL          []string // the TPs' kubeconfigs and URLs, as the node reaches them
+	dockerSock, caDir    string   // node 1's dockerd; the TPs' client CAs and certificates
+	results              []result
+	systemStart          func() error // system-pod-first-lookups, from system-pod-resolves-own-tp's pod
+	notrackOn            int          // NOTRACK rules for the cluster DNS IP with the node cache's switch on
+	tcpAnswer            string       // service-tcp-through-proxy, from tenant-pod-resolves's pod
+	start                time.Time
 }
 
 type result struct {
@@ -80,25 +71,14 @@ func (l *lab) check(name string, fn func() error) {
 	fmt.Printf("CHECK %-28s PASS (%s)\n", name, time.Since(start).Round(100*time.Millisecond))
 }
 
-func env(t *testing.T, name string) string {
-	v := os.Getenv(name)
-	if v == "" {
-		t.Fatalf("%s is not set: run the lab with run.sh (make check-arktos-cluster)", name)
-	}
-	return v
-}
-
 func TestArktosCluster(t *testing.T) {
-	l := &lab{t: t, bin: env(t, "ARKTOS_BIN"), dir: env(t, "LAB_DIR"), node: env(t, "NODE_NAME"),
-		labSh: env(t, "LAB_SH"), cgroupRoot: env(t, "CGROUP_ROOT"), dnsImage: env(t, "PARTITION_DNS_IMAGE"),
-		pause: env(t, "PAUSE_IMAGE"), deploy: env(t, "DEPLOY_DIR"), images: env(t, "IMAGE_DIR"), start: time.Now()}
-	l.root = filepath.Dir(l.deploy)
-	var err error
-	if l.gitStatus, err = gitStatus(l.root); err != nil {
-		t.Fatal(err)
+	dir := os.Getenv("CLUSTER_DIR")
+	if dir == "" {
+		t.Fatal("CLUSTER_DIR is not set: run the lab with run.sh (make check-arktos-cluster)")
 	}
-	defer l.teardown()
-	l.up()
+	l := &lab{t: t, clusterDir: dir, start: time.Now()}
+	l.attach()
+	l.gitStatus = strings.TrimSpace(os.Getenv("GIT_STATUS_BEFORE")) // as gitStatus gives it
 	l.check("node-ready", l.nodeReady)
 	// The kubelet's API per TP (kubeletapi_test.go).
 	l.check("kubelet-api-twins", l.kubeletAPITwins)
@@ -106,14 +86,14 @@ func TestArktosCluster(t *testing.T) {
 	l.check("kubelet-api-credentials", l.kubeletAPICredentials)
 	l.check("kubelet-api-mirror-lookalike", l.kubeletAPIMirrorLookalike)
 	l.check("kubelet-api-twin-deleted", l.kubeletAPITwinDeleted)
-	l.check("partition-dns-deployed", l.deployPartitionDNS)
+	l.check("partition-dns-ready", l.partitionDNSDeployed)
 	if l.results[len(l.results)-1].err == nil {
 		l.seed()
 		l.check("tenant-pod-resolves", l.tenantPodResolves)
 		l.check("service-tcp-through-proxy", l.serviceTCP)
 		l.check("system-pod-resolves-own-tp", l.systemPodResolvesOwnTP)
 		l.check("system-pod-first-lookups", l.systemPodFirstLookups)
-		l.check("nodelocal-deployed", l.deployNodeLocal)
+		l.check("nodelocal-ready", l.nodeLocalReady)
 		if l.results[len(l.results)-1].err == nil {
 			l.check("tenant-through-node-cache", l.tenantThroughNodeCache)
 			l.check("system-through-node-cache", l.systemThroughNodeCache)
@@ -136,191 +116,67 @@ func TestArktosCluster(t *testing.T) {
 	}
 }
 
-// up starts the resource partition and two TPs (arktos-lab.sh: etcd and the
-// patched kube-apiserver each), each TP's kube-controller-manager and
-// scheduler as Arktos's scale-out scripts run them (hack/lib/common.sh:
-// --resource-providers names the resource partition, whose nodes they
-// place pods on), the forwarders that let pods reach the TPs, the patched
-// kubelet on dockerd, and the patched kube-proxy.
-func (l *lab) up() {
-	l.rpKC = filepath.Join(l.dir, "rp", "kc", "tp1.kubeconfig")
-	// The TPs' API servers find the kubelet of a pod (logs, exec, attach,
-	// port-forward) on the resource partition's node, as in a scale-out
-	// cluster; a stock kube-apiserver has no such flag, and finds none.
-	var rps string
-	if l.supports("kube-apiserver", "resource-providers") {
-		rps = "RESOURCE_PROVIDERS=" + l.rpKC
+// attach reads what the lab needs of the cluster that make cluster-up
+// (hack/cluster.sh) started: its state (the binaries, the images), the
+// kubeconfigs with which its nodes reach the partitions, node 1's dockerd
+// and the TPs' client CAs.
+func (l *lab) attach() {
+	b, err := os.ReadFile(filepath.Join(l.clusterDir, "state"))
+	if err != nil {
+		l.t.Fatalf("no cluster is up: %v", err)
 	}
-	for _, part := range []struct {
-		n   int
-		dir string
-		env string
-	}{{1, "rp", ""}, {2, "tps", rps}} {
-		cmd := exec.Command("bash", l.labSh, "up", fmt.Sprint(part.n), filepath.Join(l.dir, part.dir))
-		cmd.Env = append(os.Environ(), "ARKTOS_BIN="+l.bin, "ADVERTISE="+advertise)
-		if part.env != "" {
-			cmd.Env = append(cmd.Env, part.env)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			l.t.Fatalf("arktos-lab.sh up %d %s: %v\n%s", part.n, part.dir, err, out)
+	state := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			state[k] = v
 		}
 	}
+	l.bin, l.images = state["bin"], state["images"]
+	l.dnsImage, l.pause = state["partition_dns_image"], state["pause_image"]
+	if l.bin == "" || l.dnsImage == "" || l.pause == "" {
+		l.t.Fatalf("%s/state lacks bin, partition_dns_image or pause_image:\n%s", l.clusterDir, b)
+	}
+	if l.root, err = testbin.ModuleRoot(); err != nil {
+		l.t.Fatal(err)
+	}
+	l.dir = filepath.Join(l.clusterDir, "lab")
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+	kc := filepath.Join(l.clusterDir, "node-kc")
+	l.rpKC = filepath.Join(kc, "rp.kubeconfig")
 	for i := 1; i <= 2; i++ {
-		l.tpKC = append(l.tpKC, filepath.Join(l.dir, "tps", "kc", fmt.Sprintf("tp%d.kubeconfig", i)))
-		u := readTrim(l.t, filepath.Join(l.dir, "tps", fmt.Sprintf("tp%d", i), "url"))
-		l.tpURL = append(l.tpURL, u)
-		f, err := arktoslab.Forward(advertise, strings.TrimPrefix(u, "http://"))
-		if err != nil {
-			l.t.Fatal(err)
-		}
-		l.forwarders = append(l.forwarders, f)
-		kc := filepath.Join(l.dir, "pod-kc", fmt.Sprintf("tp%d.kubeconfig", i))
-		writeKubeconfig(l.t, kc, fmt.Sprintf("http://%s:%d", advertise, f.Port()), fmt.Sprintf("tp%d", i))
-		l.podKC = append(l.podKC, kc)
+		path := filepath.Join(kc, fmt.Sprintf("tp%d.kubeconfig", i))
+		l.tpKC = append(l.tpKC, path)
+		l.tpURL = append(l.tpURL, kubeconfigServer(l.t, path))
 	}
-	// The resource partition's controllers (hack/lib/common.sh): node
-	// lifecycle takes the not-ready taint off the node once it is Ready.
-	l.spawn("kcm.rp.log", "kube-controller-manager", "--kubeconfig="+l.rpKC,
-		"--tenant-server-kubeconfig="+strings.Join(l.tpKC, ","), "--controllers=nodelifecycle,ttl",
-		"--leader-elect=false", "--port=0", "--secure-port=0", "--feature-gates="+gates, "--v=2")
-	for i, kc := range l.tpKC {
-		l.spawn(fmt.Sprintf("kcm.tp%d.log", i+1), "kube-controller-manager", "--kubeconfig="+kc,
-			"--resource-providers="+l.rpKC, "--controllers=*,-nodelifecycle,-nodeipam,-ttl,-serviceaccount-token",
-			"--leader-elect=false", "--port=0", "--secure-port=0", "--feature-gates="+gates, "--v=2")
-		l.spawn(fmt.Sprintf("scheduler.tp%d.log", i+1), "kube-scheduler", "--kubeconfig="+kc,
-			"--resource-providers="+l.rpKC, "--leader-elect=false", "--port=0", "--secure-port=0",
-			"--feature-gates="+gates, "--v=2")
-	}
-	l.startKubelet()
-	healthz, metrics := l.freePort(), l.freePort()
-	var state []string
-	if l.supports("kube-proxy", "tenant-partition-state-dir") {
-		state = []string{"--tenant-partition-state-dir=" + filepath.Join(l.dir, "kube-proxy-state")}
-	}
-	l.proxy = l.spawn("kube-proxy.log", "kube-proxy", append([]string{"--proxy-mode=iptables", "--kubeconfig=" + l.rpKC,
-		"--tenant-server-kubeconfig=" + strings.Join(l.tpKC, ","), "--hostname-override=" + l.node,
-		"--cluster-cidr=" + podCIDR, "--bind-address=127.0.0.1",
-		"--healthz-bind-address=127.0.0.1", fmt.Sprintf("--healthz-port=%d", healthz),
-		"--metrics-bind-address=127.0.0.1", fmt.Sprintf("--metrics-port=%d", metrics),
-		"--conntrack-max-per-core=0", "--conntrack-min=0",
-		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0", "--v=2"}, state...)...)
-	err := testbin.Poll(60*time.Second, 200*time.Millisecond, func() error {
-		if !arktoslab.Alive(l.proxy) {
-			return fmt.Errorf("kube-proxy exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, "kube-proxy.log"), 20))
-		}
-		return arktoslab.Request("GET", fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz), "", nil)
-	})
+	l.dockerSock = filepath.Join(l.clusterDir, node, "docker.sock")
+	l.caDir = filepath.Join(l.clusterDir, "ca")
+}
+
+// kubeconfigServer is the server of the kubeconfig at path (cluster.sh
+// writes one cluster, as server: "URL").
+func kubeconfigServer(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		l.t.Fatalf("kube-proxy does not serve /healthz: %v", err)
+		t.Fatal(err)
 	}
+	m := regexp.MustCompile(`server: "([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s names no server", path)
+	}
+	return strings.TrimSuffix(string(m[1]), "/")
 }
 
-func (l *lab) freePort() int {
-	p, err := arktoslab.FreePort()
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	return p
-}
-
-// startKubelet starts the patched kubelet: dockershim on the lab's dockerd,
-// the CNI bridge, every cgroup under the lab's root, the TPs by
-// --tenant-server-kubeconfig and partition-dns as cluster DNS with the
-// tenant search path on.
-func (l *lab) startKubelet() {
-	cni := filepath.Join(l.dir, "cni")
-	for _, d := range []string{"bin", "net.d", "cache", "ipam"} {
-		if err := os.MkdirAll(filepath.Join(cni, d), 0o755); err != nil {
-			l.t.Fatal(err)
-		}
-	}
-	for _, p := range []string{"bridge", "host-local", "loopback"} {
-		b, err := os.ReadFile(filepath.Join("/usr/lib/cni", p))
-		if err != nil {
-			l.t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(cni, "bin", p), b, 0o755); err != nil {
-			l.t.Fatal(err)
-		}
-	}
-	conf := fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "tpkit-lab", "plugins": [{"type": "bridge", "bridge": "tpkit0",
-  "isGateway": true, "ipMasq": false, "hairpinMode": true,
-  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/24", "gateway": "10.88.0.1"}]],
-           "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}}]}`, filepath.Join(cni, "ipam"))
-	if err := os.WriteFile(filepath.Join(cni, "net.d", "10-tpkit-lab.conflist"), []byte(conf), 0o644); err != nil {
-		l.t.Fatal(err)
-	}
-	k := filepath.Join(l.dir, "kubelet")
-	l.kubeletArgs = []string{"--kubeconfig=" + l.rpKC,
-		"--tenant-server-kubeconfig=" + strings.Join(l.tpKC, ","),
-		"--hostname-override=" + l.node, "--node-ip=" + advertise,
-		"--root-dir=" + k, "--cert-dir=" + filepath.Join(k, "pki"), "--seccomp-profile-root=" + filepath.Join(k, "seccomp"),
-		"--volume-plugin-dir=" + filepath.Join(l.dir, "kubelet-plugins"),
-		"--cgroup-driver=cgroupfs", "--cgroups-per-qos=true", "--cgroup-root=" + l.cgroupRoot, "--enforce-node-allocatable=",
-		"--fail-swap-on=false", "--resolv-conf=" + filepath.Join(l.dir, "resolv.conf"),
-		"--read-only-port=0", "--healthz-bind-address=127.0.0.1",
-		"--image-gc-high-threshold=100", "--image-gc-low-threshold=99",
-		"--container-runtime=docker", "--docker-endpoint=unix://" + filepath.Join(l.dir, "docker.sock"),
-		"--pod-infra-container-image=" + l.pause,
-		"--network-plugin=cni", "--cni-conf-dir=" + filepath.Join(cni, "net.d"), "--cni-bin-dir=" + filepath.Join(cni, "bin"),
-		"--cni-cache-dir=" + filepath.Join(cni, "cache"), "--hairpin-mode=hairpin-veth",
-		"--cluster-dns=" + clusterDNS, "--cluster-domain=" + clusterDomain,
-		"--v=2"}
-	if l.supports("kubelet", "TenantDNSSearch=true|false") {
-		// A stock kubelet (the lab shows what it gets wrong) has no such gate.
-		l.kubeletArgs = append(l.kubeletArgs, "--feature-gates=TenantDNSSearch=true")
-	}
-	if l.supports("kubelet", "tenant-partition-client-ca-files") {
-		// A client CA per TP (kubelet-api-credentials); the TPs' API servers
-		// present no certificate, so they stay anonymous callers, whom the
-		// kubelet's default authorization allows.
-		l.kubeletArgs = append(l.kubeletArgs, "--tenant-partition-client-ca-files="+strings.Join(l.makeTPCAs(), ","))
-	}
-	l.runKubelet()
-}
-
-// runKubelet starts the kubelet with its flags, a new log for each start.
-func (l *lab) runKubelet() {
-	l.kubeletStarts++
-	l.kubeletLog = fmt.Sprintf("kubelet.%d.log", l.kubeletStarts)
-	l.kubelet = l.spawn(l.kubeletLog, "kubelet", l.kubeletArgs...)
-}
-
-func (l *lab) spawn(log, name string, args ...string) *exec.Cmd {
-	cmd, err := arktoslab.Spawn(filepath.Join(l.dir, log), filepath.Join(l.bin, name), args...)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	fmt.Printf("== started %s (pid %d), log %s\n", name, cmd.Process.Pid, filepath.Join(l.dir, log))
-	l.procs = append(l.procs, cmd)
-	return cmd
-}
-
-func (l *lab) teardown() {
-	// The kubelet first: nothing may restart a container run.sh removes.
-	arktoslab.Stop(l.kubelet)
-	for _, p := range l.procs {
-		arktoslab.Stop(p)
-	}
-	for _, f := range l.forwarders {
-		f.Close()
-	}
-	_ = exec.Command("bash", l.labSh, "down", filepath.Join(l.dir, "tps")).Run()
-	_ = exec.Command("bash", l.labSh, "down", filepath.Join(l.dir, "rp")).Run()
-}
-
-// nodeReady: the node registers in the resource partition and is Ready.
+// nodeReady: the node is registered in the resource partition and Ready.
 func (l *lab) nodeReady() error {
 	return testbin.Poll(90*time.Second, 200*time.Millisecond, func() error {
-		if !arktoslab.Alive(l.kubelet) {
-			return fmt.Errorf("the kubelet exited:\n%s", arktoslab.Tail(filepath.Join(l.dir, l.kubeletLog), 30))
-		}
-		out, err := l.kubectl(l.rpKC, "get", "node", l.node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+		out, err := l.kubectl(l.rpKC, "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
 		if err != nil {
 			return err
 		}
 		if out != "True" {
-			return fmt.Errorf("node %s Ready=%q", l.node, out)
+			return fmt.Errorf("node %s Ready=%q", node, out)
 		}
 		return nil
 	})
@@ -337,47 +193,28 @@ func (l *lab) kubectl(kc string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// deployPartitionDNS does what README.md's "Deploy on Arktos" asks of an
-// admin, in tp1's system tenant: the RBAC in every TP, the TPs'
-// kubeconfigs as the Secret, an overlay written by hack/deploy-overlay.sh
-// (the images' tag, the Service's IP, partition-dns's pod CIDR and trusted
-// forwarders) outside the checkout, kubectl apply -k. Then the
-// Deployment's pods, placed by tp1's scheduler on the node and run by the
-// kubelet, must be ready by their own probes.
-func (l *lab) deployPartitionDNS() error {
-	for _, kc := range l.tpKC {
-		if _, err := l.kubectl(kc, "apply", "-f", filepath.Join(l.deploy, "partition-dns", "rbac-per-tp.yaml")); err != nil {
-			return err
-		}
-	}
-	args := []string{"-n", "kube-system", "create", "secret", "generic", "partition-dns-kubeconfigs"}
-	for _, kc := range l.podKC {
-		args = append(args, "--from-file="+kc)
-	}
-	if _, err := l.kubectl(l.tpKC[0], args...); err != nil {
+// partitionDNSDeployed: partition-dns, which cluster-up deployed as
+// README.md's "Deploy on Arktos" asks of an admin (the RBAC in every TP, the
+// TPs' kubeconfigs as the Secret, an overlay written by
+// hack/deploy-overlay.sh outside the checkout, kubectl apply -k in tp1's
+// system tenant), runs: the Deployment's two pods, placed by tp1's
+// scheduler on the resource partition's nodes, are ready by their own
+// probes.
+func (l *lab) partitionDNSDeployed() error {
+	if err := l.partitionDNSReady(90*time.Second, time.Time{}); err != nil {
 		return err
 	}
-	// The node cache follows in nodelocal-deployed, once partition-dns's
-	// own checks have run.
-	dir, err := l.overlay("dns-only", "--no-node-cache")
+	pods, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=partition-dns", "-o", `jsonpath={range .items[*]}{.metadata.name} on {.spec.nodeName}, {end}`)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
-		return err
-	}
-	err = l.partitionDNSReady(90*time.Second, time.Time{})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("      partition-dns: 2 pods ready %s after kubectl apply -k\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Printf("      partition-dns: 2 pods ready (%s)\n", strings.TrimSuffix(pods, ","))
 	return nil
 }
 
 // partitionDNSReady waits until partition-dns's two pods in tp1 run on the
-// node and are ready by their own probes, and became ready at since or
-// later (the zero time: whenever).
+// cluster's nodes and are ready by their own probes, and the one on the
+// lab's node became ready at since or later (the zero time: whenever).
 func (l *lab) partitionDNSReady(d time.Duration, since time.Time) error {
 	return testbin.Poll(d, 500*time.Millisecond, func() error {
 		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=partition-dns",
@@ -391,8 +228,11 @@ func (l *lab) partitionDNSReady(d time.Duration, since time.Time) error {
 		}
 		for _, line := range lines {
 			f := strings.Fields(line)
-			if len(f) != 5 || f[1] != l.node || f[2] != "Running" || f[3] != "True" {
-				return fmt.Errorf("partition-dns pod not running and ready on %s: %q", l.node, line)
+			if len(f) != 5 || f[2] != "Running" || f[3] != "True" {
+				return fmt.Errorf("partition-dns pod not running and ready: %q", line)
+			}
+			if f[1] != node {
+				continue // the other node's kubelet did not restart
 			}
 			if t, err := time.Parse(time.RFC3339, f[4]); err != nil || t.Before(since.Truncate(time.Second)) {
 				return fmt.Errorf("partition-dns pod %s: ready since %s, not again after %s", f[0], f[4], since.UTC().Format(time.RFC3339))
@@ -477,9 +317,9 @@ func (l *lab) lookups(i int, tenant, ns, pod, want string, names []string, extra
 	look("known")
 	script.WriteString(extra)
 	script.WriteString("} > /dev/termination-log")
-	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},"spec":{"restartPolicy":"Never",
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},"spec":{"restartPolicy":"Never","nodeName":%q,
 "terminationGracePeriodSeconds":1,"automountServiceAccountToken":false,
-"containers":[{"name":"lookup","image":%q,"imagePullPolicy":"Never","command":["/bin/sh","-c",%q]}]}}`, pod, l.dnsImage, script.String())
+"containers":[{"name":"lookup","image":%q,"imagePullPolicy":"Never","command":["/bin/sh","-c",%q]}]}}`, pod, node, l.dnsImage, script.String())
 	path := "/api/v1/tenants/" + tenant + "/namespaces/" + ns + "/pods"
 	if err := arktoslab.Request("POST", l.tpURL[i]+path, body, nil); err != nil {
 		return nil, nil, err
@@ -590,29 +430,26 @@ func (l *lab) systemPodFirstLookups() error {
 	return l.systemStart()
 }
 
-// deployNodeLocal follows deploy/nodelocal/README.md in tp1's system
-// tenant (after deploy/partition-dns): the image's tag in a copy of the
-// kustomization, kubectl apply -k. tp1's DaemonSet controller makes the
-// node's pod, which must be ready, and its watcher must have put the NOTRACK
-// rules for the cluster DNS IP in the node's raw table (the switch is on).
-func (l *lab) deployNodeLocal() error {
-	dir, err := l.overlay("dns")
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	if _, err := l.kubectl(l.tpKC[0], "apply", "-k", dir); err != nil {
-		return err
-	}
-	err = testbin.Poll(90*time.Second, 500*time.Millisecond, func() error {
+// nodeLocalReady: the node cache, which cluster-up deployed with
+// partition-dns (deploy/nodelocal/README.md, kubectl apply -k in tp1's
+// system tenant), runs on the lab's node: tp1's DaemonSet controller made its
+// pod there, which is ready, and its watcher has put the NOTRACK rules for
+// the cluster DNS IP in the node's raw table (the switch is on).
+func (l *lab) nodeLocalReady() error {
+	err := testbin.Poll(90*time.Second, 500*time.Millisecond, func() error {
 		out, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "pods", "-l", "k8s-app=node-local-dns",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		if err != nil {
 			return err
 		}
-		f := strings.Fields(out)
-		if len(f) != 4 || f[1] != l.node || f[2] != "Running" || f[3] != "True" {
-			return fmt.Errorf("node-local-dns pods: %q", out)
+		ready := false
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 4 && f[1] == node && f[2] == "Running" && f[3] == "True" {
+				ready = true
+			}
+		}
+		if !ready {
+			return fmt.Errorf("no node-local-dns pod running and ready on %s: %q", node, out)
 		}
 		n, err := notrack()
 		if err != nil {
@@ -627,7 +464,7 @@ func (l *lab) deployNodeLocal() error {
 	if err != nil {
 		return fmt.Errorf("%v\n%s", err, l.containerLogs("node-local-dns"))
 	}
-	fmt.Printf("      node-local-dns: ready, switch on, %s after kubectl apply -k\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Printf("      node-local-dns: ready on %s, switch on (%d NOTRACK rules)\n", node, l.notrackOn)
 	return nil
 }
 
@@ -636,7 +473,7 @@ func (l *lab) deployNodeLocal() error {
 // pod misbehaves: the TPs' API servers cannot reach the kubelet for
 // kubectl logs here.
 func (l *lab) containerLogs(substr string) string {
-	docker := []string{"-H", "unix://" + filepath.Join(l.dir, "docker.sock")}
+	docker := []string{"-H", "unix://" + l.dockerSock}
 	out, err := exec.Command("docker", append(docker, "ps", "-a", "--format", "{{.Names}}")...).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("docker ps: %v: %s", err, out)
@@ -858,9 +695,14 @@ func (l *lab) killNodeCache(ask func() (string, error), name, own string) (resta
 }
 
 // nodeCachePID finds the node cache's process (partition-dns node-cache,
-// not its watcher) among the lab's.
+// not its watcher) of the lab's node: the one in the lab's network
+// namespace, the other node's runs in its own.
 func nodeCachePID() (int, error) {
 	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return 0, err
+	}
+	self, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
 		return 0, err
 	}
@@ -872,6 +714,9 @@ func nodeCachePID() (int, error) {
 		}
 		args := strings.Split(string(b), "\x00")
 		if len(args) > 1 && strings.HasSuffix(args[0], "partition-dns") && args[1] == "node-cache" {
+			if ns, err := os.Readlink(filepath.Join(filepath.Dir(d), "ns", "net")); err != nil || ns != self {
+				continue
+			}
 			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
 			found = append(found, pid)
 		}
@@ -900,43 +745,40 @@ func (l *lab) daemonSetRefused() error {
 	return nil
 }
 
-// kubeletRestart: the kubelet stopped and started again with the same
-// flags (the same root dir, so the same TP origin file). partition-dns's
-// containers keep running (same container IDs, no restart), the node is
-// Ready again, and a new pod of tenant acme runs and reports its status in
-// tp2.
+// kubeletRestart: the node's kubelet stopped and started again with the
+// same flags (the same root dir, so the same TP origin file).
+// partition-dns's containers keep running (same container IDs, no
+// restart), the node is Ready again, and a new pod of tenant acme runs and
+// reports its status in tp2.
 func (l *lab) kubeletRestart() error {
 	before, err := l.partitionDNSContainers()
 	if err != nil {
 		return err
 	}
-	_ = syscall.Kill(l.kubelet.Process.Pid, syscall.SIGTERM)
-	if err := testbin.Poll(30*time.Second, 100*time.Millisecond, func() error {
-		if arktoslab.Alive(l.kubelet) {
-			return fmt.Errorf("the kubelet did not exit on SIGTERM")
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	start := time.Now()
-	l.runKubelet()
+	// cluster.sh stops the kubelet (SIGTERM, waiting for it to exit) and
+	// starts it again with its flags.
+	cmd := exec.Command("bash", filepath.Join(l.root, "hack", "cluster.sh"), "restart-kubelet", node)
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+l.clusterDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hack/cluster.sh restart-kubelet %s: %v: %s", node, err, out)
+	}
 	// Ready as the new kubelet reports it: a heartbeat after its start.
 	err = testbin.Poll(90*time.Second, 200*time.Millisecond, func() error {
-		out, err := l.kubectl(l.rpKC, "get", "node", l.node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}`)
+		out, err := l.kubectl(l.rpKC, "get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}`)
 		if err != nil {
 			return err
 		}
 		f := strings.Fields(out)
 		if len(f) != 2 {
-			return fmt.Errorf("node %s: Ready condition %q", l.node, out)
+			return fmt.Errorf("node %s: Ready condition %q", node, out)
 		}
 		beat, err := time.Parse(time.RFC3339, f[1])
 		if err != nil {
 			return err
 		}
 		if f[0] != "True" || beat.Before(start.Truncate(time.Second)) {
-			return fmt.Errorf("node %s: Ready=%s, last heartbeat %s (the kubelet restarted at %s)", l.node, f[0], f[1], start.UTC().Format(time.RFC3339))
+			return fmt.Errorf("node %s: Ready=%s, last heartbeat %s (the kubelet restarted at %s)", node, f[0], f[1], start.UTC().Format(time.RFC3339))
 		}
 		return nil
 	})
@@ -1031,24 +873,10 @@ func readTrim(t *testing.T, path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// overlay writes, with hack/deploy-overlay.sh as README.md's deploy steps
-// do, the overlays of partition-dns (and, without --no-node-cache, the node
-// cache) for the lab's cluster into the lab's folder NAME, and returns the
-// folder to kubectl apply -k. The tag comes from the image archives the lab
-// loaded into dockerd; the checkout is not written (deploy-overlay-clean).
-func (l *lab) overlay(name string, extra ...string) (string, error) {
-	out := filepath.Join(l.dir, "overlays", name)
-	args := append([]string{filepath.Join(l.root, "hack", "deploy-overlay.sh"), out, "--image-dir", l.images,
-		"--cluster-ip", clusterDNS, "--pod-cidr", podCIDR, "--trusted-forwarders", nodeAddrs}, extra...)
-	if b, err := exec.Command("bash", args...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("hack/deploy-overlay.sh: %v: %s", err, b)
-	}
-	return filepath.Join(out, "dns"), nil
-}
-
-// deployOverlayClean: after the deploy steps, partition-dns's Deployment and
-// the node cache's DaemonSet in tp1 run one image tag (the overlay set both),
-// and git status of the checkout is what it was before the lab.
+// deployOverlayClean: after cluster-up's deploy steps, partition-dns's
+// Deployment and the node cache's DaemonSet in tp1 run one image tag (the
+// overlay set both), and git status of the checkout is what it was before
+// cluster-up (run.sh's GIT_STATUS_BEFORE).
 func (l *lab) deployOverlayClean() error {
 	dep, err := l.kubectl(l.tpKC[0], "-n", "kube-system", "get", "deployment", "partition-dns", "-o", "jsonpath={.spec.template.spec.containers[*].image}")
 	if err != nil {
