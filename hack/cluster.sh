@@ -243,9 +243,14 @@ control_plane() {
 		--tenant-server-kubeconfig="$tpkc" --controllers=nodelifecycle,ttl \
 		--leader-elect=false --port=0 --secure-port=0 --feature-gates=$gates --v=2
 	for k in 1 2; do
+		# The token controller gives every service account its token
+		# Secret (Kubernetes's e2e framework waits for one in each test
+		# namespace); the ServiceAccount admission plugin stays off, as in
+		# arktos-lab.sh, so pods mount none.
+		openssl genrsa -out "$dir/tps/tp$k/sa.key" 2048 2>/dev/null || die "openssl could not make tp$k's service-account key"
 		daemon $cp "$dir/logs/kcm.tp$k.log" "$bin/kube-controller-manager" --kubeconfig="$dir/tps/kc/tp$k.kubeconfig" \
-			--resource-providers="$rpkc" --controllers='*,-nodelifecycle,-nodeipam,-ttl,-serviceaccount-token' \
-			--leader-elect=false --port=0 --secure-port=0 --feature-gates=$gates --v=2
+			--resource-providers="$rpkc" --controllers='*,-nodelifecycle,-nodeipam,-ttl' \
+			--service-account-private-key-file="$dir/tps/tp$k/sa.key" --leader-elect=false --port=0 --secure-port=0 --feature-gates=$gates --v=2
 		daemon $cp "$dir/logs/scheduler.tp$k.log" "$bin/kube-scheduler" --kubeconfig="$dir/tps/kc/tp$k.kubeconfig" \
 			--resource-providers="$rpkc" --leader-elect=false --port=0 --secure-port=0 --feature-gates=$gates --v=2
 	done
