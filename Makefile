@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover bench-origin bench-hollow-proxy bench-node check-layout check-arktos arktos-src arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster cluster-up cluster-down cluster-status check-cluster check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover bench-origin bench-hollow-proxy bench-node check-layout check-arktos arktos-src arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster cluster-up cluster-down cluster-status check-cluster check-conformance check-deploy demo fuzz clean
 
 all: build
 
@@ -48,6 +48,7 @@ help:
 	@echo "make cluster-up ARKTOS_BIN=WORK/bin IMAGE_DIR=DIR  a scale-out cluster on this machine: the resource partition, tp1, tp2, two real nodes, tpkit deployed; prints its kubeconfigs (root; docs/local-cluster.md)"
 	@echo "make cluster-down  stop the local cluster and remove all it made on the host"
 	@echo "make check-cluster ARKTOS_BIN=WORK/bin IMAGE_DIR=DIR  cluster-up, the cross-node checks (test/local-cluster), cluster-down (root)"
+	@echo "make check-conformance ARKTOS_BIN=WORK/bin  Kubernetes's DNS and Services e2e specs from Arktos's tree against the running cluster-up, through tp1 and tp2: JUnit and a table (root; docs/conformance.md)"
 	@echo "make cluster-status  what runs in the local cluster, and its kubeconfigs"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 	@echo "make clean      remove $(BIN)/"
@@ -288,6 +289,14 @@ cluster-status:
 check-cluster:
 	@test -n "$(ARKTOS_BIN)" -a -n "$(IMAGE_DIR)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch and IMAGE_DIR to the folder of make images"; exit 2; }
 	./test/local-cluster/run.sh $(abspath $(ARKTOS_BIN)) $(abspath $(IMAGE_DIR))
+
+# Kubernetes's [sig-network] DNS and Services e2e specs from Arktos's tree
+# (WORK/src next to ARKTOS_BIN=WORK/bin, or ARKTOS_SRC), built here with their
+# images, against the running cluster-up through tp1 then tp2: JUnit and a
+# table in CLUSTER_DIR/conformance (hack/conformance.sh, docs/conformance.md).
+check-conformance:
+	@test -n "$(ARKTOS_SRC)$(ARKTOS_BIN)" || { echo "set ARKTOS_BIN to WORK/bin of make arktos-patch (its WORK/src builds the suite), or ARKTOS_SRC to the tree"; exit 2; }
+	./hack/conformance.sh $(abspath $(or $(ARKTOS_SRC),$(ARKTOS_BIN)/../src))
 
 # Every kustomization under deploy/ (and rbac-per-tp.yaml) through kubectl
 # apply --dry-run=server against one real Arktos TP (ARKTOS_BIN: its
