@@ -563,6 +563,9 @@ down() {
 	mount | grep -q " $dir/" && left+=("mounts under $dir")
 	rm -rf "$dir"
 	for ns in $cp "${nodes[@]}"; do ip netns list | grep -q "^$ns\b" && left+=("netns $ns"); done
+	local procs
+	procs=$(pgrep -f -- "$dir/" | grep -vx "$$" | tr '\n' ' ')
+	[ -z "$procs" ] || left+=("processes naming $dir: $procs")
 	for h in "${hierarchies[@]}" unified; do [ -d "/sys/fs/cgroup/$h/$cg" ] && left+=("cgroup $h/$cg"); done
 	if [ -n "$before" ] && [ "$(host_state)" != "$before" ]; then
 		left+=("host sysctls or iptables changed: before [$before], after [$(host_state)]")

@@ -18,7 +18,7 @@ func TestIsNodes(t *testing.T) {
 		"/api/v1/tenants/all/pods":                 false,
 		"/apis/coordination.k8s.io/v1/leases":      false,
 		"/api/v1/namespaces/kube-system/endpoints": false,
-		"/api":                                     false,
+		"/api": false,
 	} {
 		if got := isNodes(path); got != want {
 			t.Errorf("isNodes(%q) = %v, want %v", path, got, want)
