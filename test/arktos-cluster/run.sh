@@ -8,7 +8,8 @@
 # arktoscluster) and runs it inside node 1's network and mount namespaces,
 # where its checks see what the node sees (the cluster DNS IP through
 # kube-proxy and the node cache, the NOTRACK rules, the kubelet's port, its
-# dockerd), then takes the cluster down; cluster-down says what, if
+# dockerd), then the cross-node checks of test/local-cluster from the host
+# (the last kills node 2), then takes the cluster down; cluster-down says what, if
 # anything, was left on the host, and run.sh fails then too. The checkout's
 # git status from before cluster-up goes to the test (deploy-overlay-clean).
 # The binaries may be stock: the lab then shows what they get wrong.
@@ -28,6 +29,10 @@ if (cd "$root" && go test -c -tags arktoscluster -o "$dir/arktos-cluster.test" .
 			AWS_EC2_METADATA_DISABLED=true PATH="$PATH" \
 			"$dir/arktos-cluster.test" -test.v -test.count=1 -test.timeout "${LAB_TIMEOUT:-14m}" && rc=0
 fi
+# Then the cross-node checks of test/local-cluster (make check-cluster),
+# from the host; the last of them kills node 2, so they come after the lab.
+echo "== the cross-node checks (test/local-cluster)"
+(cd "$root/test/local-cluster" && CLUSTER_DIR="$dir" go test -tags localcluster -count=1 -v -timeout 20m .) || rc=1
 if [ "$rc" != 0 ]; then
 	logs=${TMPDIR:-/tmp}/tpkit-cluster-logs
 	rm -rf "$logs" && cp -r "$dir/logs" "$logs" && echo "== the lab failed: the cluster's logs are in $logs"
