@@ -736,6 +736,7 @@ func (b *Builder) Publish() bool {
 	s := e.s
 	w := &ipWriter{rev: addrEdits[revOwner]{old: &old.rev}, src: addrEdits[srcOwner]{old: &old.src}}
 	tenantsChanged := false
+	var touched map[nsName]struct{} // system services that may have gained or lost a partition
 	for dk, p := range b.dirty {
 		rec := b.tps[dk.tp][dk.nsKey]
 		var oldNS *NamespaceView
@@ -744,6 +745,9 @@ func (b *Builder) Publish() bool {
 		}
 		b.setPodAddrs(w, dk, rec, p.podAddrs)
 		newNS := b.buildNamespace(dk, oldNS, rec, p, w)
+		if dk.tenant == tenancy.SystemTenant && len(s.TPs) > 1 {
+			touched = touchedServices(touched, dk.ns, oldNS, newNS, p)
+		}
 		if rec != nil && rec.empty() {
 			delete(b.tps[dk.tp], dk.nsKey)
 		}
@@ -751,6 +755,7 @@ func (b *Builder) Publish() bool {
 			tenantsChanged = true
 		}
 	}
+	markShared(e, old, touched)
 	if tenantsChanged || old.home == nil {
 		s.home, s.Conflicts = homes(s.TPs)
 	} else {
@@ -765,6 +770,88 @@ func (b *Builder) Publish() bool {
 		b.opts.ObserveLatency(time.Since(oldest))
 	}
 	return true
+}
+
+// nsName is a service of the system tenant by namespace and name, in
+// whichever partitions hold it.
+type nsName struct{ ns, name string }
+
+// touchedServices adds to touched the system services of namespace ns
+// whose views a publish built or dropped (p's), or all of old's when the
+// namespace went: only these can have gained or lost a partition. Every
+// view built in the publish is among them, so markShared gives each its
+// mark.
+func touchedServices(touched map[nsName]struct{}, ns string, old, n *NamespaceView, p *pending) map[nsName]struct{} {
+	if touched == nil {
+		touched = map[nsName]struct{}{}
+	}
+	if n == nil && old != nil {
+		for sv := range old.Services() {
+			touched[nsName{ns, sv.Name}] = struct{}{}
+		}
+	}
+	for name := range p.services {
+		touched[nsName{ns, name}] = struct{}{}
+	}
+	return touched
+}
+
+// markShared sets ServiceView.Shared on every view of the touched system
+// services in e's snapshot: true when more than one partition holds the
+// name. A view built in this publish (not in old) is marked in place, as
+// no query has seen it yet; a published one is copied with its mark
+// flipped, and its namespace's list edited (copy on write), which happens
+// only when a name gains its second partition or loses all but one.
+func markShared(e *snapshotEdit, old *Snapshot, touched map[nsName]struct{}) {
+	if len(touched) == 0 {
+		return
+	}
+	s := e.s
+	views := make([]*ServiceView, len(s.TPs))
+	var flips map[dirtyKey]map[string]struct{}
+	for k := range touched {
+		held := 0
+		for tp := range s.TPs {
+			views[tp] = nil
+			if n := namespace(s, tp, tenancy.SystemTenant, k.ns); n != nil {
+				views[tp] = n.Service(k.name)
+			}
+			if views[tp] != nil {
+				held++
+			}
+		}
+		shared := held > 1
+		for tp, v := range views {
+			if v == nil || v.shared == shared {
+				continue
+			}
+			if n := namespace(old, tp, tenancy.SystemTenant, k.ns); n == nil || n.Service(k.name) != v {
+				v.shared = shared // built in this publish: unseen yet
+				continue
+			}
+			if flips == nil {
+				flips = map[dirtyKey]map[string]struct{}{}
+			}
+			dk := dirtyKey{tp, nsKey{tenancy.SystemTenant, k.ns}}
+			if flips[dk] == nil {
+				flips[dk] = map[string]struct{}{}
+			}
+			flips[dk][k.name] = struct{}{}
+		}
+	}
+	for dk, names := range flips {
+		n := namespace(s, dk.tp, dk.tenant, dk.ns)
+		c := *n
+		c.services = n.services.edit(names, func(_ string, ov *ServiceView) *ServiceView {
+			if ov == nil {
+				return nil
+			}
+			nv := *ov
+			nv.shared = !ov.shared
+			return &nv
+		})
+		e.setNamespace(dk, n, &c)
+	}
 }
 
 // storeAddrs writes s's address tables from old's and w's edits, and makes

@@ -47,6 +47,11 @@ type Service struct {
 type ServiceSpec struct {
 	Name string
 	Type ServiceType
+	// shared is not the API's: it is a view's mark (ServiceView.Shared),
+	// kept here because it fits in the padding after Type, where a field
+	// of the view would take it from 96 bytes to the allocator's 112.
+	// newServiceSpec leaves it false; Publish sets it (markShared).
+	shared bool
 	// clusterIP holds the only cluster IP, or none (the zero Addr).
 	clusterIP [1]netip.Addr
 	ports     *[]Port // interned: the services with equal ports share one list

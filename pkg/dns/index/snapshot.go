@@ -83,6 +83,14 @@ type ServiceView struct {
 	more *viewMore
 }
 
+// Shared reports whether another partition holds a service of the same
+// name in the same namespace of the system tenant: then a querier in that
+// partition would get another answer for the name. It is computed when a
+// snapshot is published (Builder.markShared), so that an answer reads a
+// flag instead of looking in every other partition; it is always false for
+// a regular tenant's service, which only its home partition answers.
+func (s *ServiceView) Shared() bool { return s.shared }
+
 // viewMore holds a service view's rarely needed parts.
 type viewMore struct {
 	// addrs lists the distinct endpoint addresses, in endpoint order, when

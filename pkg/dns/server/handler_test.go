@@ -225,6 +225,37 @@ func TestUnknownQuerierGetsTTLZero(t *testing.T) {
 	}
 }
 
+// TestUnknownQuerierTTLFollowsPartitions: the TTL 0 rule follows the
+// index as it changes: a system name one partition has gets the TTL, and
+// TTL 0 once a second partition has it too, until that one drops it.
+func TestUnknownQuerierTTLFollowsPartitions(t *testing.T) {
+	b := fixture(t)
+	h := newHandler(t, b, Options{SystemPartition: 0, TTL: 30})
+	const name = "kubernetes.default.svc.cluster.local."
+	kubernetes := &index.Service{Tenant: "system", Namespace: "default", Name: "kubernetes", ClusterIPs: ips("10.2.0.1"),
+		Ports: []index.Port{{Name: "https", Protocol: tcp, Port: 443}}}
+	for i, c := range []struct {
+		change func()
+		want   uint32
+	}{
+		{func() {}, 30}, // tp1's alone
+		{func() { b.SetService(2, kubernetes) }, 0}, // tp3's too
+		{func() { b.SetService(1, kubernetes) }, 0}, // and tp2's
+		{func() { b.DeleteService(2, "system", "default", "kubernetes") }, 0},
+		{func() { b.DeleteService(1, "system", "default", "kubernetes") }, 30},
+	} {
+		c.change()
+		b.Publish()
+		r := askDirect(t, h, false, "127.0.0.99", name, dns.TypeA)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.0.0.1" {
+			t.Fatalf("step %d: %v, want tp1's kubernetes", i, r)
+		}
+		if ttl := r.Answer[0].Header().Ttl; ttl != c.want {
+			t.Errorf("step %d: TTL %d, want %d", i, ttl, c.want)
+		}
+	}
+}
+
 func TestTenantIsolation(t *testing.T) {
 	b := fixture(t)
 	deny := newHandler(t, b, Options{Isolation: true})

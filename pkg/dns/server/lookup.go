@@ -131,24 +131,12 @@ func (h *Handler) find(st *state, rd *names.Reading, f *found) bool {
 		}
 		// The service exists here: this partition answers, records or not.
 		f.svc = svc
-		if system && !st.who.known && ntp > 1 && serviceElsewhere(snap, tenant, rd, tp) {
+		// Another partition holds the name too (the index marks it when it
+		// publishes): a known querier there would get another answer.
+		if system && !st.who.known && svc.Shared() {
 			st.res.unsure = true
 		}
 		return hasRecords(svc, rd)
-	}
-	return false
-}
-
-// serviceElsewhere reports whether a partition other than tp has the
-// service rd names: then a known querier there would get another answer.
-func serviceElsewhere(snap *index.Snapshot, tenant []byte, rd *names.Reading, tp int) bool {
-	for other := range snap.TPs {
-		if other == tp {
-			continue
-		}
-		if ns := snap.Namespace(other, tenant, rd.Namespace); ns.Exists() && ns.ServiceBytes(rd.Service) != nil {
-			return true
-		}
 	}
 	return false
 }
