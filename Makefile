@@ -152,6 +152,8 @@ bench-scale:
 
 # Cluster names under a forward flood, partition-dns and CoreDNS in one run
 # (docs/benchmarks.md, "Forward flood"); CoreDNS is built once into ~/.cache/tpkit.
+# TPS=2: two fake TPs hold kube-dns, so that partition-dns answers it at TTL 0
+# to the unknown source (docs/benchmarks.md, "System names from an unknown source").
 .PHONY: bench-flood
 bench-flood:
 	./hack/ensure-tools.sh dnsperf curl

@@ -2,9 +2,14 @@
 # make bench-flood: cluster names under a forward flood (their fair share), for
 # partition-dns and CoreDNS in the same run.
 #
-#   DURATION=10 ROUNDS=3 COREDNS_VERSION=v1.15.0 test/bench/flood/run.sh
+#   DURATION=10 ROUNDS=3 COREDNS_VERSION=v1.15.0 TPS=1 test/bench/flood/run.sh
 #
-# One fake TP (cmd/fake-tp) holds the kube-dns service; an upstream that
+# One fake TP (cmd/fake-tp) holds the kube-dns service (TPS=N: N fake TPs
+# each hold it, partition-dns watches them all and CoreDNS tp1, as one
+# CoreDNS per TP would; the question comes from an address no pod has, so
+# partition-dns answers tp1's kube-dns at TTL 0, the name being held by
+# several TPs); PARTITION_DNS names a partition-dns binary to measure
+# instead of this checkout's. An upstream that
 # never answers (test/bench/flood/silent) is both servers' forwarder, so
 # every forwarded query waits until it times out. For each server, each
 # round runs dnsperf asking for the cluster name alone (-c 2 -q 100) for
@@ -32,9 +37,11 @@ UPSTREAM_PORT=${UPSTREAM_PORT:-25955}
 HEALTH_PORT=${HEALTH_PORT:-25980}
 READY_PORT=${READY_PORT:-25981}
 FLOOD_NAMES=${FLOOD_NAMES:-1000000}
+TPS=${TPS:-1}
 
 . test/bench/lib.sh
 bench_init
+if [[ -n ${PARTITION_DNS:-} ]]; then cp "$PARTITION_DNS" "$work/partition-dns"; fi
 go build -o "$work/fake-tp" ./cmd/fake-tp
 go build -o "$work/silent" ./test/bench/flood/silent
 
@@ -68,7 +75,10 @@ spec:
   clusterIPs: [10.96.0.10]
   ports: [{name: dns, protocol: UDP, port: 53}]
 EOF
-"$work/fake-tp" --partition-names tp1 --listen 127.0.0.1:0 --kubeconfig-dir "$work" --seed "$work/seed" \
+names=tp1
+kubeconfigs=$work/tp1.kubeconfig
+for i in $(seq 2 "$TPS"); do names=$names,tp$i; kubeconfigs=$kubeconfigs,$work/tp$i.kubeconfig; done
+"$work/fake-tp" --partition-names "$names" --listen 127.0.0.1:0 --kubeconfig-dir "$work" --seed "$work/seed" \
   --admin-listen "" --endpointslices >"$work/fake-tp.log" 2>&1 &
 pids+=($!)
 until grep -qs '"Serving tenant partition"' "$work/fake-tp.log"; do
@@ -82,7 +92,7 @@ pids+=($!)
 
 # name -> "pid port"
 declare -A srv
-"$work/partition-dns" --tenant-server-kubeconfig "$kubeconfig" --listen "127.0.0.1:$PDNS_PORT" \
+"$work/partition-dns" --tenant-server-kubeconfig "$kubeconfigs" --listen "127.0.0.1:$PDNS_PORT" \
   --health-listen "127.0.0.1:$HEALTH_PORT" --metrics-listen "" --ready-listen "" \
   --upstream "127.0.0.1:$UPSTREAM_PORT" >"$work/pdns.log" 2>&1 &
 pids+=($!)
@@ -159,7 +169,12 @@ for name in "${servers[@]}"; do
   [[ $name == coredns ]] && label="CoreDNS ${COREDNS_VERSION#v}"
   echo "| $label | $((alone[$name] / ROUNDS)) | $((under[$name] / ROUNDS)) | $(echo "scale=2; ${under[$name]} / ${alone[$name]}" | bc) | $hwm |"
 done
+if [[ -n $coredns ]]; then
+  echo
+  echo "partition-dns / CoreDNS, cluster QPS alone: $(echo "scale=2; ${alone[partition-dns]} / ${alone[coredns]}" | bc)"
+fi
 echo
+echo "$TPS fake TP(s) hold kube-dns.kube-system; partition-dns watches all of them, CoreDNS tp1."
 echo "Mean of $ROUNDS rounds of ${DURATION}s each (cluster name: dnsperf -c 2 -q 100; flood: dnsperf -c 8 -q 5000 of random"
 echo "*.example.org names, upstream never answers); share = sum under the flood / sum alone, within this run."
 [[ -n $coredns ]] || echo "CoreDNS was not measured: it could not be built (see above)."
