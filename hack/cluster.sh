@@ -229,7 +229,11 @@ control_plane() {
 		case $part in rp) sub=$dir/rp/tp1 ;; *) sub=$dir/tps/$part ;; esac
 		url=$(cat "$sub/url")
 		p=${url##*:}
-		kubeconfig "$dir/node-kc/$part.kubeconfig" "$part" "http://$bridge_ip:$p"
+		# The nodes' and pods' kubeconfigs as Arktos's worker script writes
+		# them (hack/arktos-worker-up.sh): every one with the context
+		# local-up-cluster, so the kubelets, kube-proxies and partition-dns
+		# name the TPs after the files, tp1 and tp2.
+		kubeconfig "$dir/node-kc/$part.kubeconfig" local-up-cluster "http://$bridge_ip:$p"
 		kubeconfig "$dir/kubeconfig/$part.kubeconfig" "$part" "http://127.0.0.1:$((port0 + k))"
 		# The host's way in: a socat on 127.0.0.1 that carries each
 		# connection into tpkit-cp.

@@ -66,6 +66,7 @@ func TestLocalCluster(t *testing.T) {
 	c.kubectl = filepath.Join(state["bin"], "kubectl")
 
 	c.check("nodes-ready", c.nodesReady)
+	c.check("webhook-in-both-tps", c.webhookInBothTPs)
 	c.check("tenant-app-across-nodes", c.tenantApps)
 	c.check("cross-node-system-service", c.crossNodeSystem)
 	c.check("node-caches-answer", c.nodeCaches)
@@ -159,6 +160,22 @@ func (c *cluster) nodesReady() error {
 		}
 		return nil
 	})
+}
+
+// webhookInBothTPs: tpkit's admission webhook, which cluster-up deployed in
+// both TPs, answers each TP's API server (which reaches it at its pods'
+// addresses on the nodes): creating a Tenant named system is refused in
+// its words, a refusal Arktos has none of its own for.
+func (c *cluster) webhookInBothTPs() error {
+	for _, part := range []string{"tp1", "tp2"} {
+		err := c.apply(part, "", `{"apiVersion": "v1", "kind": "Tenant", "metadata": {"name": "system"}, "spec": {"storageClusterId": "0"}}`)
+		want := `admission webhook "tenants.tp-admission-webhook.tpkit.dev" denied the request`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "exists in every tenant partition") {
+			return fmt.Errorf("%s: creating Tenant system: got %v, want %q and the webhook's reason", part, err, want)
+		}
+		fmt.Printf("      %s: Tenant system refused by tpkit's webhook\n", part)
+	}
+	return nil
 }
 
 // server is a pod template's container that serves body (a shell

@@ -9,6 +9,8 @@
 // node cache's counters, killing a node), nsenter into the node's namespaces.
 // They are:
 //   - nodes-ready: both nodes Ready in the resource partition;
+//   - webhook-in-both-tps: tpkit's admission webhook refuses a Tenant named
+//     system in each TP, in its own words (Arktos has no such refusal);
 //   - tenant-app-across-nodes: in each TP a tenant of its own, a
 //     two-replica Deployment spread over both nodes and its Service; a client
 //     pod on each node resolves the Service (full and short names) and gets
