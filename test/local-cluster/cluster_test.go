@@ -120,15 +120,20 @@ func (c *cluster) k(part, tenant string, args ...string) (string, error) {
 
 // apply gives manifest to kubectl apply -f - in part's tenant.
 func (c *cluster) apply(part, tenant, manifest string) error {
+	return c.kubectlIn(part, tenant, manifest, "apply", "-f", "-")
+}
+
+// kubectlIn runs kubectl args in part's tenant with manifest on its stdin.
+func (c *cluster) kubectlIn(part, tenant, manifest string, args ...string) error {
 	a := []string{"--kubeconfig=" + filepath.Join(c.dir, "kubeconfig", part+".kubeconfig"),
 		"--cache-dir=" + filepath.Join(c.dir, "kcache")}
 	if tenant != "" {
 		a = append(a, "--tenant="+tenant)
 	}
-	cmd := exec.Command(c.kubectl, append(a, "apply", "-f", "-")...)
+	cmd := exec.Command(c.kubectl, append(a, args...)...)
 	cmd.Stdin = strings.NewReader(manifest)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("kubectl apply in %s/%s: %v: %s", part, tenant, err, out)
+		return fmt.Errorf("kubectl %s in %s/%s: %v: %s", args[0], part, tenant, err, out)
 	}
 	return nil
 }
@@ -168,7 +173,8 @@ func (c *cluster) nodesReady() error {
 // its words, a refusal Arktos has none of its own for.
 func (c *cluster) webhookInBothTPs() error {
 	for _, part := range []string{"tp1", "tp2"} {
-		err := c.apply(part, "", `{"apiVersion": "v1", "kind": "Tenant", "metadata": {"name": "system"}, "spec": {"storageClusterId": "0"}}`)
+		// create, not apply: apply would patch a system Tenant that exists.
+		err := c.kubectlIn(part, "", `{"apiVersion": "v1", "kind": "Tenant", "metadata": {"name": "system"}, "spec": {"storageClusterId": "0"}}`, "create", "-f", "-")
 		want := `admission webhook "tenants.tp-admission-webhook.tpkit.dev" denied the request`
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "exists in every tenant partition") {
 			return fmt.Errorf("%s: creating Tenant system: got %v, want %q and the webhook's reason", part, err, want)

@@ -33,7 +33,9 @@ limitations under the License.
 // An Arktos API server enforces most of this itself, in its own words: its
 // tenant validation (ValidateTenantName) refuses "all" and names that are not
 // DNS-1123 labels, and its NamespaceLifecycle plugin refuses deleting
-// "system". Only "system is never created" has no Arktos counterpart (Arktos
-// keeps no system Tenant object). The plugin serves tpkit's webhook and
+// "system". Only "system is never created" has no Arktos counterpart: a
+// real TP holds a Tenant object named system (the local cluster's TPs do),
+// so there a create fails as AlreadyExists, after the webhook has refused
+// it in these words. The plugin serves tpkit's webhook and
 // fake-tp; it is not a drop-in for an Arktos plugin.
 package tenantname
