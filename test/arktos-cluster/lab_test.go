@@ -47,36 +47,21 @@ type lab struct {
 	rpKC                 string
 	tpKC, tpURL          []string // the TPs' kubeconfigs and URLs, as the node reaches them
 	dockerSock, caDir    string   // node 1's dockerd; the TPs' client CAs and certificates
-	results              []result
+	checks               arktoslab.Checks
 	systemStart          func() error // system-pod-first-lookups, from system-pod-resolves-own-tp's pod
 	notrackOn            int          // NOTRACK rules for the cluster DNS IP with the node cache's switch on
 	tcpAnswer            string       // service-tcp-through-proxy, from tenant-pod-resolves's pod
-	start                time.Time
 }
 
-type result struct {
-	name string
-	err  error
-}
-
-// check runs one named check and prints its verdict.
-func (l *lab) check(name string, fn func() error) {
-	start := time.Now()
-	err := fn()
-	l.results = append(l.results, result{name, err})
-	if err != nil {
-		fmt.Printf("CHECK %-28s FAIL (%s): %v\n", name, time.Since(start).Round(100*time.Millisecond), err)
-		return
-	}
-	fmt.Printf("CHECK %-28s PASS (%s)\n", name, time.Since(start).Round(100*time.Millisecond))
-}
+// check runs one named check, prints its verdict and returns its error.
+func (l *lab) check(name string, fn func() error) error { return l.checks.Run(name, fn) }
 
 func TestArktosCluster(t *testing.T) {
 	dir := os.Getenv("CLUSTER_DIR")
 	if dir == "" {
 		t.Fatal("CLUSTER_DIR is not set: run the lab with run.sh (make check-arktos-cluster)")
 	}
-	l := &lab{t: t, clusterDir: dir, start: time.Now()}
+	l := &lab{t: t, clusterDir: dir, checks: arktoslab.Checks{Width: 28}}
 	l.attach()
 	l.gitStatus = strings.TrimSpace(os.Getenv("GIT_STATUS_BEFORE")) // as gitStatus gives it
 	l.check("node-ready", l.nodeReady)
@@ -86,15 +71,13 @@ func TestArktosCluster(t *testing.T) {
 	l.check("kubelet-api-credentials", l.kubeletAPICredentials)
 	l.check("kubelet-api-mirror-lookalike", l.kubeletAPIMirrorLookalike)
 	l.check("kubelet-api-twin-deleted", l.kubeletAPITwinDeleted)
-	l.check("partition-dns-ready", l.partitionDNSDeployed)
-	if l.results[len(l.results)-1].err == nil {
+	if l.check("partition-dns-ready", l.partitionDNSDeployed) == nil {
 		l.seed()
 		l.check("tenant-pod-resolves", l.tenantPodResolves)
 		l.check("service-tcp-through-proxy", l.serviceTCP)
 		l.check("system-pod-resolves-own-tp", l.systemPodResolvesOwnTP)
 		l.check("system-pod-first-lookups", l.systemPodFirstLookups)
-		l.check("nodelocal-ready", l.nodeLocalReady)
-		if l.results[len(l.results)-1].err == nil {
+		if l.check("nodelocal-ready", l.nodeLocalReady) == nil {
 			l.check("tenant-through-node-cache", l.tenantThroughNodeCache)
 			l.check("system-through-node-cache", l.systemThroughNodeCache)
 			l.check("node-cache-killed", l.nodeCacheKilled)
@@ -104,14 +87,8 @@ func TestArktosCluster(t *testing.T) {
 		l.check("kubelet-restart", l.kubeletRestart)
 	}
 
-	var failed []string
-	for _, r := range l.results {
-		if r.err != nil {
-			failed = append(failed, r.name)
-		}
-	}
-	fmt.Printf("== %d checks in %s, failed: %v\n", len(l.results), time.Since(l.start).Round(time.Second), failed)
-	if len(failed) > 0 {
+	fmt.Println(l.checks.Summary())
+	if len(l.checks.Failed()) > 0 {
 		t.Fail()
 	}
 }

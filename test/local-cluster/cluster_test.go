@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpkit-dev/tpkit/testbed/arktoslab"
 	"github.com/tpkit-dev/tpkit/testbed/testbin"
 )
 
@@ -34,28 +35,13 @@ type cluster struct {
 	t       *testing.T
 	dir     string // CLUSTER_DIR
 	kubectl string // Arktos's kubectl, from the cluster's ARKTOS_BIN
-	results []result
-	start   time.Time
+	checks  arktoslab.Checks
 }
 
-type result struct {
-	name string
-	err  error
-}
-
-func (c *cluster) check(name string, fn func() error) {
-	start := time.Now()
-	err := fn()
-	c.results = append(c.results, result{name, err})
-	if err != nil {
-		fmt.Printf("CHECK %-26s FAIL (%s): %v\n", name, time.Since(start).Round(100*time.Millisecond), err)
-		return
-	}
-	fmt.Printf("CHECK %-26s PASS (%s)\n", name, time.Since(start).Round(100*time.Millisecond))
-}
+func (c *cluster) check(name string, fn func() error) { _ = c.checks.Run(name, fn) }
 
 func TestLocalCluster(t *testing.T) {
-	c := &cluster{t: t, dir: os.Getenv("CLUSTER_DIR"), start: time.Now()}
+	c := &cluster{t: t, dir: os.Getenv("CLUSTER_DIR"), checks: arktoslab.Checks{Width: 26}}
 	if c.dir == "" {
 		c.dir = "/tmp/tpkit-cluster"
 	}
@@ -73,14 +59,8 @@ func TestLocalCluster(t *testing.T) {
 	// Last: node 2 stays down.
 	c.check("node-down", c.nodeDown)
 
-	var failed []string
-	for _, r := range c.results {
-		if r.err != nil {
-			failed = append(failed, r.name)
-		}
-	}
-	fmt.Printf("== %d checks in %s, failed: %v\n", len(c.results), time.Since(c.start).Round(time.Second), failed)
-	if len(failed) > 0 {
+	fmt.Println(c.checks.Summary())
+	if len(c.checks.Failed()) > 0 {
 		t.Fail()
 	}
 }

@@ -188,3 +188,20 @@ func TestDNAT(t *testing.T) {
 		}
 	}
 }
+
+func TestChecks(t *testing.T) {
+	var c Checks
+	if err := c.Run("ok", func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	bad := errors.New("saw something else")
+	if err := c.Run("bad", func() error { return bad }); err != bad {
+		t.Fatalf("Run returned %v, want the check's error", err)
+	}
+	if got := c.Failed(); len(got) != 1 || got[0] != "bad" {
+		t.Fatalf("Failed() = %v, want [bad]", got)
+	}
+	if s := c.Summary(); !strings.HasPrefix(s, "== 2 checks in ") || !strings.HasSuffix(s, "failed: [bad]") {
+		t.Fatalf("Summary() = %q", s)
+	}
+}
