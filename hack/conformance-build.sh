@@ -217,18 +217,9 @@ ldd "$busybox" >/dev/null 2>&1 && die "$busybox is dynamically linked: the busyb
 # rootfs NAME PACKAGES: a slim Debian root filesystem as a tar, from
 # the cache while apt names the same versions (hack/images.sh's scheme). Prints
 # its path.
-mmslim=(
-  --variant=essential --format=tar
-  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
-  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
-  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
-  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*'
-  --dpkgopt='path-exclude=/usr/share/bash-completion/*' --dpkgopt='path-exclude=/usr/share/zsh/*'
-  --dpkgopt='path-exclude=/usr/lib/*/gconv/*'
-  --customize-hook='rm -rf "$1"/var/cache/* "$1"/var/lib/apt/lists/* "$1"/var/lib/dpkg/*-old "$1"/etc/*-'
-  --customize-hook='find "$1"/var/log -type f -delete'
-  --customize-hook='rm -f "$1"/etc/machine-id "$1"/etc/hostname "$1"/etc/resolv.conf "$1"/etc/apt/apt.conf.d/99mmdebstrap'
-)
+. "$root/hack/debian-slim.sh"
+# /var/log keeps its folders (nginx writes into its own).
+mmslim=("${debian_slim[@]}" --customize-hook='find "$1"/var/log -type f -delete')
 candidates() { # PKG...: "PKG VERSION" as apt would install each now
   apt-cache policy "$@" 2>/dev/null | awk '/^[^ ].*:$/ {p = substr($1, 1, length($1) - 1)} $1 == "Candidate:" {print p, $2}'
 }

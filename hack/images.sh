@@ -81,17 +81,8 @@ CGO_ENABLED=0 "${lock[@]}" go build -trimpath -buildvcs=auto -ldflags "$ldflags"
 # ip. The merged-usr hook keeps usrmerge (and perl with it) out. What dpkg
 # would put under the excluded paths is never unpacked; copyright files stay.
 include=iptables,iproute2
-mmopts=(
-  --variant=essential --include="$include" --format=tar
-  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
-  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
-  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
-  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*'
-  --dpkgopt='path-exclude=/usr/share/bash-completion/*' --dpkgopt='path-exclude=/usr/share/zsh/*'
-  --dpkgopt='path-exclude=/usr/lib/*/gconv/*'
-  --customize-hook='rm -rf "$1"/var/cache/* "$1"/var/lib/apt/lists/* "$1"/var/log/* "$1"/var/lib/dpkg/*-old "$1"/etc/*-'
-  --customize-hook='rm -f "$1"/etc/machine-id "$1"/etc/hostname "$1"/etc/resolv.conf "$1"/etc/apt/apt.conf.d/99mmdebstrap'
-)
+. "$(dirname "${BASH_SOURCE[0]}")/debian-slim.sh"
+mmopts=(--include="$include" "${debian_slim[@]}" --customize-hook='rm -rf "$1"/var/log/*')
 recipe="$suite $arch ${mmopts[*]}"
 # The cache key: the recipe, and the versions that the machine's apt lists
 # name for the packages of the last root filesystem built from it. It moves
