@@ -144,6 +144,14 @@ func TestForwardsAreBounded(t *testing.T) {
 	}
 	close(f.release)
 	wg.Wait()
+	// A forward's token is given back just after its answer is written,
+	// so the clients may have their answers a moment before: until then a
+	// UDP query would still be over the bound, and dropped.
+	for deadline := time.Now().Add(10 * time.Second); len(s.h.forwards) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d forwarding tokens still held after the upstream answered", len(s.h.forwards))
+		}
+	}
 	if r := ask(t, s.addr, "udp", "", "after.example.", dns.TypeA, 0); r.Rcode != dns.RcodeSuccess {
 		t.Errorf("after the upstream answered: %s", dns.RcodeToString[r.Rcode])
 	}
