@@ -27,6 +27,7 @@ import (
 	"github.com/tpkit-dev/tpkit/internal/cliflag"
 	"github.com/tpkit-dev/tpkit/internal/memlimit"
 	"github.com/tpkit-dev/tpkit/pkg/dns/index"
+	"github.com/tpkit-dev/tpkit/pkg/dns/kubednsconfig"
 	"github.com/tpkit-dev/tpkit/pkg/dns/server"
 	"github.com/tpkit-dev/tpkit/pkg/dns/source"
 	"github.com/tpkit-dev/tpkit/pkg/dns/upstream"
@@ -92,6 +93,8 @@ type config struct {
 	profiling        bool
 	gcPercent        int
 	memoryLimit      string
+	configMap        string
+	configMapNS      string
 }
 
 // short is what --help says partition-dns is.
@@ -139,6 +142,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Var(&c.trustedFwd, "trusted-forwarders", "CIDRs of node-local caches (partition-dns node-cache) whose EDNS Client Subnet option names the asking pod: from them, a /32 or /128 ECS address is the querier's identity (its partition and tenant), and answers carry the scope they depended on. Set to the node CIDRs. Repeatable or comma-separated. Empty: ECS is ignored.")
 	fs.StringVar(&c.memoryLimit, "memory-limit", "auto", "Soft memory limit of the Go runtime (GOMEMLIMIT): a quantity such as 150Mi, none, or auto for 85% of the container's (cgroup's) memory limit but at least 32Mi below it (for the program's own code pages). Near it the collector runs more often, so a start's peak stays inside the container's limit instead of ending in an OOM kill.")
 	fs.IntVar(&c.gcPercent, "gc-percent", 25, "Go GC target percentage (GOGC). The index is long-lived and queries allocate little, so a lower value than Go's 100 keeps memory near the live set; negative keeps Go's default. While the first lists load under a memory limit (--memory-limit), the collector runs at 100 at least: the limit bounds that peak.")
+	fs.StringVar(&c.configMap, "config-map", "kube-dns", "Name of the ConfigMap, in --config-map-namespace of each TP's system tenant, whose stubDomains and upstreamNameservers (kube-dns's keys) apply to that TP's pods' names outside the zones (pkg/dns/kubednsconfig); empty reads none.")
+	fs.StringVar(&c.configMapNS, "config-map-namespace", "kube-system", "Namespace of --config-map.")
 	fs.BoolVar(&c.profiling, "profiling", false, "Serve Go profiles under /debug/pprof/ on --health-listen.")
 	if err := cmd.Parse(args); err != nil {
 		return nil, err
@@ -457,9 +462,30 @@ func run(ctx context.Context, c *config) error {
 	}
 	reg.MustRegister(src.Collector())
 
-	fwd, fwdTimeout, err := newForwarder(c, reg)
+	def, servers, fwdTimeout, err := newForwarder(c, reg)
 	if err != nil {
 		return err
+	}
+	var fwd server.Forwarder
+	if def != nil {
+		fwd = def
+	}
+	if c.configMap != "" {
+		// A TP's ConfigMap may name up to MaxUpstreams servers, each
+		// tried in turn.
+		fwdTimeout = max(fwdTimeout, kubednsconfig.MaxUpstreams*c.forwardTimeout)
+		fs, err := kubednsconfig.New(kubednsconfig.Options{
+			Partitions: names, Default: fwd, DefaultServers: servers,
+			Cache:         upstream.Config{SuccessCapacity: max(c.cacheSize, 0), SuccessTTL: c.cacheMaxTTL, DenialCapacity: max(c.cacheSize, 0), DenialTTL: c.cacheMaxNegative},
+			ServerTimeout: c.forwardTimeout, QueryTimeout: fwdTimeout, Registerer: reg,
+		})
+		if err != nil {
+			return err
+		}
+		if err := watchKubeDNSConfigMaps(ctx, parts, c.configMapNS, c.configMap, fs); err != nil {
+			return err
+		}
+		fwd = fs
 	}
 
 	mode, _ := server.ParsePodMode(c.pods)
@@ -499,23 +525,24 @@ func run(ctx context.Context, c *config) error {
 }
 
 // newForwarder is the forwarder of names outside the zones: to
-// --upstream, or the nameservers of --resolv-conf; nil (REFUSED) for
-// --upstream none or when there are none. It is the resolver node-cache
-// uses too (pkg/dns/upstream), without prefetch or serve-stale. timeout is
-// the bound on one forwarded query, server.Options.ForwardTimeout: each
-// server in turn gets --forward-timeout, so the query as a whole gets that
-// times the servers (without it, the handler's own 5 s default cut a
-// longer --forward-timeout, or a third of three servers, short).
-func newForwarder(c *config, reg *prometheus.Registry) (fwd server.Forwarder, timeout time.Duration, err error) {
+// --upstream, or the nameservers of --resolv-conf (servers, as host:port);
+// nil (REFUSED) for --upstream none or when there are none. It is the
+// resolver node-cache uses too (pkg/dns/upstream), without prefetch or
+// serve-stale. timeout is the bound on one forwarded query,
+// server.Options.ForwardTimeout: each server in turn gets
+// --forward-timeout, so the query as a whole gets that times the servers
+// (without it, the handler's own 5 s default cut a longer
+// --forward-timeout, or a third of three servers, short).
+func newForwarder(c *config, reg *prometheus.Registry) (fwd *upstream.Resolver, servers []string, timeout time.Duration, err error) {
 	ups := c.upstreams.vals
 	if len(ups) == 1 && ups[0] == "none" {
-		return nil, 0, nil
+		return nil, nil, 0, nil
 	}
 	if len(ups) == 0 {
 		var err error
 		if ups, err = serversOf(c.resolvConf); err != nil || len(ups) == 0 {
 			klog.InfoS("No upstream nameservers; names outside the zones get REFUSED", "resolvConf", c.resolvConf, "err", err)
-			return nil, 0, nil
+			return nil, nil, 0, nil
 		}
 	}
 	for i, u := range ups {
@@ -530,10 +557,10 @@ func newForwarder(c *config, reg *prometheus.Registry) (fwd server.Forwarder, ti
 		MetricsPrefix:   "tpkit_dns_forward",
 	}, reg)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	klog.InfoS("Forwarding other names", "upstreams", ups, "timeoutPerServer", c.forwardTimeout)
-	return r, timeout, nil
+	return r, ups, timeout, nil
 }
 
 // serversOf reads the nameservers of a resolv.conf.

@@ -65,9 +65,11 @@ func TestDeployManifests(t *testing.T) {
 	var svc corev1.Service
 	var role rbacv1.ClusterRole
 	var binding rbacv1.ClusterRoleBinding
+	var cmRole rbacv1.Role
+	var cmBinding rbacv1.RoleBinding
 	readManifests(t, "deployment.yaml", &d)
 	readManifests(t, "service.yaml", &svc)
-	readManifests(t, "rbac-per-tp.yaml", &role, &binding)
+	readManifests(t, "rbac-per-tp.yaml", &role, &binding, &cmRole, &cmBinding)
 
 	cs := d.Spec.Template.Spec.Containers
 	if len(cs) != 1 {
@@ -154,6 +156,22 @@ func TestDeployManifests(t *testing.T) {
 	}
 	if binding.RoleRef.Name != role.Name {
 		t.Errorf("binding refers to %q, the role is %q", binding.RoleRef.Name, role.Name)
+	}
+	// --config-map: its namespace's ConfigMaps, by the same user.
+	cmAllowed := false
+	for _, r := range cmRole.Rules {
+		cmAllowed = cmAllowed || slices.Contains(r.Resources, "configmaps") && slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch")
+	}
+	if cfg.configMap == "" || cmRole.Namespace != cfg.configMapNS || !cmAllowed {
+		t.Errorf("--config-map %s/%s: the role in %s lets it list and watch configmaps: %v", cfg.configMapNS, cfg.configMap, cmRole.Namespace, cmAllowed)
+	}
+	if cmBinding.RoleRef.Name != cmRole.Name || cmBinding.Namespace != cmRole.Namespace || len(cmBinding.Subjects) != 1 || cmBinding.Subjects[0] != binding.Subjects[0] {
+		t.Errorf("the ConfigMap role's binding %+v does not bind partition-dns's user %+v to %s", cmBinding, binding.Subjects, cmRole.Name)
+	}
+	// The label by which tools (Kubernetes's e2e DNS specs among them) find
+	// the cluster DNS pods.
+	if d.Spec.Template.Labels["k8s-app"] != "kube-dns" {
+		t.Errorf("pod labels %v lack k8s-app=kube-dns", d.Spec.Template.Labels)
 	}
 }
 

@@ -49,6 +49,8 @@ var (
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }}
 	Pods = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "pods", Namespaced: true,
 		New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }}
+	ConfigMaps = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Namespaced: true,
+		New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }}
 	Namespaces = Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces",
 		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }}
 )

@@ -79,3 +79,29 @@ func Listen(t testing.TB) (net.PacketConn, net.Listener) {
 		}
 	}
 }
+
+// Nameserver serves DNS over UDP on a kernel-chosen loopback port until the
+// test ends, answering every A question with one record of addr and ttl
+// (and other types with no record), and returns its address: a stub domain's
+// or an upstream's server, told apart by its address.
+func Nameserver(t testing.TB, addr string, ttl uint32) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if q := r.Question[0]; q.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: net.ParseIP(addr)})
+		}
+		_ = w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = srv.ActivateAndServe() }()
+	<-started
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return pc.LocalAddr().String()
+}

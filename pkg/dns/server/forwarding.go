@@ -33,7 +33,7 @@ func (h *Handler) forward(w dns.ResponseWriter, r *dns.Msg, src netip.Addr, tcp 
 		}
 		defer h.releaseForward()
 	}
-	resp, _ := h.exchange(withoutClientSubnet(r), true)
+	resp, _ := h.exchange(withoutClientSubnet(r), true, h.partitionOf(src, r))
 	if resp == nil {
 		m.SetRcode(r, dns.RcodeServerFailure)
 		_ = w.WriteMsg(m)

@@ -380,7 +380,12 @@ func (h *Handler) write(st *state, q *query, res *result, rcode int, scope uint8
 	if res != nil {
 		h.render(e, res)
 		if res.upstream != "" && h.opts.Forwarder != nil && h.recursionAllowed(src) && !e.full[answerSection] {
-			h.askUpstream(e, res.upstream, q.qtype, st.held)
+			tp := h.opts.SystemPartition
+			if _, ok := h.opts.Forwarder.(PartitionForwarder); ok {
+				h.identify(&st.who, st.snap)
+				tp = st.who.source.TP
+			}
+			h.askUpstream(e, res.upstream, q.qtype, st.held, tp)
 		}
 	}
 	if q.edns {

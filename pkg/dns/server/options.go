@@ -74,6 +74,15 @@ type Forwarder interface {
 	Resolve(ctx context.Context, req *dns.Msg) (*dns.Msg, error)
 }
 
+// PartitionForwarder is a Forwarder whose upstreams depend on the asking
+// pod's partition (each TP's kube-dns ConfigMap, pkg/dns/kubednsconfig).
+// The handler calls ResolveFor with the querier's partition: a pod's TP,
+// or SystemPartition for a querier that is no known pod.
+type PartitionForwarder interface {
+	Forwarder
+	ResolveFor(ctx context.Context, tp int, req *dns.Msg) (*dns.Msg, error)
+}
+
 // Snapshots gives the current index snapshot; *index.Builder is one.
 type Snapshots interface {
 	Current() *index.Snapshot
