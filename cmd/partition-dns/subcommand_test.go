@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tpkit-dev/tpkit/testbed/upstreamtest"
 )
 
 // The subcommand tests run this test binary as the partition-dns program:
@@ -136,5 +138,72 @@ func TestNodeCacheSubcommandServes(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("node-cache did not stop on SIGTERM\n%s", stderr.String())
+	}
+}
+
+// TestNodeCacheRootZone: with "." among --cluster-zones, node-cache sends
+// every name, not only the cluster's, to partition-dns (--upstream-svc-ip,
+// over TCP) with the asking pod's address as ECS, so that the pod's TP's
+// kube-dns ConfigMap applies to it; without it, other names go to the
+// host's resolvers. Real sockets: a TCP "partition-dns" that echoes the ECS
+// address it got, a UDP "host resolver", the real program.
+func TestNodeCacheRootZone(t *testing.T) {
+	svc := &dns.Server{Net: "tcp", Addr: "127.0.0.1:0", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		ip := net.IPv4(10, 9, 8, 7) // no ECS
+		if opt := r.IsEdns0(); opt != nil {
+			for _, o := range opt.Option {
+				if s, ok := o.(*dns.EDNS0_SUBNET); ok {
+					ip = s.Address
+				}
+			}
+		}
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0}, A: ip})
+		_ = w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	svc.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = svc.ListenAndServe() }()
+	<-started
+	t.Cleanup(func() { _ = svc.Shutdown() })
+	_, svcPort, _ := net.SplitHostPort(svc.Listener.Addr().String())
+	host := upstreamtest.Nameserver(t, "192.0.2.53", 0)
+
+	for _, tc := range []struct {
+		zones, want string
+	}{
+		{"cluster.local,in-addr.arpa,ip6.arpa,.", "127.0.0.7"}, // the pod's address, from partition-dns
+		{"cluster.local,in-addr.arpa,ip6.arpa", "192.0.2.53"},  // the host's resolver
+	} {
+		_, port, _ := net.SplitHostPort(freePort(t))
+		var stderr bytes.Buffer
+		cmd := program("node-cache", "--cluster-zones", tc.zones,
+			"--local-ip", "127.0.0.2", "--dns-port", port,
+			"--setup-interface=false", "--setup-iptables=false",
+			"--upstream-svc-ip", "127.0.0.1", "--upstream-svc-port", svcPort, "--upstream-servers", host,
+			"--health-port", "0", "--metrics-listen-address", "", "--drain-duration", "0s")
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c := &dns.Client{Net: "udp", Timeout: time.Second, Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.0.0.7")}}}
+		q := new(dns.Msg)
+		q.SetQuestion("www.example.org.", dns.TypeA)
+		var r *dns.Msg
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			var err error
+			if r, _, err = c.Exchange(q, net.JoinHostPort("127.0.0.2", port)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("--cluster-zones %s: node-cache never answered: %v\n%s", tc.zones, err, stderr.String())
+			}
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != tc.want {
+			t.Errorf("--cluster-zones %s: answer %v, want %s", tc.zones, r.Answer, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,7 +77,7 @@ func parseCacheFlags(args []string, getenv func(string) string) (*CacheOptions, 
 		dnsPort      = fs.Int("dns-port", 53, "DNS port to listen on (UDP and TCP).")
 		upSvc        = fs.String("upstream-svc-ip", getenv("NODE_LOCAL_UPSTREAM_SERVICE_HOST"), "IP of the node-local-upstream service (the cluster DNS pods under a second service IP); cluster zones are forwarded to it over TCP. Default: $NODE_LOCAL_UPSTREAM_SERVICE_HOST.")
 		upSvcPort    = fs.Int("upstream-svc-port", 53, "Port of the node-local-upstream service.")
-		zones        = fs.String("cluster-zones", "cluster.local,in-addr.arpa,ip6.arpa", "Comma-separated zones forwarded to --upstream-svc-ip; every other name goes to the host's resolvers.")
+		zones        = fs.String("cluster-zones", "cluster.local,in-addr.arpa,ip6.arpa", "Comma-separated zones forwarded to --upstream-svc-ip; every other name goes to the host's resolvers. \".\" among them sends every name to --upstream-svc-ip, so that the stub domains and upstreams of each TP's kube-dns ConfigMap apply to its pods (partition-dns --config-map).")
 		servers      = fs.String("upstream-servers", "", "Comma-separated host resolvers (IP[:port]) for names outside the cluster zones. Default: the nameservers of --resolv-conf.")
 		resolvConf   = fs.String("resolv-conf", "/etc/resolv.conf", "resolv.conf to read the host's resolvers from when --upstream-servers is empty.")
 		successCap   = fs.Int("success-capacity", def.SuccessCapacity, "Maximum cached successful answers.")
@@ -364,16 +365,21 @@ func (r *cacheRun) teardownInterfaceOnError() {
 }
 
 // routes are the cluster zones to upstreamTCP, with the pods' addresses
-// as ECS when --client-subnet, and every other name to the host resolvers.
+// as ECS when --client-subnet, and every other name to the host resolvers,
+// unless "." is a cluster zone: then every name goes to upstreamTCP.
 func (r *cacheRun) routes(upstreamTCP *upstream.TCPUpstream) []upstream.Route {
 	o := r.o
 	var routes []upstream.Route
 	for _, z := range o.ClusterZones {
 		routes = append(routes, upstream.Route{Zone: z, Upstream: upstreamTCP, Label: "cluster", ClientSubnet: o.ClientSubnet})
 	}
-	if len(o.UpstreamServers) > 0 {
+	switch {
+	case slices.Contains(o.ClusterZones, "."):
+		// Every name goes to partition-dns, which forwards it as the
+		// asking pod's TP's kube-dns ConfigMap says.
+	case len(o.UpstreamServers) > 0:
 		routes = append(routes, upstream.Route{Zone: ".", Upstream: upstream.NewServersUpstream(o.UpstreamServers, o.UpstreamTimeout), Label: "host"})
-	} else {
+	default:
 		klog.InfoS("No host resolvers: names outside the cluster zones get SERVFAIL")
 	}
 	return routes
