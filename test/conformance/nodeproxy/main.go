@@ -1,7 +1,8 @@
 // Command nodeproxy is the API endpoint through which `make
 // check-conformance` (hack/conformance.sh) runs Kubernetes's e2e suite
 // against a tenant partition: every request goes to the TP, except those for
-// Nodes, which go to the resource partition.
+// Nodes, which go to the resource partition, and the list of the cluster DNS
+// pods, which goes to the TP that runs them.
 //
 // In Arktos's scale-out, nodes register with a resource partition only, and
 // a TP's API server has no Node objects; the suite, written for one API
@@ -10,7 +11,14 @@
 // shows it the nodes as a client that knows both partitions sees them,
 // writing nothing into either: no Node is copied into a TP.
 //
-//	nodeproxy -listen 127.0.0.1:0 -tp http://10.254.0.1:PORT -rp http://10.254.0.1:PORT -url-file F
+// The same holds for the cluster DNS: partition-dns serves every TP from one
+// TP's system tenant (deploy/partition-dns), and the DNS specs that edit the
+// kube-dns ConfigMap first look for its pods (kube-system, k8s-app=kube-dns)
+// in the server they test, and stop when there are none. -dns names the TP
+// that runs them; only that GET goes there. The ConfigMap itself is the
+// tested TP's own (each TP's configures its own pods' lookups).
+//
+//	nodeproxy -listen 127.0.0.1:0 -tp http://10.254.0.1:PORT -rp http://10.254.0.1:PORT [-dns URL] -url-file F
 //
 // It serves plain HTTP (the partitions' insecure ports), streams watches and
 // passes upgraded connections (exec, attach, port-forward) through, writes
@@ -37,16 +45,20 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
 	tp := flag.String("tp", "", "the tenant partition's URL (every request but the Nodes')")
 	rp := flag.String("rp", "", "the resource partition's URL (the Nodes)")
+	dnsTP := flag.String("dns", "", "the URL of the TP that runs the cluster DNS pods (default: -tp)")
 	urlFile := flag.String("url-file", "", "write the URL served on into this file once listening")
 	flag.Parse()
-	if err := run(*listen, *tp, *rp, *urlFile); err != nil {
+	if *dnsTP == "" {
+		*dnsTP = *tp
+	}
+	if err := run(*listen, *tp, *rp, *dnsTP, *urlFile); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeproxy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, tp, rp, urlFile string) error {
-	h, err := newHandler(tp, rp)
+func run(listen, tp, rp, dnsTP, urlFile string) error {
+	h, err := newHandler(tp, rp, dnsTP)
 	if err != nil {
 		return err
 	}
@@ -60,7 +72,7 @@ func run(listen, tp, rp, urlFile string) error {
 			return err
 		}
 	}
-	fmt.Printf("nodeproxy: %s: Nodes from %s, the rest from %s\n", u, rp, tp)
+	fmt.Printf("nodeproxy: %s: Nodes from %s, the cluster DNS pods from %s, the rest from %s\n", u, rp, dnsTP, tp)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -76,8 +88,9 @@ func run(listen, tp, rp, urlFile string) error {
 	return nil
 }
 
-// newHandler routes Node requests to rp and the rest to tp.
-func newHandler(tp, rp string) (http.Handler, error) {
+// newHandler routes Node requests to rp, the list of the cluster DNS pods
+// to dnsTP, and the rest to tp.
+func newHandler(tp, rp, dnsTP string) (http.Handler, error) {
 	tpURL, err := parse("-tp", tp)
 	if err != nil {
 		return nil, err
@@ -86,13 +99,20 @@ func newHandler(tp, rp string) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	toTP, toRP := proxy(tpURL), proxy(rpURL)
+	dnsURL, err := parse("-dns", dnsTP)
+	if err != nil {
+		return nil, err
+	}
+	toTP, toRP, toDNS := proxy(tpURL), proxy(rpURL), proxy(dnsURL)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isNodes(r.URL.Path) {
+		switch {
+		case isNodes(r.URL.Path):
 			toRP.ServeHTTP(w, r)
-			return
+		case isDNSPods(r):
+			toDNS.ServeHTTP(w, r)
+		default:
+			toTP.ServeHTTP(w, r)
 		}
-		toTP.ServeHTTP(w, r)
 	}), nil
 }
 
@@ -119,6 +139,21 @@ func proxy(target *url.URL) *httputil.ReverseProxy {
 func isNodes(path string) bool {
 	for _, prefix := range []string{"/api/v1/nodes", "/api/v1/watch/nodes"} {
 		if rest, ok := strings.CutPrefix(path, prefix); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// isDNSPods reports whether r lists the cluster DNS pods: kube-system's
+// pods with the label k8s-app=kube-dns, as the DNS ConfigMap specs find
+// them.
+func isDNSPods(r *http.Request) bool {
+	if r.Method != http.MethodGet || r.URL.Path != "/api/v1/namespaces/kube-system/pods" {
+		return false
+	}
+	for _, term := range strings.Split(r.URL.Query().Get("labelSelector"), ",") {
+		if strings.ReplaceAll(term, " ", "") == "k8s-app=kube-dns" {
 			return true
 		}
 	}

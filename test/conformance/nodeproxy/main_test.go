@@ -26,18 +26,20 @@ func TestIsNodes(t *testing.T) {
 	}
 }
 
-// TestRoutes runs the handler in front of two real HTTP servers: Node
-// requests reach the resource partition's, the rest the TP's.
+// TestRoutes runs the handler in front of three real HTTP servers: Node
+// requests reach the resource partition's, the list of the cluster DNS pods
+// the DNS TP's, the rest the tested TP's.
 func TestRoutes(t *testing.T) {
 	serve := func(name string) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, name+" "+r.URL.Path)
 		}))
 	}
-	tp, rp := serve("tp"), serve("rp")
+	tp, rp, dnsTP := serve("tp"), serve("rp"), serve("dns")
 	defer tp.Close()
 	defer rp.Close()
-	h, err := newHandler(tp.URL, rp.URL)
+	defer dnsTP.Close()
+	h, err := newHandler(tp.URL, rp.URL, dnsTP.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +50,10 @@ func TestRoutes(t *testing.T) {
 		"/api/v1/nodes/n1":                "rp /api/v1/nodes/n1",
 		"/api/v1/namespaces/default/pods": "tp /api/v1/namespaces/default/pods",
 		"/version":                        "tp /version",
+		"/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns": "dns /api/v1/namespaces/kube-system/pods",
+		"/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dother":    "tp /api/v1/namespaces/kube-system/pods",
+		"/api/v1/namespaces/default/pods?labelSelector=k8s-app%3Dkube-dns":     "tp /api/v1/namespaces/default/pods",
+		"/api/v1/namespaces/kube-system/configmaps/kube-dns":                   "tp /api/v1/namespaces/kube-system/configmaps/kube-dns",
 	} {
 		resp, err := http.Get(front.URL + path)
 		if err != nil {
@@ -63,7 +69,7 @@ func TestRoutes(t *testing.T) {
 
 func TestBadURLs(t *testing.T) {
 	for _, c := range []struct{ tp, rp string }{{"", "http://a:1"}, {"http://a:1", ""}, {"ftp://a", "http://a:1"}, {"http://a:1", "nohost"}} {
-		if _, err := newHandler(c.tp, c.rp); err == nil {
+		if _, err := newHandler(c.tp, c.rp, "http://a:1"); err == nil {
 			t.Errorf("newHandler(%q, %q): no error", c.tp, c.rp)
 		}
 	}
