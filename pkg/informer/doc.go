@@ -11,7 +11,7 @@
 //     (all Arktos has) or discovery.k8s.io/v1 EndpointSlices, by the TP's
 //     discovery or as forced.
 //   - Feed runs a list/watch into a Sink: a full list, then a watch; a
-//     relist after a 410 Gone or a lost connection, within 5 seconds of the
+//     relist after a 410 Gone or a lost connection, within 625 ms of the
 //     TP answering again; never a streaming watch-list, which Arktos
 //     (Kubernetes 1.18) ignores. With FeedOptions.PageSize and a PagedSink,
 //     the list is read in pages (limit and continue, a consistent read)

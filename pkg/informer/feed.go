@@ -24,10 +24,15 @@ import (
 type Sink = cache.ReflectorStore
 
 // DefaultBackoff is how long a Feed waits before it lists again after a
-// failure: from 250ms, doubling, at most 4s plus a jitter of a quarter, so a
-// TP that answers again (or a 410 Gone) is relisted within 5 seconds.
-// client-go's default waits up to a minute.
-var DefaultBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 4 * time.Second}
+// failure: from 100ms, doubling, at most 500ms plus a jitter of a quarter,
+// so a TP that answers again (or a 410 Gone) is relisted within 625ms, and
+// its programs answer its new state within a second (TestArktosRestarts,
+// docs/benchmarks.md). client-go's default waits up to a minute; a cap of
+// 4s once cost most restarts of a real Arktos TP about 4s. A TP that stays
+// down costs each feed two refused connections a second, and only
+// partition-dns and the harnesses run feeds (the patched kubelet and
+// kube-proxy keep Arktos's own informers).
+var DefaultBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 500 * time.Millisecond}
 
 // FeedOptions configure a Feed.
 type FeedOptions struct {

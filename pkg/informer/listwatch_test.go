@@ -105,7 +105,7 @@ func TestScopeErrors(t *testing.T) {
 	}
 }
 
-// DefaultBackoff relists within 5 seconds of a TP answering again, however
+// DefaultBackoff relists within 625ms of a TP answering again, however
 // long it was away (client-go's default waits up to a minute).
 func TestDefaultBackoffIsCapped(t *testing.T) {
 	next := informer.DefaultBackoff.DelayFunc()
@@ -113,7 +113,7 @@ func TestDefaultBackoffIsCapped(t *testing.T) {
 	for range 1000 {
 		longest = max(longest, next())
 	}
-	if longest > 5*time.Second || longest < 4*time.Second {
-		t.Fatalf("longest delay %v, want within (4s, 5s]", longest)
+	if longest > 625*time.Millisecond || longest < 500*time.Millisecond {
+		t.Fatalf("longest delay %v, want within [500ms, 625ms]", longest)
 	}
 }

@@ -25,9 +25,17 @@ import (
 	tporigink8s "github.com/tpkit-dev/tpkit/testbed/tporigink8s"
 )
 
-// convergeWithin is how soon after a restarted TP answers again the
-// programs and libraries must agree with it (convergence after real Arktos restarts).
-const convergeWithin = 10 * time.Second
+// convergeWithin is how soon after a restarted real Arktos TP answers
+// again the programs and libraries must agree with it: the feeds relist
+// within 625ms of it answering (informer.DefaultBackoff), and a relist of
+// its few objects takes milliseconds. Against fake-tp, in make test on a
+// machine that may be busy, the bound is convergeWithinBusy: what is timed
+// there is that they converge at all after a restart, a compaction
+// included, not how fast.
+const (
+	convergeWithin     = time.Second
+	convergeWithinBusy = 10 * time.Second
+)
 
 // TestArktosRestarts restarts each TP's API server again and again while
 // objects are created and deleted in both TPs, once after compacting its
@@ -81,15 +89,21 @@ func TestArktosRestarts(t *testing.T) {
 			// Changes made after the restart must show too.
 			writers[i].waitDone(t, before+3)
 			writers[i].pause()
-			took := c.check(i, writers[i].deleted(), back)
+			settled := time.Since(back)
+			took, parts := c.check(i, writers[i].deleted(), back)
 			writers[i].resume()
-			t.Logf("round %d, tp%d (compacted: %v): converged %v after the TP answered again", r, i+1, compact, took.Round(time.Millisecond))
+			t.Logf("round %d, tp%d (compacted: %v): converged %v after the TP answered again (its writer's 3 changes at %v; partition-dns %v, kube-proxy view %v, origin tracker %v)",
+				r, i+1, compact, took.Round(time.Millisecond), settled.Round(time.Millisecond), parts[0].Round(time.Millisecond), parts[1].Round(time.Millisecond), parts[2].Round(time.Millisecond))
+			c.took = append(c.took, took)
 		}
 	}
 	for i, w := range writers {
 		w.stop()
 		t.Logf("tp%d: %d changes, %d failed requests while the TPs restarted", i+1, w.done.Load(), w.failed.Load())
 	}
+	slices.Sort(c.took)
+	t.Logf("convergence over %d restarts: p50 %v, p99 %v, max %v", len(c.took), c.took[len(c.took)/2].Round(time.Millisecond),
+		c.took[(len(c.took)*99+99)/100-1].Round(time.Millisecond), c.took[len(c.took)-1].Round(time.Millisecond))
 	asked, wrong := probe.stop()
 	t.Logf("prober: %d questions", asked)
 	for _, w := range wrong {
@@ -104,33 +118,46 @@ type convergence struct {
 	dns      string
 	lib      *nodeLibraries
 	queriers [2]string // a pod address in each TP, for its system names
+	took     []time.Duration
 }
 
 // check waits until partition-dns, the kube-proxy view and the origin
 // tracker agree with a list of TP i taken now (the TP's writer is paused),
 // and with deleted (names of the churn namespace no longer served). It
-// fails the test when that takes longer than convergeWithin from since,
-// and returns how long it took.
-func (c *convergence) check(i int, deleted []string, since time.Time) time.Duration {
+// fails the test when that takes longer than convergeWithin (real Arktos)
+// or convergeWithinBusy (fake-tp) from since, and returns how long it took
+// and when each of the three first agreed, from since.
+func (c *convergence) check(i int, deleted []string, since time.Time) (time.Duration, [3]time.Duration) {
 	t := c.t
 	want := c.tps.listObjects(t, i)
 	var diff []string
+	var parts [3]time.Duration
 	end := time.Now().Add(deadline)
 	for {
-		diff = append(append(c.dnsDiff(i, want, deleted), c.viewDiff(i, want)...), c.originDiff(i, want)...)
+		diff = diff[:0]
+		for k, d := range [3][]string{c.dnsDiff(i, want, deleted), c.viewDiff(i, want), c.originDiff(i, want)} {
+			if len(d) == 0 && parts[k] == 0 {
+				parts[k] = time.Since(since)
+			}
+			diff = append(diff, d...)
+		}
 		if len(diff) == 0 || time.Now().After(end) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	took := time.Since(since)
+	limit := convergeWithinBusy
+	if c.tps.kind == "arktos" {
+		limit = convergeWithin
+	}
 	switch {
 	case len(diff) > 0:
 		t.Fatalf("tp%d never matched its lists:\n%s", i+1, strings.Join(diff, "\n"))
-	case took > convergeWithin:
-		t.Errorf("tp%d: the programs matched its lists %v after it answered again, want at most %v", i+1, took, convergeWithin)
+	case took > limit:
+		t.Errorf("tp%d: the programs matched its lists %v after it answered again, want at most %v", i+1, took, limit)
 	}
-	return took
+	return took, parts
 }
 
 // dnsDiff asks partition-dns for every service of TP i and for the deleted
