@@ -145,11 +145,15 @@ func isNodes(path string) bool {
 	return false
 }
 
-// isDNSPods reports whether r lists the cluster DNS pods: kube-system's
-// pods with the label k8s-app=kube-dns, as the DNS ConfigMap specs find
-// them.
+// isDNSPods reports whether r lists the cluster DNS pods: the system
+// tenant's kube-system pods with the label k8s-app=kube-dns, as the DNS
+// ConfigMap specs find them (Arktos's client-go names the tenant in the
+// path: /api/v1/tenants/system/namespaces/kube-system/pods).
 func isDNSPods(r *http.Request) bool {
-	if r.Method != http.MethodGet || r.URL.Path != "/api/v1/namespaces/kube-system/pods" {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	if p := r.URL.Path; p != "/api/v1/namespaces/kube-system/pods" && p != "/api/v1/tenants/system/namespaces/kube-system/pods" {
 		return false
 	}
 	for _, term := range strings.Split(r.URL.Query().Get("labelSelector"), ",") {

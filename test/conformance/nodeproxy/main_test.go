@@ -50,10 +50,12 @@ func TestRoutes(t *testing.T) {
 		"/api/v1/nodes/n1":                "rp /api/v1/nodes/n1",
 		"/api/v1/namespaces/default/pods": "tp /api/v1/namespaces/default/pods",
 		"/version":                        "tp /version",
-		"/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns": "dns /api/v1/namespaces/kube-system/pods",
-		"/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dother":    "tp /api/v1/namespaces/kube-system/pods",
-		"/api/v1/namespaces/default/pods?labelSelector=k8s-app%3Dkube-dns":     "tp /api/v1/namespaces/default/pods",
-		"/api/v1/namespaces/kube-system/configmaps/kube-dns":                   "tp /api/v1/namespaces/kube-system/configmaps/kube-dns",
+		"/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns":                "dns /api/v1/namespaces/kube-system/pods",
+		"/api/v1/tenants/system/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns": "dns /api/v1/tenants/system/namespaces/kube-system/pods",
+		"/api/v1/tenants/acme/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns":   "tp /api/v1/tenants/acme/namespaces/kube-system/pods",
+		"/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dother":                   "tp /api/v1/namespaces/kube-system/pods",
+		"/api/v1/namespaces/default/pods?labelSelector=k8s-app%3Dkube-dns":                    "tp /api/v1/namespaces/default/pods",
+		"/api/v1/namespaces/kube-system/configmaps/kube-dns":                                  "tp /api/v1/namespaces/kube-system/configmaps/kube-dns",
 	} {
 		resp, err := http.Get(front.URL + path)
 		if err != nil {
