@@ -106,7 +106,11 @@ func TestWatcherFlipsRulesInNetns(t *testing.T) {
 	}
 	cfg := Defaults()
 	cfg.Target = "169.254.20.10:53"
-	cfg.Interval, cfg.Timeout = 50*time.Millisecond, 40*time.Millisecond
+	// The timeout only sets how soon the hung cache below is noticed (three
+	// probes of up to 1 s); a short one let a healthy cache that was not
+	// scheduled for 150 ms on a busy machine look hung, and flip the switch
+	// an extra time.
+	cfg.Interval, cfg.Timeout = 50*time.Millisecond, time.Second
 	cfg.SyncInterval = 100 * time.Millisecond
 	cfg.Rules = set
 	reg := prometheus.NewRegistry()
