@@ -11,7 +11,7 @@ BENCHTIME    ?= 1s
 VERSION ?= $(shell ./hack/version.sh)
 LDFLAGS = -X github.com/tpkit-dev/tpkit/internal/cliflag.version=$(VERSION)
 
-.PHONY: all help build test test-tools vet fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover bench-origin bench-hollow-proxy bench-node check-layout check-arktos arktos-src arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster cluster-up cluster-down cluster-status check-cluster check-conformance check-deploy demo fuzz clean
+.PHONY: all help build test test-tools vet fmt-check unit bench bench-dns bench-nodecache bench-udp bench-memory bench-scale bench-generate bench-failover bench-origin bench-hollow-proxy bench-node bench-fleet check-layout check-arktos arktos-src arktos-patch check-arktos-node check-faketp-arktos check-arktos-cluster cluster-up cluster-down cluster-status check-cluster check-conformance check-deploy demo fuzz clean
 
 all: build
 
@@ -36,6 +36,7 @@ help:
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make bench-hollow-proxy ARKTOS_BIN=WORK/bin  kubemark's hollow proxy (patch 0030) over 2 fake TPs at 1.5k and 9k services each: first rules, a new service, peak RSS (root, netns)"
 	@echo "make bench-node ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin  stock vs patched Arktos kube-proxy over 3 fake TPs at 1.5k, 9k, 30k services: first complete rules, a new endpoint, RSS, per mode (root, netns)"
+	@echo "make bench-fleet ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin IMAGE_DIR=DIR  HOLLOW=100 hollow nodes on make cluster-up's cluster, stock then patched: each partition's API server load (requests by verb, watches, bytes, CPU, RSS), per hollow node CPU and RSS, pod start-up p50/p99, as patched/stock ratios (root)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-layout  the folders' rules: pkg/ holds what programs and cores need, no arrow from pkg/ into testbed/, no export only its own tests use (hack/layout)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (hack/arktos-lab.sh; make arktos-src STOCK_BIN=DIR builds the binaries)"
@@ -199,6 +200,12 @@ bench-hollow-proxy:
 # network namespace of its own, per mode (proxy mode / iptables backend),
 # at SIZES services over TPS TPs (docs/benchmarks.md, "Node: stock vs
 # patched kube-proxy"); each wait is capped at TIMEOUT seconds. Root.
+# A hollow fleet on the local scale-out cluster, stock then patched (issue
+# 49): what the series costs each partition's API server.
+bench-fleet:
+	@test -n "$(ARKTOS_BIN)" -a -n "$(PATCHED_BIN)" -a -n "$(IMAGE_DIR)" || { echo "set ARKTOS_BIN to stock Arktos binaries, PATCHED_BIN to WORK/bin of make arktos-patch and IMAGE_DIR to the folder of make images"; exit 2; }
+	./test/bench/fleet/run.sh $(abspath $(ARKTOS_BIN)) $(abspath $(PATCHED_BIN)) $(abspath $(IMAGE_DIR))
+
 bench-node:
 	@test -n "$(ARKTOS_BIN)" -a -n "$(PATCHED_BIN)" || { echo "set ARKTOS_BIN to stock Arktos binaries and PATCHED_BIN to WORK/bin of make arktos-patch"; exit 2; }
 	./hack/ensure-tools.sh iptables ip curl
