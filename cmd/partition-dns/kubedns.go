@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/tpkit-dev/tpkit/pkg/dns/kubednsconfig"
@@ -26,11 +29,22 @@ func watchKubeDNSConfigMaps(ctx context.Context, parts []*partition.Partition, n
 			return fmt.Errorf("partition %s: %w", p.Name, err)
 		}
 		sink := &configMapSink{f: f, tp: p.Index, name: name}
-		feed := informer.NewFeed(lw, &corev1.ConfigMap{}, sink, informer.FeedOptions{Name: "partition-dns configmap " + ns + "/" + name + " of " + p.Name})
+		feed := informer.NewFeed(lw, &corev1.ConfigMap{}, sink, informer.FeedOptions{
+			Name: "partition-dns configmap " + ns + "/" + name + " of " + p.Name, Backoff: configMapBackoff(),
+		})
 		go feed.Run(ctx)
 	}
 	klog.InfoS("Reading each TP's kube-dns ConfigMap for its pods' names outside the zones", "configMap", ns+"/"+name, "tenant", tenancy.SystemTenant)
 	return nil
+}
+
+// configMapBackoff paces a ConfigMap feed's retries: slower than the
+// index's feeds (informer.DefaultBackoff), since a TP without the Role of
+// deploy/partition-dns/rbac-per-tp.yaml refuses every list, and each
+// refusal is logged; the ConfigMap is read again within 30 s of the Role
+// being applied.
+func configMapBackoff() *wait.Backoff {
+	return &wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: 30 * time.Second}
 }
 
 // configMapSink applies one TP's ConfigMap as the feed reports it.
