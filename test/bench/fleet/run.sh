@@ -148,6 +148,18 @@ tenant_ready() {
 	"$bin/kubectl" --kubeconfig="$dir/kubeconfig/$1.kubeconfig" --tenant "fleet-$1" get namespace default >/dev/null 2>&1
 }
 
+# hollow CMD...: CMD in the control plane's network namespace and in a mount
+# namespace of its own, with tmpfs on /var/lib, /var/log and /run (as the
+# node lab runs hollow-node, test/arktos-node/run.sh): a hollow kubelet's
+# dockershim keeps sandbox checkpoints in /var/lib/dockershim and its socket
+# in /run, which hollow kubelets sharing the host's would take from each
+# other (and which would outlive the run). The mounts go with the process.
+# Called with & only: it execs, so that $! is the hollow-node's pid.
+hollow() {
+	exec nsenter -t "$cp_holder" -n -- unshare -m --propagation private -- bash -c \
+		'for d in /var/lib /var/log /run; do mount -t tmpfs tpkit-fleet "$d" || exit 1; done; exec env AWS_EC2_METADATA_DISABLED=true "$@"' hollow "$@"
+}
+
 side() { # side NAME BIN
 	local name=$1 side_dir=$out/$1 i tp
 	bin=$2
@@ -194,12 +206,12 @@ EOF
 	local kc=$dir/node-kc tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig
 	mkdir -p "$side_dir/hollow"
 	for i in $(seq "$N"); do
-		nsenter -t "$cp_holder" -n -- env AWS_EC2_METADATA_DISABLED=true "$bin/hollow-node" --morph=kubelet --name="hollow-$i" \
+		hollow "$bin/hollow-node" --morph=kubelet --name="hollow-$i" \
 			--kubeconfig="$kc/rp.kubeconfig" --resource-server-kubeconfig="$kc/rp.kubeconfig" --tenant-server-kubeconfigs="$tps" \
 			--kube-api-content-type=application/json --kubelet-port=$((20000 + i)) --kubelet-read-only-port=0 \
 			--v=1 >"$side_dir/hollow/kubelet-$i.log" 2>&1 &
 		hollow_pids+=($!)
-		nsenter -t "$cp_holder" -n -- env AWS_EC2_METADATA_DISABLED=true "$bin/hollow-node" --morph=proxy --name="hollow-$i" \
+		hollow "$bin/hollow-node" --morph=proxy --name="hollow-$i" \
 			--kubeconfig="$kc/tp1.kubeconfig" --tenant-server-kubeconfigs="$tps" \
 			--kube-api-content-type=application/json --v=1 >"$side_dir/hollow/proxy-$i.log" 2>&1 &
 		hollow_pids+=($!)
