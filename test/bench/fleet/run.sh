@@ -25,7 +25,9 @@
 # OUT/{stock,patched}/.
 #
 # Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300),
-# DEPLOYS (3), REPLICAS (5), FLEET_OUT (default /tmp/tpkit-fleet),
+# DEPLOYS (3), REPLICAS (5), PATCHED_KUBELET_FLAGS (more flags for the
+# patched side's hollow kubelets only, split on spaces: stock hollow-node
+# lacks most of the series' flags), FLEET_OUT (default /tmp/tpkit-fleet),
 # CLUSTER_DIR (default /tmp/tpkit-fleet-cluster). Root; no cluster may be up.
 # Everything it starts goes at exit: the hollow nodes and the temporary
 # folders they make (hollow-kubelet.* in the system temp folder), then the
@@ -203,13 +205,14 @@ EOF
 	say "$name: $N hollow nodes"
 	tmp_before=$(mktemp)
 	ls -d "${TMPDIR:-/tmp}"/hollow-kubelet.* 2>/dev/null | sort >"$tmp_before" || true
-	local kc=$dir/node-kc tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig
+	local kc=$dir/node-kc tps=$dir/node-kc/tp1.kubeconfig,$dir/node-kc/tp2.kubeconfig extra=()
+	[ "$name" = patched ] && read -ra extra <<<"${PATCHED_KUBELET_FLAGS:-}"
 	mkdir -p "$side_dir/hollow"
 	for i in $(seq "$N"); do
 		hollow "$bin/hollow-node" --morph=kubelet --name="hollow-$i" \
 			--kubeconfig="$kc/rp.kubeconfig" --resource-server-kubeconfig="$kc/rp.kubeconfig" --tenant-server-kubeconfigs="$tps" \
 			--kube-api-content-type=application/json --kubelet-port=$((20000 + i)) --kubelet-read-only-port=0 \
-			--v=1 >"$side_dir/hollow/kubelet-$i.log" 2>&1 &
+			--v=1 "${extra[@]}" >"$side_dir/hollow/kubelet-$i.log" 2>&1 &
 		hollow_pids+=($!)
 		hollow "$bin/hollow-node" --morph=proxy --name="hollow-$i" \
 			--kubeconfig="$kc/tp1.kubeconfig" --tenant-server-kubeconfigs="$tps" \
