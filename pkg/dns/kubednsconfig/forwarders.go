@@ -171,16 +171,6 @@ func (f *Forwarders) ResolveFor(ctx context.Context, tp int, req *dns.Msg) (*dns
 	return f.o.Default.Resolve(ctx, req)
 }
 
-// Current returns tp's configuration; the zero Config when it has none.
-func (f *Forwarders) Current(tp int) Config {
-	if tp >= 0 && tp < len(f.tps) {
-		if c := f.tps[tp].Load(); c != nil {
-			return c.cfg
-		}
-	}
-	return Config{}
-}
-
 func equal(a, b Config) bool {
 	return slices.Equal(a.Upstreams, b.Upstreams) && slices.EqualFunc(a.StubDomains, b.StubDomains, func(x, y StubDomain) bool {
 		return x.Domain == y.Domain && slices.Equal(x.Servers, y.Servers)

@@ -77,9 +77,10 @@ func TestForwarders(t *testing.T) {
 	if got := testutil.ToFloat64(f.inForce.WithLabelValues("tp2")); got != 0 {
 		t.Errorf("tpkit_dns_kube_dns_config after the removal: %v", got)
 	}
-	if err := f.Apply(1, map[string]string{"Corefile": "."}); err != nil || !f.Current(1).IsZero() {
-		t.Errorf("a ConfigMap without kube-dns's keys: %v, %+v", err, f.Current(1))
+	if err := f.Apply(1, map[string]string{"Corefile": "."}); err != nil || testutil.ToFloat64(f.inForce.WithLabelValues("tp2")) != 0 {
+		t.Errorf("a ConfigMap without kube-dns's keys: %v, in force %v", err, testutil.ToFloat64(f.inForce.WithLabelValues("tp2")))
 	}
+	check("a ConfigMap without kube-dns's keys", 1, "www.example.org.", "192.0.2.1")
 }
 
 // TestForwardersWithoutDefault: with --upstream none, a TP without a
