@@ -27,7 +27,9 @@
 # Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300),
 # DEPLOYS (3), REPLICAS (5), PATCHED_KUBELET_FLAGS (more flags for the
 # patched side's hollow kubelets only, split on spaces: stock hollow-node
-# lacks most of the series' flags), FLEET_OUT (default /tmp/tpkit-fleet),
+# lacks most of the series' flags), ORDER ("stock patched"; "patched stock"
+# runs the patched side first, to tell an order effect from the series'
+# cost), FLEET_OUT (default /tmp/tpkit-fleet),
 # CLUSTER_DIR (default /tmp/tpkit-fleet-cluster). Root; no cluster may be up.
 # Everything it starts goes at exit: the hollow nodes and the temporary
 # folders they make (hollow-kubelet.* in the system temp folder), then the
@@ -257,7 +259,11 @@ EOF
 	"$root/hack/cluster.sh" down >"$side_dir/cluster-down.log" 2>&1 || die "$name: cluster-down: $(tail -5 "$side_dir/cluster-down.log")"
 }
 
-side stock "$stock"
-side patched "$patched"
+ORDER=${ORDER:-stock patched}
+case "$ORDER" in
+"stock patched") side stock "$stock"; side patched "$patched" ;;
+"patched stock") side patched "$patched"; side stock "$stock" ;;
+*) die "ORDER is \"stock patched\" or \"patched stock\", not \"$ORDER\"" ;;
+esac
 
 python3 "$root/test/bench/fleet/table.py" "$out" "$N" "$WINDOW" | tee "$out/table.md"
