@@ -8,7 +8,11 @@
 // select nodes by --node-selector: the hollow nodes), --qps a second, and
 // watches them. Each pod's latency is the time from just before its create
 // request to the watch event that shows it Running, both on this process's
-// clock, in milliseconds. It prints one line per pod, "pod NAME MS", then
+// clock, in milliseconds. The time to the first watch event that shows it
+// bound to a node splits that in two: the TP's scheduler, then the node's
+// kubelet (its pod watch, the start and the status write). It prints one
+// line per pod, "pod NAME MS BOUND_MS" (BOUND_MS is -1 when no event showed
+// the pod bound before Running), then
 // "created C running R", and exits 1 when a pod is not Running within
 // --timeout. The pods are deleted before it exits.
 package main
@@ -78,20 +82,28 @@ func run(kubeconfig, ns string, count int, selector, image string, qps float64, 
 	var mu sync.Mutex
 	created := map[string]time.Time{}
 	running := map[string]time.Duration{}
+	bound := map[string]time.Duration{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted || p.Status.Phase != corev1.PodRunning {
+			if !ok || ev.Type == watch.Deleted || p.Spec.NodeName == "" {
 				continue
 			}
 			seen := time.Now()
 			mu.Lock()
 			if t0, ok := created[p.Name]; ok {
-				if _, had := running[p.Name]; !had {
+				if _, had := bound[p.Name]; !had && p.Status.Phase != corev1.PodRunning {
+					bound[p.Name] = seen.Sub(t0)
+				}
+				if _, had := running[p.Name]; !had && p.Status.Phase == corev1.PodRunning {
 					running[p.Name] = seen.Sub(t0)
-					fmt.Printf("pod %s %d\n", p.Name, running[p.Name].Milliseconds())
+					b := int64(-1)
+					if d, ok := bound[p.Name]; ok {
+						b = d.Milliseconds()
+					}
+					fmt.Printf("pod %s %d %d\n", p.Name, running[p.Name].Milliseconds(), b)
 				}
 			}
 			n := len(running)
