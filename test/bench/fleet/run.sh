@@ -29,7 +29,8 @@
 # patched side's hollow kubelets only, split on spaces: stock hollow-node
 # lacks most of the series' flags), ORDER ("stock patched"; "patched stock"
 # runs the patched side first, to tell an order effect from the series'
-# cost), FLEET_OUT (default /tmp/tpkit-fleet),
+# cost), HOLLOW_V (the hollow kubelets' --v, 1; 3 logs each pod's steps:
+# SyncLoop ADD, PLEG, the status writes), FLEET_OUT (default /tmp/tpkit-fleet),
 # CLUSTER_DIR (default /tmp/tpkit-fleet-cluster). Root; no cluster may be up.
 # Everything it starts goes at exit: the hollow nodes and the temporary
 # folders they make (hollow-kubelet.* in the system temp folder), then the
@@ -214,7 +215,7 @@ EOF
 		hollow "$bin/hollow-node" --morph=kubelet --name="hollow-$i" \
 			--kubeconfig="$kc/rp.kubeconfig" --resource-server-kubeconfig="$kc/rp.kubeconfig" --tenant-server-kubeconfigs="$tps" \
 			--kube-api-content-type=application/json --kubelet-port=$((20000 + i)) --kubelet-read-only-port=0 \
-			--v=1 "${extra[@]}" >"$side_dir/hollow/kubelet-$i.log" 2>&1 &
+			--v="${HOLLOW_V:-1}" "${extra[@]}" >"$side_dir/hollow/kubelet-$i.log" 2>&1 &
 		hollow_pids+=($!)
 		hollow "$bin/hollow-node" --morph=proxy --name="hollow-$i" \
 			--kubeconfig="$kc/tp1.kubeconfig" --tenant-server-kubeconfigs="$tps" \
