@@ -18,7 +18,9 @@
 # soon as one is answered or times out). The table gives the mean QPS of
 # the rounds, the share kept (the sum of the flood rounds over the sum of
 # the rounds alone: a ratio within one run, since the 2 cores here are
-# shared) and the server's peak RSS (VmHWM).
+# shared), the server's CPU per answered query in the rounds alone (dnsperf
+# shares the 2 cores, so a server that needs less leaves dnsperf more and
+# the QPS ratio understates the CPU one) and the server's peak RSS (VmHWM).
 #
 # CoreDNS (COREDNS_VERSION) is built once from the Go module proxy into
 # ~/.cache/tpkit/coredns-VERSION, and runs kubeadm's plugins that matter
@@ -135,43 +137,54 @@ fi
 echo "kube-dns.kube-system.svc.cluster.local A" >"$work/cluster.txt"
 awk -v n="$FLOOD_NAMES" 'BEGIN { srand(); for (i = 0; i < n; i++) printf "r%08x%06x.example.org A\n", int(rand() * 4294967296), i }' >"$work/flood.txt"
 
-# cluster_qps PORT: dnsperf's QPS for the cluster name over DURATION.
+# cluster_qps PID PORT: prints dnsperf's QPS for the cluster name over
+# DURATION and the server's CPU (utime + stime of PID, /proc/PID/stat) per
+# answered query in µs: the second is what the server spends, whoever is
+# the limit of the first (dnsperf shares the 2 cores).
 cluster_qps() {
-  dnsperf -s 127.0.0.1 -p "$1" -d "$work/cluster.txt" -c 2 -q 100 -l "$DURATION" 2>&1 |
-    awk '/Queries per second/{printf "%.0f", $4}'
+  local t0 t1 out
+  t0=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  out=$(dnsperf -s 127.0.0.1 -p "$2" -d "$work/cluster.txt" -c 2 -q 100 -l "$DURATION" 2>&1)
+  t1=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" '
+    /Queries completed/ { n = $3 }
+    /Queries per second/ { q = $4 }
+    END { if (n > 0) printf "%.0f %.2f\n", q, t * 1000000 / hz / n; else print "0 0" }' <<<"$out"
 }
 
-declare -A alone under
-for name in "${servers[@]}"; do alone[$name]=0; under[$name]=0; done
+declare -A alone under cpu
+for name in "${servers[@]}"; do alone[$name]=0; under[$name]=0; cpu[$name]=0; done
 for r in $(seq "$ROUNDS"); do
   for name in "${servers[@]}"; do
     read -r pid port <<<"${srv[$name]}"
-    a=$(cluster_qps "$port")
+    read -r a c < <(cluster_qps "$pid" "$port")
     dnsperf -s 127.0.0.1 -p "$port" -d "$work/flood.txt" -c 8 -q 5000 -l $((DURATION + 2)) >"$work/flood-$name-$r.out" 2>&1 &
     flood=$!
     sleep 1 # the flood fills the forwarding bounds
-    u=$(cluster_qps "$port")
+    read -r u _ < <(cluster_qps "$pid" "$port")
     wait "$flood"
     fq=$(awk '/Queries per second/{printf "%.0f", $4}' "$work/flood-$name-$r.out")
-    echo "round $r $name: cluster $a QPS alone, $u under the flood ($(echo "scale=2; $u / $a" | bc)); the flood's answered QPS $fq" >&2
+    echo "round $r $name: cluster $a QPS alone ($c µs CPU per query), $u under the flood ($(echo "scale=2; $u / $a" | bc)); the flood's answered QPS $fq" >&2
     alone[$name]=$((alone[$name] + a))
+    cpu[$name]=$(echo "${cpu[$name]} + $c" | bc)
     under[$name]=$((under[$name] + u))
   done
 done
 
 echo
-echo "| server | cluster QPS alone | under the flood | share kept | peak RSS |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| server | cluster QPS alone | server CPU per query alone (µs) | under the flood | share kept | peak RSS |"
+echo "| --- | --- | --- | --- | --- | --- |"
 for name in "${servers[@]}"; do
   read -r pid port <<<"${srv[$name]}"
   hwm=$(awk '/VmHWM/{printf "%.0f MiB", $2 / 1024}' "/proc/$pid/status")
   label=$name
   [[ $name == coredns ]] && label="CoreDNS ${COREDNS_VERSION#v}"
-  echo "| $label | $((alone[$name] / ROUNDS)) | $((under[$name] / ROUNDS)) | $(echo "scale=2; ${under[$name]} / ${alone[$name]}" | bc) | $hwm |"
+  echo "| $label | $((alone[$name] / ROUNDS)) | $(echo "scale=2; ${cpu[$name]} / $ROUNDS" | bc) | $((under[$name] / ROUNDS)) | $(echo "scale=2; ${under[$name]} / ${alone[$name]}" | bc) | $hwm |"
 done
 if [[ -n $coredns ]]; then
   echo
   echo "partition-dns / CoreDNS, cluster QPS alone: $(echo "scale=2; ${alone[partition-dns]} / ${alone[coredns]}" | bc)"
+  echo "CoreDNS / partition-dns, server CPU per query alone: $(echo "scale=2; ${cpu[coredns]} / ${cpu[partition-dns]}" | bc)"
 fi
 echo
 echo "$TPS fake TP(s) hold kube-dns.kube-system; partition-dns watches all of them, CoreDNS tp1."
