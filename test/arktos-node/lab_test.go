@@ -280,8 +280,10 @@ func (l *lab) startNode(tenantDNS bool, extra ...string) (kubeletPort int) {
 		// kuberuntime_sandbox.go, the same line for stock and patched.
 		"--v=2", "--vmodule=kuberuntime_sandbox=6"}
 	if !l.stock {
+		// --send-events: the events-in-own-tp check reads them (patch 0038
+		// keeps hollow-node's events in its log by default, as stock's).
 		args = append(args, "--tporigin-file="+filepath.Join(l.dir, "tporigin.db"),
-			"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain)
+			"--cluster-dns="+clusterDNS, "--cluster-domain="+clusterDomain, "--send-events")
 		if tenantDNS {
 			args = append(args, "--feature-gates=TenantDNSSearch=true")
 		}
