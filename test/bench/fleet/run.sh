@@ -19,7 +19,10 @@
 # (apiserver_request_total), open watches (apiserver_longrunning_gauge,
 # WATCH), bytes sent on its serving port (an iptables counter in the control
 # plane's namespace), CPU (utime+stime) and RSS; per hollow node (kubelet
-# plus proxy): CPU and RSS. Then pod start-up latency, created to seen
+# plus proxy): CPU and RSS. RSS comes twice: VmRSS, and RssAnon, the
+# process's own memory without the binary's mapped pages, which vary with
+# how the binary came into the page cache (a binary just built maps up to
+# 16 MiB more per process until the cache is dropped). Then pod start-up latency, created to seen
 # Running by a watch (test/bench/fleet/podlatency), for PODS pods, half in
 # each TP. Printed: a table of patched/stock ratios; the raw figures are in
 # OUT/{stock,patched}/.
@@ -100,6 +103,7 @@ snapshot() {
 			echo "time $(date +%s.%N)"
 			echo "stat $(cut -d' ' -f14,15 "/proc/$pid/stat")"
 			echo "rss_kb $(awk '/^VmRSS:/{print $2}' "/proc/$pid/status")"
+			echo "rss_anon_kb $(awk '/^RssAnon:/{print $2}' "/proc/$pid/status")"
 			echo "bytes $(nsenter -t "$cp_holder" -n -- iptables -w -t filter -L TPKIT-FLEET-ACCT -vxn | awk -v p="spt:$port" '$0 ~ p"$" || $0 ~ p" " {print $2}' | head -1)"
 			kubectl --kubeconfig="$dir/kubeconfig/$part.kubeconfig" get --raw /metrics |
 				grep -E '^apiserver_(request_total|longrunning_gauge)\{' || true
@@ -108,7 +112,7 @@ snapshot() {
 	local p
 	for p in "${hollow_pids[@]}"; do
 		[ -r "/proc/$p/stat" ] || continue
-		echo "$p $(cut -d' ' -f14,15 "/proc/$p/stat") $(awk '/^VmRSS:/{print $2}' "/proc/$p/status")"
+		echo "$p $(cut -d' ' -f14,15 "/proc/$p/stat") $(awk '/^VmRSS:/{r = $2} /^RssAnon:/{a = $2} END{print r, a}' "/proc/$p/status")"
 	done >"$side_dir/hollow.$tag"
 }
 

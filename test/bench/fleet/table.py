@@ -54,6 +54,7 @@ def partition(side, part):
         "bytes sent/s": (int(b["bytes"] or 0) - int(a["bytes"] or 0)) / secs,
         "CPU (cores)": cpu / secs,
         "RSS (MiB)": int(b["rss_kb"]) / 1024,
+        "RSS anonymous (MiB)": int(b["rss_anon_kb"]) / 1024 if b.get("rss_anon_kb") else None,
     }
 
 
@@ -62,18 +63,21 @@ def hollow(side):
         d = {}
         for line in open(os.path.join(out, side, "hollow." + tag)):
             f = line.split()
-            if len(f) == 4:
-                d[f[0]] = (int(f[1]) + int(f[2]), int(f[3]))
+            if len(f) in (4, 5):
+                d[f[0]] = (int(f[1]) + int(f[2]), int(f[3]), int(f[4]) if len(f) == 5 else None)
         return d
     a, b = read("a"), read("b")
     secs = float(read_snapshot(os.path.join(out, side, "rp.b"))["time"]) - float(read_snapshot(os.path.join(out, side, "rp.a"))["time"])
     pids = sorted(set(a) & set(b))
     if not pids:
-        return {"CPU (cores)": 0, "RSS (MiB)": 0}
+        return {"CPU (cores)": 0, "RSS (MiB)": 0, "RSS anonymous (MiB)": None}
     cpu = sum(b[p][0] - a[p][0] for p in pids) / HZ / secs
     rss = sum(b[p][1] for p in pids) / 1024
     nodes = len(pids) / 2  # a kubelet and a proxy each
-    return {"CPU (cores)": cpu / nodes, "RSS (MiB)": rss / nodes}
+    anon = None
+    if all(b[p][2] is not None for p in pids):
+        anon = sum(b[p][2] for p in pids) / 1024 / nodes
+    return {"CPU (cores)": cpu / nodes, "RSS (MiB)": rss / nodes, "RSS anonymous (MiB)": anon}
 
 
 def latency(side):
@@ -123,16 +127,20 @@ print("bench-fleet: %d hollow nodes, a window of %s s; patched/stock\n" % (n, wi
 print("| what | stock | patched | patched/stock |")
 print("| --- | --- | --- | --- |")
 for part in PARTS:
-    for key in ("requests/s", "requests/s but events", "watches", "bytes sent/s", "CPU (cores)", "RSS (MiB)"):
+    for key in ("requests/s", "requests/s but events", "watches", "bytes sent/s", "CPU (cores)", "RSS (MiB)", "RSS anonymous (MiB)"):
         s, p = data["stock"][part][key], data["patched"][part][key]
+        if s is None or p is None:
+            continue
         print("| %s API server: %s | %s | %s | %s |" % (part, key, fmt(s), fmt(p), ratio(p, s)))
     verbs = sorted(set(data["stock"][part]["by verb"]) | set(data["patched"][part]["by verb"]))
     for verb in verbs:
         s, p = data["stock"][part]["by verb"].get(verb, 0.0), data["patched"][part]["by verb"].get(verb, 0.0)
         if s + p >= 0.05:
             print("| %s API server: %s/s | %s | %s | %s |" % (part, verb, fmt(s), fmt(p), ratio(p, s)))
-for key in ("CPU (cores)", "RSS (MiB)"):
+for key in ("CPU (cores)", "RSS (MiB)", "RSS anonymous (MiB)"):
     s, p = hol["stock"][key], hol["patched"][key]
+    if s is None or p is None:
+        continue
     print("| per hollow node (kubelet + proxy): %s | %s | %s | %s |" % (key, fmt(s), fmt(p), ratio(p, s)))
 if lat["stock"] and lat["patched"]:
     for key in ("p50 (ms)", "p99 (ms)"):
