@@ -22,9 +22,9 @@
 # plus proxy): CPU and RSS. RSS comes twice: VmRSS, and RssAnon, the
 # process's own memory without the binary's mapped pages, which vary with
 # how the binary came into the page cache (a binary just built maps up to
-# 16 MiB more per process until the cache is dropped). Then pod start-up latency, created to seen
-# Running by a watch (test/bench/fleet/podlatency), for PODS pods, half in
-# each TP. Printed: a table of patched/stock ratios; the raw figures are in
+# 16 MiB more per process until the cache is dropped). Then pod start-up
+# latency, created to seen Running by a watch (test/bench/fleet/podlatency),
+# for PODS pods, half in each TP. Printed: a table of patched/stock ratios; the raw figures are in
 # OUT/{stock,patched}/.
 #
 # Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300),
