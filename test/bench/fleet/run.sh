@@ -24,10 +24,12 @@
 # how the binary came into the page cache (a binary just built maps up to
 # 16 MiB more per process until the cache is dropped). Then pod start-up
 # latency, created to seen Running by a watch (test/bench/fleet/podlatency),
-# for PODS pods, half in each TP. Printed: a table of patched/stock ratios; the raw figures are in
+# for PODS pods, half in each TP, created POD_QPS a second in all (5, as
+# the density test creates its latency pods; each TP's half at half the
+# rate, both at once). Printed: a table of patched/stock ratios; the raw figures are in
 # OUT/{stock,patched}/.
 #
-# Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300),
+# Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300), POD_QPS (5),
 # DEPLOYS (3), REPLICAS (5), PATCHED_KUBELET_FLAGS (more flags for the
 # patched side's hollow kubelets only, split on spaces: stock hollow-node
 # lacks most of the series' flags), ORDER ("stock patched"; "patched stock"
@@ -47,6 +49,7 @@ N=${HOLLOW:-100}
 WINDOW=${WINDOW:-60}
 SETTLE=${SETTLE:-30}
 PODS=${PODS:-300}
+POD_QPS=${POD_QPS:-5}
 DEPLOYS=${DEPLOYS:-3}
 REPLICAS=${REPLICAS:-5}
 out=${FLEET_OUT:-/tmp/tpkit-fleet}
@@ -250,10 +253,11 @@ EOF
 	done
 
 	say "$name: pod start-up latency, $PODS pods"
-	local half=$((PODS / 2)) rc=0 lat=()
+	local half=$((PODS / 2)) rc=0 lat=() qps
+	qps=$(awk -v q="$POD_QPS" 'BEGIN { print q / 2 }')
 	for tp in tp1 tp2; do
 		nsenter -t "$cp_holder" -n -- "$out/podlatency" --kubeconfig="$dir/node-kc/$tp.kubeconfig" --namespace=fleet \
-			--count="$half" --prefix="lat-$tp" >"$side_dir/latency-$tp.txt" 2>"$side_dir/latency-$tp.err" &
+			--count="$half" --qps="$qps" --prefix="lat-$tp" >"$side_dir/latency-$tp.txt" 2>"$side_dir/latency-$tp.err" &
 		lat+=($!)
 	done
 	for p in "${lat[@]}"; do wait "$p" || rc=$?; done # not the hollow nodes, also this shell's children

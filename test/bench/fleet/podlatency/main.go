@@ -6,7 +6,9 @@
 //
 // It creates C pods in namespace N of the kubeconfig's tenant (the pods
 // select nodes by --node-selector: the hollow nodes), --qps a second, and
-// watches them. Each pod's latency is the time from just before its create
+// watches them. The density test creates its latency pods at about 5 a
+// second (one each 200 ms, after the saturation pods run), so that their
+// start-up is the node's latency rather than a queue behind a burst. Each pod's latency is the time from just before its create
 // request to the watch event that shows it Running, both on this process's
 // clock, in milliseconds. The time to the first watch event that shows it
 // bound to a node splits that in two: the TP's scheduler, then the node's
@@ -42,7 +44,7 @@ func main() {
 	count := flag.Int("count", 150, "pods to create")
 	selector := flag.String("node-selector", "tpkit-fleet=hollow", "label the pods' nodes carry, k=v")
 	image := flag.String("image", "tpkit-lab/pause:1", "the pods' image (hollow nodes pull nothing)")
-	qps := flag.Float64("qps", 20, "creates a second (the density test's default)")
+	qps := flag.Float64("qps", 5, "creates a second (the density test's latency pods: 5)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long every pod has to be Running")
 	prefix := flag.String("prefix", "lat", "pod name prefix")
 	flag.Parse()
