@@ -36,7 +36,7 @@ help:
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make bench-hollow-proxy ARKTOS_BIN=WORK/bin  kubemark's hollow proxy (patch 0030) over 2 fake TPs at 1.5k and 9k services each: first rules, a new service, peak RSS (root, netns)"
 	@echo "make bench-node ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin  stock vs patched Arktos kube-proxy over 3 fake TPs at 1.5k, 9k, 30k services: first complete rules, a new endpoint, RSS, per mode (root, netns)"
-	@echo "make bench-fleet ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin IMAGE_DIR=DIR  HOLLOW=100 hollow nodes on make cluster-up's cluster, stock then patched (ORDER='patched stock' the other way): each partition's API server load (requests by verb, watches, bytes, CPU, RSS), per hollow node CPU and RSS, pod start-up p50/p99, as patched/stock ratios (root)"
+	@echo "make bench-fleet ARKTOS_BIN=STOCK PATCHED_BIN=WORK/bin IMAGE_DIR=DIR  HOLLOW=100 hollow nodes on make cluster-up's cluster, stock then patched (ORDER='patched stock' the other way; RUNS=K pairs, the order turned round each time, with each ratio's median): each partition's API server load (requests by verb, watches, bytes, CPU, RSS), per hollow node CPU and RSS, pod start-up p50/p99, as patched/stock ratios (root)"
 	@echo "make soak SOAK=30m  partition-dns for SOAK over 3 TPs x 100k objects, 500 changes/s and dnsperf; fails on RSS or goroutine growth or a wrong answer"
 	@echo "make check-layout  the folders' rules: pkg/ holds what programs and cores need, no arrow from pkg/ into testbed/, no export only its own tests use (hack/layout)"
 	@echo "make check-arktos ARKTOS_BIN=DIR  the Arktos checks against two real Arktos TPs (hack/arktos-lab.sh; make arktos-src STOCK_BIN=DIR builds the binaries)"

@@ -29,13 +29,15 @@
 # rate, both at once). Printed: a table of patched/stock ratios; the raw figures are in
 # OUT/{stock,patched}/.
 #
-# Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300), POD_QPS (5),
-# DEPLOYS (3), REPLICAS (5), PATCHED_KUBELET_FLAGS (more flags for the
-# patched side's hollow kubelets only, split on spaces: stock hollow-node
-# lacks most of the series' flags), ORDER ("stock patched"; "patched stock"
-# runs the patched side first, to tell an order effect from the series'
-# cost), HOLLOW_V (the hollow kubelets' --v, 1; 3 logs each pod's steps:
-# SyncLoop ADD, PLEG, the status writes), FLEET_OUT (default /tmp/tpkit-fleet),
+# Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300),
+# POD_QPS (5), DEPLOYS (3), REPLICAS (5), PATCHED_KUBELET_FLAGS (more flags
+# for the patched side's hollow kubelets only, split on spaces: stock
+# hollow-node lacks most of the series' flags), ORDER ("stock patched";
+# "patched stock" runs the patched side first, to tell an order effect from
+# the series' cost), RUNS (1; K runs K pairs into OUT/run-1..K, the order
+# turned round each time, then prints each ratio per run and their median),
+# HOLLOW_V (the hollow kubelets' --v, 1; 3 logs each pod's steps: SyncLoop
+# ADD, PLEG, the status writes), FLEET_OUT (default /tmp/tpkit-fleet),
 # CLUSTER_DIR (default /tmp/tpkit-fleet-cluster). Root; no cluster may be up.
 # Everything it starts goes at exit: the hollow nodes and the temporary
 # folders they make (hollow-kubelet.* in the system temp folder), then the
@@ -68,7 +70,8 @@ done
 "$root/hack/ensure-tools.sh" iptables curl python3
 
 mkdir -p "$out"
-(cd "$root" && go build -o "$out/podlatency" ./test/bench/fleet/podlatency) || die "could not build podlatency"
+podlatency=$out/podlatency
+(cd "$root" && go build -o "$podlatency" ./test/bench/fleet/podlatency) || die "could not build podlatency"
 
 hollow_pids=()
 tmp_before=""
@@ -256,7 +259,7 @@ EOF
 	local half=$((PODS / 2)) rc=0 lat=() qps
 	qps=$(awk -v q="$POD_QPS" 'BEGIN { print q / 2 }')
 	for tp in tp1 tp2; do
-		nsenter -t "$cp_holder" -n -- "$out/podlatency" --kubeconfig="$dir/node-kc/$tp.kubeconfig" --namespace=fleet \
+		nsenter -t "$cp_holder" -n -- "$podlatency" --kubeconfig="$dir/node-kc/$tp.kubeconfig" --namespace=fleet \
 			--count="$half" --qps="$qps" --prefix="lat-$tp" >"$side_dir/latency-$tp.txt" 2>"$side_dir/latency-$tp.err" &
 		lat+=($!)
 	done
@@ -269,10 +272,29 @@ EOF
 }
 
 ORDER=${ORDER:-stock patched}
+RUNS=${RUNS:-1}
 case "$ORDER" in
-"stock patched") side stock "$stock"; side patched "$patched" ;;
-"patched stock") side patched "$patched"; side stock "$stock" ;;
+"stock patched") order=(stock patched) ;;
+"patched stock") order=(patched stock) ;;
 *) die "ORDER is \"stock patched\" or \"patched stock\", not \"$ORDER\"" ;;
 esac
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS is a count of runs, not \"$RUNS\""
+binof() { if [ "$1" = stock ]; then echo "$stock"; else echo "$patched"; fi; }
 
-python3 "$root/test/bench/fleet/table.py" "$out" "$N" "$WINDOW" | tee "$out/table.md"
+# RUNS pairs, each in OUT/run-K, the order turned round from one pair to the
+# next so that a drift of the machine over the runs lands on both sides.
+base=$out
+for ((r = 1; r <= RUNS; r++)); do
+	if [ "$RUNS" -gt 1 ]; then
+		out=$base/run-$r
+		mkdir -p "$out"
+		say "run $r of $RUNS: ${order[0]}, then ${order[1]}"
+	fi
+	side "${order[0]}" "$(binof "${order[0]}")"
+	side "${order[1]}" "$(binof "${order[1]}")"
+	python3 "$root/test/bench/fleet/table.py" "$out" "$N" "$WINDOW" | tee "$out/table.md"
+	order=("${order[1]}" "${order[0]}")
+done
+if [ "$RUNS" -gt 1 ]; then
+	python3 "$root/test/bench/fleet/summary.py" "$base"/run-*/table.md | tee "$base/summary.md"
+fi
