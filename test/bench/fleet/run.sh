@@ -118,7 +118,7 @@ snapshot() {
 	local p
 	for p in "${hollow_pids[@]}"; do
 		[ -r "/proc/$p/stat" ] || continue
-		echo "$p $(cut -d' ' -f14,15 "/proc/$p/stat") $(awk '/^VmRSS:/{r = $2} /^RssAnon:/{a = $2} END{print r, a}' "/proc/$p/status")"
+		echo "$p $(cut -d' ' -f14,15 "/proc/$p/stat") $(awk '/^VmRSS:/{r = $2} /^RssAnon:/{a = $2} END{print r, a}' "/proc/$p/status") $(tr '\0' '\n' <"/proc/$p/cmdline" | sed -n 's/^--morph=//p')"
 	done >"$side_dir/hollow.$tag"
 }
 

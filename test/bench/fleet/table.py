@@ -59,12 +59,15 @@ def partition(side, part):
 
 
 def hollow(side):
+    """Per hollow node (a kubelet and a proxy): CPU and RSS, and each
+    morph's CPU and anonymous RSS where the snapshot names it (a sixth
+    field, from 2026-11-29)."""
     def read(tag):
         d = {}
         for line in open(os.path.join(out, side, "hollow." + tag)):
             f = line.split()
-            if len(f) in (4, 5):
-                d[f[0]] = (int(f[1]) + int(f[2]), int(f[3]), int(f[4]) if len(f) == 5 else None)
+            if len(f) in (4, 5, 6):
+                d[f[0]] = (int(f[1]) + int(f[2]), int(f[3]), int(f[4]) if len(f) >= 5 else None, f[5] if len(f) == 6 else None)
         return d
     a, b = read("a"), read("b")
     secs = float(read_snapshot(os.path.join(out, side, "rp.b"))["time"]) - float(read_snapshot(os.path.join(out, side, "rp.a"))["time"])
@@ -77,7 +80,13 @@ def hollow(side):
     anon = None
     if all(b[p][2] is not None for p in pids):
         anon = sum(b[p][2] for p in pids) / 1024 / nodes
-    return {"CPU (cores)": cpu / nodes, "RSS (MiB)": rss / nodes, "RSS anonymous (MiB)": anon}
+    r = {"CPU (cores)": cpu / nodes, "RSS (MiB)": rss / nodes, "RSS anonymous (MiB)": anon}
+    for morph in ("kubelet", "proxy"):
+        mine = [p for p in pids if b[p][3] == morph]
+        if mine and all(b[p][2] is not None for p in mine):
+            r[morph + ": CPU (cores)"] = sum(b[p][0] - a[p][0] for p in mine) / HZ / secs / len(mine)
+            r[morph + ": RSS anonymous (MiB)"] = sum(b[p][2] for p in mine) / 1024 / len(mine)
+    return r
 
 
 def latency(side):
@@ -142,6 +151,11 @@ for key in ("CPU (cores)", "RSS (MiB)", "RSS anonymous (MiB)"):
     if s is None or p is None:
         continue
     print("| per hollow node (kubelet + proxy): %s | %s | %s | %s |" % (key, fmt(s), fmt(p), ratio(p, s)))
+for morph in ("kubelet", "proxy"):
+    for key in ("CPU (cores)", "RSS anonymous (MiB)"):
+        s, p = hol["stock"].get(morph + ": " + key), hol["patched"].get(morph + ": " + key)
+        if s is not None and p is not None:
+            print("| per hollow %s: %s | %s | %s | %s |" % (morph, key, fmt(s), fmt(p), ratio(p, s)))
 if lat["stock"] and lat["patched"]:
     for key in ("p50 (ms)", "p99 (ms)"):
         s, p = lat["stock"][key], lat["patched"][key]
