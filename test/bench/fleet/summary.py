@@ -33,7 +33,7 @@ def main(paths):
         sys.exit("usage: summary.py TABLE.md...")
     runs = [read(p) for p in paths]
     order = list(runs[0])
-    print("bench-fleet: patched/stock over %d runs (the order turned round each run)\n" % len(runs))
+    print("bench-fleet: patched/stock in each of %d runs, and the median\n" % len(runs))
     print("| what | " + " | ".join("run %d" % (i + 1) for i in range(len(runs))) + " | median |")
     print("| --- |" + " --- |" * (len(runs) + 1))
     for what in order:
