@@ -31,7 +31,7 @@ help:
 	@echo "make bench-memory  partition-dns start-up memory (peak, steady, ready time) with and without paged lists"
 	@echo "make bench-scale  partition-dns over 10 TPs at 60k, 300k and 600k objects in a 170 MiB cgroup, and 60k and 1.5M of fake-tp --generate's shape (1.5M in 340 MiB): ready, RSS, bytes per object, programming latency under churn, QPS"
 	@echo "make bench-generate  fake-tp --generate 125000 over 10 TPs (1.64M objects): time to ready, CPU, peak RSS"
-	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run"
+	@echo "make bench-flood  cluster-name QPS alone and under a forward flood, partition-dns and CoreDNS in one run, with the UDP floor alone"
 	@echo "make bench-origin  the kubelet's TP-origin file under pod churn: Flush p50/p99/max at 10 replacements/s, file size after 36,000 (DIRS, DURATION, REPLACEMENTS)"
 	@echo "make bench-failover  NodeLocal HA switch: failover time and lost queries (root, netns)"
 	@echo "make bench-hollow-proxy ARKTOS_BIN=WORK/bin  kubemark's hollow proxy (patch 0030) over 2 fake TPs at 1.5k and 9k services each: first rules, a new service, peak RSS (root, netns)"

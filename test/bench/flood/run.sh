@@ -22,6 +22,11 @@
 # shares the 2 cores, so a server that needs less leaves dnsperf more and
 # the QPS ratio understates the CPU one) and the server's peak RSS (VmHWM).
 #
+# The UDP floor (test/bench/udp/udpfloor -sockets 2 -batch 32: partition-dns's
+# socket shape, a canned answer and no DNS work) gets the same rounds alone:
+# what any responder can answer on this kernel beside dnsperf, so that the
+# floor over CoreDNS says how far above CoreDNS any server could be here.
+#
 # CoreDNS (COREDNS_VERSION) is built once from the Go module proxy into
 # ~/.cache/tpkit/coredns-VERSION, and runs kubeadm's plugins that matter
 # here: kubernetes (against the fake TP through a kubeconfig; the TP serves
@@ -36,6 +41,7 @@ COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
 PDNS_PORT=${PDNS_PORT:-25953}
 COREDNS_PORT=${COREDNS_PORT:-25954}
 UPSTREAM_PORT=${UPSTREAM_PORT:-25955}
+FLOOR_PORT=${FLOOR_PORT:-25956}
 HEALTH_PORT=${HEALTH_PORT:-25980}
 READY_PORT=${READY_PORT:-25981}
 FLOOD_NAMES=${FLOOD_NAMES:-1000000}
@@ -46,6 +52,7 @@ bench_init
 if [[ -n ${PARTITION_DNS:-} ]]; then cp "$PARTITION_DNS" "$work/partition-dns"; fi
 go build -o "$work/fake-tp" ./cmd/fake-tp
 go build -o "$work/silent" ./test/bench/flood/silent
+go build -o "$work/udpfloor" ./test/bench/udp/udpfloor
 
 # CoreDNS, built once.
 coredns=$HOME/.cache/tpkit/coredns-$COREDNS_VERSION
@@ -105,6 +112,10 @@ until curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1; do
 done
 servers=(partition-dns)
 
+"$work/udpfloor" -addr "127.0.0.1:$FLOOR_PORT" -sockets 2 -batch 32 >"$work/udpfloor.log" 2>&1 &
+pids+=($!)
+srv[floor]="$! $FLOOR_PORT"
+
 if [[ -n $coredns ]]; then
   cat >"$work/Corefile" <<EOF
 .:$COREDNS_PORT {
@@ -133,6 +144,7 @@ EOF
   done
   servers+=(coredns)
 fi
+servers+=(floor)
 
 echo "kube-dns.kube-system.svc.cluster.local A" >"$work/cluster.txt"
 awk -v n="$FLOOD_NAMES" 'BEGIN { srand(); for (i = 0; i < n; i++) printf "r%08x%06x.example.org A\n", int(rand() * 4294967296), i }' >"$work/flood.txt"
@@ -158,6 +170,12 @@ for r in $(seq "$ROUNDS"); do
   for name in "${servers[@]}"; do
     read -r pid port <<<"${srv[$name]}"
     read -r a c < <(cluster_qps "$pid" "$port")
+    if [[ $name == floor ]]; then # no forwarder: alone only
+      echo "round $r UDP floor: $a QPS ($c µs CPU per query)" >&2
+      alone[$name]=$((alone[$name] + a))
+      cpu[$name]=$(echo "${cpu[$name]} + $c" | bc)
+      continue
+    fi
     dnsperf -s 127.0.0.1 -p "$port" -d "$work/flood.txt" -c 8 -q 5000 -l $((DURATION + 2)) >"$work/flood-$name-$r.out" 2>&1 &
     flood=$!
     sleep 1 # the flood fills the forwarding bounds
@@ -179,15 +197,22 @@ for name in "${servers[@]}"; do
   hwm=$(awk '/VmHWM/{printf "%.0f MiB", $2 / 1024}' "/proc/$pid/status")
   label=$name
   [[ $name == coredns ]] && label="CoreDNS ${COREDNS_VERSION#v}"
+  if [[ $name == floor ]]; then
+    echo "| the UDP floor (no DNS work) | $((alone[$name] / ROUNDS)) | $(echo "scale=2; ${cpu[$name]} / $ROUNDS" | bc) | - | - | $hwm |"
+    continue
+  fi
   echo "| $label | $((alone[$name] / ROUNDS)) | $(echo "scale=2; ${cpu[$name]} / $ROUNDS" | bc) | $((under[$name] / ROUNDS)) | $(echo "scale=2; ${under[$name]} / ${alone[$name]}" | bc) | $hwm |"
 done
 if [[ -n $coredns ]]; then
   echo
   echo "partition-dns / CoreDNS, cluster QPS alone: $(echo "scale=2; ${alone[partition-dns]} / ${alone[coredns]}" | bc)"
   echo "CoreDNS / partition-dns, server CPU per query alone: $(echo "scale=2; ${cpu[coredns]} / ${cpu[partition-dns]}" | bc)"
+  echo "the UDP floor / CoreDNS, cluster QPS alone (the most any responder is over CoreDNS here): $(echo "scale=2; ${alone[floor]} / ${alone[coredns]}" | bc)"
 fi
+echo "partition-dns / the UDP floor, cluster QPS alone: $(echo "scale=2; ${alone[partition-dns]} / ${alone[floor]}" | bc)"
 echo
 echo "$TPS fake TP(s) hold kube-dns.kube-system; partition-dns watches all of them, CoreDNS tp1."
 echo "Mean of $ROUNDS rounds of ${DURATION}s each (cluster name: dnsperf -c 2 -q 100; flood: dnsperf -c 8 -q 5000 of random"
 echo "*.example.org names, upstream never answers); share = sum under the flood / sum alone, within this run."
+echo "The UDP floor: test/bench/udp/udpfloor -sockets 2 -batch 32, a canned answer, no DNS work, the rounds alone only."
 [[ -n $coredns ]] || echo "CoreDNS was not measured: it could not be built (see above)."
