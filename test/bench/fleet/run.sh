@@ -26,8 +26,8 @@
 # latency, created to seen Running by a watch (test/bench/fleet/podlatency),
 # for PODS pods, half in each TP, created POD_QPS a second in all (5, as
 # the density test creates its latency pods; each TP's half at half the
-# rate, both at once). Printed: a table of patched/stock ratios; the raw figures are in
-# OUT/{stock,patched}/.
+# rate, both at once). Printed: a table of patched/stock ratios; the raw
+# figures are in OUT/{stock,patched}/.
 #
 # Environment: HOLLOW (default 100), WINDOW (60), SETTLE (30), PODS (300),
 # POD_QPS (5), DEPLOYS (3), REPLICAS (5), PATCHED_KUBELET_FLAGS (more flags
@@ -175,9 +175,10 @@ hollow() {
 		'for d in /var/lib /var/log /run; do mount -t tmpfs tpkit-fleet "$d" || exit 1; done; exec env AWS_EC2_METADATA_DISABLED=true "$@"' hollow "$@"
 }
 
-side() { # side NAME BIN
+side() { # side stock|patched
 	local name=$1 side_dir=$out/$1 i tp
-	bin=$2
+	bin=$stock
+	[ "$name" = stock ] || bin=$patched
 	rm -rf "$side_dir"
 	mkdir -p "$side_dir"
 	say "$name: cluster-up ($bin)"
@@ -279,7 +280,6 @@ case "$ORDER" in
 *) die "ORDER is \"stock patched\" or \"patched stock\", not \"$ORDER\"" ;;
 esac
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS is a count of runs, not \"$RUNS\""
-binof() { if [ "$1" = stock ]; then echo "$stock"; else echo "$patched"; fi; }
 
 # RUNS pairs, each in OUT/run-K, the order turned round from one pair to the
 # next so that a drift of the machine over the runs lands on both sides.
@@ -290,11 +290,12 @@ for ((r = 1; r <= RUNS; r++)); do
 		mkdir -p "$out"
 		say "run $r of $RUNS: ${order[0]}, then ${order[1]}"
 	fi
-	side "${order[0]}" "$(binof "${order[0]}")"
-	side "${order[1]}" "$(binof "${order[1]}")"
+	side "${order[0]}"
+	side "${order[1]}"
 	python3 "$root/test/bench/fleet/table.py" "$out" "$N" "$WINDOW" | tee "$out/table.md"
 	order=("${order[1]}" "${order[0]}")
 done
 if [ "$RUNS" -gt 1 ]; then
-	python3 "$root/test/bench/fleet/summary.py" "$base"/run-*/table.md | tee "$base/summary.md"
+	# In run order (a glob would put run-10 before run-2).
+	python3 "$root/test/bench/fleet/summary.py" $(seq -f "$base/run-%g/table.md" "$RUNS") | tee "$base/summary.md"
 fi

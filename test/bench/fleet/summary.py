@@ -32,11 +32,10 @@ def main(paths):
     if not paths:
         sys.exit("usage: summary.py TABLE.md...")
     runs = [read(p) for p in paths]
-    order = list(runs[0])
     print("bench-fleet: patched/stock in each of %d runs, and the median\n" % len(runs))
     print("| what | " + " | ".join("run %d" % (i + 1) for i in range(len(runs))) + " | median |")
     print("| --- |" + " --- |" * (len(runs) + 1))
-    for what in order:
+    for what in runs[0]:
         vals = [r.get(what) for r in runs]
         if any(v is None for v in vals):
             continue

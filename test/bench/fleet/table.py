@@ -74,7 +74,9 @@ def hollow(side):
     pids = sorted(set(a) & set(b))
     if not pids:
         return {"CPU (cores)": 0, "RSS (MiB)": 0, "RSS anonymous (MiB)": None}
-    cpu = sum(b[p][0] - a[p][0] for p in pids) / HZ / secs
+    def cpu_of(ps):
+        return sum(b[p][0] - a[p][0] for p in ps) / HZ / secs
+    cpu = cpu_of(pids)
     rss = sum(b[p][1] for p in pids) / 1024
     nodes = len(pids) / 2  # a kubelet and a proxy each
     anon = None
@@ -84,7 +86,8 @@ def hollow(side):
     for morph in ("kubelet", "proxy"):
         mine = [p for p in pids if b[p][3] == morph]
         if mine and all(b[p][2] is not None for p in mine):
-            r[morph + ": CPU (cores)"] = sum(b[p][0] - a[p][0] for p in mine) / HZ / secs / len(mine)
+            # Per process of the morph, where the node's figures are per pair.
+            r[morph + ": CPU (cores)"] = cpu_of(mine) / len(mine)
             r[morph + ": RSS anonymous (MiB)"] = sum(b[p][2] for p in mine) / 1024 / len(mine)
     return r
 

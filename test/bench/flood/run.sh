@@ -170,10 +170,10 @@ for r in $(seq "$ROUNDS"); do
   for name in "${servers[@]}"; do
     read -r pid port <<<"${srv[$name]}"
     read -r a c < <(cluster_qps "$pid" "$port")
+    alone[$name]=$((alone[$name] + a))
+    cpu[$name]=$(echo "${cpu[$name]} + $c" | bc)
     if [[ $name == floor ]]; then # no forwarder: alone only
       echo "round $r UDP floor: $a QPS ($c µs CPU per query)" >&2
-      alone[$name]=$((alone[$name] + a))
-      cpu[$name]=$(echo "${cpu[$name]} + $c" | bc)
       continue
     fi
     dnsperf -s 127.0.0.1 -p "$port" -d "$work/flood.txt" -c 8 -q 5000 -l $((DURATION + 2)) >"$work/flood-$name-$r.out" 2>&1 &
@@ -183,8 +183,6 @@ for r in $(seq "$ROUNDS"); do
     wait "$flood"
     fq=$(awk '/Queries per second/{printf "%.0f", $4}' "$work/flood-$name-$r.out")
     echo "round $r $name: cluster $a QPS alone ($c µs CPU per query), $u under the flood ($(echo "scale=2; $u / $a" | bc)); the flood's answered QPS $fq" >&2
-    alone[$name]=$((alone[$name] + a))
-    cpu[$name]=$(echo "${cpu[$name]} + $c" | bc)
     under[$name]=$((under[$name] + u))
   done
 done
@@ -207,7 +205,7 @@ if [[ -n $coredns ]]; then
   echo
   echo "partition-dns / CoreDNS, cluster QPS alone: $(echo "scale=2; ${alone[partition-dns]} / ${alone[coredns]}" | bc)"
   echo "CoreDNS / partition-dns, server CPU per query alone: $(echo "scale=2; ${cpu[coredns]} / ${cpu[partition-dns]}" | bc)"
-  echo "the UDP floor / CoreDNS, cluster QPS alone (the most any responder is over CoreDNS here): $(echo "scale=2; ${alone[floor]} / ${alone[coredns]}" | bc)"
+  echo "the UDP floor / CoreDNS, cluster QPS alone (a responder with no DNS work, beside the same dnsperf): $(echo "scale=2; ${alone[floor]} / ${alone[coredns]}" | bc)"
 fi
 echo "partition-dns / the UDP floor, cluster QPS alone: $(echo "scale=2; ${alone[partition-dns]} / ${alone[floor]}" | bc)"
 echo

@@ -8,8 +8,9 @@
 // select nodes by --node-selector: the hollow nodes), --qps a second, and
 // watches them. The density test creates its latency pods at about 5 a
 // second (one each 200 ms, after the saturation pods run), so that their
-// start-up is the node's latency rather than a queue behind a burst. Each pod's latency is the time from just before its create
-// request to the watch event that shows it Running, both on this process's
+// start-up is the node's latency rather than a queue behind a burst. Each
+// pod's latency is the time from just before its create request to the
+// watch event that shows it Running, both on this process's
 // clock, in milliseconds. The time to the first watch event that shows it
 // bound to a node splits that in two: the TP's scheduler, then the node's
 // kubelet (its pod watch, the start and the status write). It prints one
